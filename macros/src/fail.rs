@@ -1,0 +1,35 @@
+//! Fail soft: on any error the user's item is emitted unchanged next to the
+//! `compile_error!`s, so one mistake does not cascade into "cannot find
+//! function" errors at every use of the item.
+
+use proc_macro2::TokenStream;
+use quote::ToTokens;
+use syn::{FnArg, ItemFn};
+
+/// The user's tokens as written, plus every error.
+pub(crate) fn soft(item: TokenStream, error: syn::Error) -> TokenStream {
+    let mut tokens = error.to_compile_error();
+    tokens.extend(item);
+    tokens
+}
+
+/// The user's fn with the `#[local]` helper attributes removed: nothing else
+/// would consume them, and "cannot find attribute `local`" would bury the real
+/// error.
+pub(crate) fn soft_fn(item: &ItemFn, error: syn::Error) -> TokenStream {
+    let mut item = item.clone();
+    for input in &mut item.sig.inputs {
+        if let FnArg::Typed(param) = input {
+            param.attrs.retain(|attr| !attr.path().is_ident("local"));
+        }
+    }
+    soft(item.into_token_stream(), error)
+}
+
+/// Folds a list of errors into one, `None` when there are none.
+pub(crate) fn combine(errors: impl IntoIterator<Item = syn::Error>) -> Option<syn::Error> {
+    errors.into_iter().reduce(|mut all, next| {
+        all.combine(next);
+        all
+    })
+}

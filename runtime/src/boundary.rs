@@ -1,0 +1,208 @@
+//! The boundary itself: what every generated trampoline runs.
+//!
+//! [`call`] passes the gate, attaches the thread, runs the body under
+//! `catch_unwind` and turns an `Err` or a panic into the declared fallback
+//! plus a last-error message. It is `#[inline(always)]` and generic, so the
+//! trampoline compiles to the fast path inline; everything that only runs
+//! when something goes wrong is `#[cold]` and out of line.
+
+use core::any::Any;
+use core::fmt::Display;
+use core::marker::PhantomData;
+use std::borrow::Cow;
+use std::io::Write;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use crate::context::ContextNode;
+use crate::gate::{Closed, GatePolicy};
+use crate::local::{Local, LocalRef};
+use crate::settings::{self, PanicMode};
+use crate::{error, init, stats, thread};
+
+/// How a callback attaches its thread (`attach = …`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Attach {
+    /// Bind on the first call, release at thread exit (the default).
+    Bound,
+    /// Release when the outermost call returns.
+    PerCall,
+}
+
+/// What to do with a failure (`on_panic = abort`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policy {
+    /// Record the message and return the declared fallback value.
+    Return,
+    /// Print the message, naming the callback, and abort the process.
+    Abort,
+}
+
+/// The static description of one callback, built by `#[c_callback]`.
+#[derive(Debug)]
+pub struct Site {
+    /// The Rust name of the callback, used in messages.
+    pub name: &'static str,
+    /// How the thread is attached.
+    pub attach: Attach,
+    /// What to do while initialisation is pending.
+    pub gate: GatePolicy,
+    /// What to do when the body panics.
+    pub on_panic: Policy,
+    /// What to do on `Err`, a bad argument or a failed init.
+    pub on_error: Policy,
+}
+
+/// A failure that becomes the thread's last error.
+#[derive(Debug)]
+pub struct Failure {
+    message: Cow<'static, str>,
+}
+
+impl Failure {
+    /// A failure with this message.
+    pub fn new(message: impl Into<Cow<'static, str>>) -> Failure {
+        Failure { message: message.into() }
+    }
+
+    /// A failure carrying `error.to_string()`.
+    pub fn from_display(error: &dyn Display) -> Failure {
+        Failure::new(error.to_string())
+    }
+
+    /// The message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+/// The calling thread's context, handed to the body of a callback.
+pub struct Frame {
+    node: &'static ContextNode,
+    /// Tied to the thread: a frame never leaves the call it was made for.
+    _not_send: PhantomData<*const ()>,
+}
+
+impl Frame {
+    /// This thread's `T` for a `#[local]` parameter, or an error if an outer
+    /// call on this thread is already using it.
+    #[inline]
+    pub fn local<T: Local>(&self) -> Result<LocalRef<'_, T>, Failure> {
+        // SAFETY: frames exist only inside `call` on the thread the context
+        // serves (`Frame` is neither `Send` nor `Sync`).
+        unsafe { self.node.value.locals.get::<T>() }
+    }
+}
+
+/// Wraps a plain return value for [`call`]'s body.
+#[inline(always)]
+pub fn ok<T>(value: T) -> Result<T, Failure> {
+    Ok(value)
+}
+
+/// Turns the callback's `Result` into [`call`]'s body result; the error's
+/// `Display` text becomes the last error.
+#[inline(always)]
+pub fn from_result<T, E: Display>(result: Result<T, E>) -> Result<T, Failure> {
+    result.map_err(|error| Failure::from_display(&error))
+}
+
+/// Runs one callback at the boundary.
+///
+/// `on_error` is returned (unless the site's policy aborts) when the gate is
+/// shut, an argument is bad or the body returns `Err`; `on_panic` when the
+/// body panics. The failure's message becomes the thread's last error.
+#[inline(always)]
+pub fn call<R>(
+    site: &'static Site,
+    on_error: impl FnOnce() -> R,
+    on_panic: impl FnOnce() -> R,
+    body: impl FnOnce(&Frame) -> Result<R, Failure>,
+) -> R {
+    if site.gate != GatePolicy::Skip && !init::GATE.is_ready() {
+        if let Err(failure) = pass_gate(site) {
+            stats::record_error_outside_call();
+            return failed(site, failure, on_error);
+        }
+    }
+    let node = match thread::current() {
+        Some(node) => node,
+        None => thread::attach(site.attach),
+    };
+    node.value.enter();
+    let frame = Frame { node, _not_send: PhantomData };
+    let outcome = catch_unwind(AssertUnwindSafe(|| body(&frame)));
+    match outcome {
+        Ok(Ok(value)) => {
+            thread::leave(node);
+            value
+        }
+        Ok(Err(failure)) => {
+            node.value.errors.bump();
+            thread::leave(node);
+            failed(site, failure, on_error)
+        }
+        Err(payload) => {
+            node.value.panics.bump();
+            thread::leave(node);
+            panicked(site, payload, on_panic)
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn pass_gate(site: &Site) -> Result<(), Failure> {
+    init::pass_gate_slow(site.gate).map_err(|closed| match closed {
+        Closed::Failed(message) => Failure::new(format!("initialisation failed: {message}")),
+        Closed::Pending => Failure::new(format!(
+            "`{}` was called before initialisation finished (gate = fail)",
+            site.name
+        )),
+    })
+}
+
+#[cold]
+#[inline(never)]
+fn failed<R>(site: &Site, failure: Failure, on_error: impl FnOnce() -> R) -> R {
+    if site.on_error == Policy::Abort {
+        crate::abort_with(&format!("callgate: callback `{}` failed: {}; aborting", site.name, failure.message));
+    }
+    error::set_last_error(failure.message);
+    on_error()
+}
+
+#[cold]
+#[inline(never)]
+fn panicked<R>(site: &Site, payload: Box<dyn Any + Send>, on_panic: impl FnOnce() -> R) -> R {
+    let message = payload_message(payload);
+    if site.on_panic == Policy::Abort || settings::current().panic == PanicMode::Abort {
+        crate::abort_with(&format!("callgate: callback `{}` panicked: {message}; aborting", site.name));
+    }
+    error::set_last_error(format!("callback `{}` panicked: {message}", site.name));
+    on_panic()
+}
+
+/// The text of a panic payload; the payload is dropped here, and a panic
+/// in its `Drop` (a panic while handling a panic) aborts with a message
+/// instead of unwinding into C.
+pub(crate) fn payload_message(payload: Box<dyn Any + Send>) -> String {
+    let message = if let Some(text) = payload.downcast_ref::<&'static str>() {
+        (*text).to_owned()
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "panic payload of a non-string type".to_owned()
+    };
+    if catch_unwind(AssertUnwindSafe(move || drop(payload))).is_err() {
+        crate::abort_with(&format!(
+            "callgate: dropping the payload of a panic (\"{message}\") panicked again; aborting"
+        ));
+    }
+    message
+}
+
+/// Writes one line to standard error, ignoring failures (there is nobody to
+/// report them to).
+pub(crate) fn report(message: &str) {
+    let _ = writeln!(std::io::stderr(), "{message}");
+}

@@ -1,0 +1,93 @@
+//! Thread contexts: the per-thread runtime state, pooled and recycled.
+
+use core::cell::Cell;
+
+use crate::freelist::{FreeList, Node};
+use crate::local::Locals;
+use crate::sync::{AtomicU64, Ordering};
+
+/// Every context ever created; never freed while the process runs.
+pub(crate) static CONTEXTS: FreeList<Context> = FreeList::new();
+
+/// A per-thread counter: written only by the context's owner (a plain
+/// load + store, no read-modify-write, no shared cache line), read by
+/// `stats()` from any thread.
+pub(crate) struct Counter(AtomicU64);
+
+impl Counter {
+    const fn new() -> Counter {
+        Counter(AtomicU64::new(0))
+    }
+
+    #[inline(always)]
+    pub(crate) fn bump(&self) {
+        // Relaxed: a statistic with a single writer (the owning thread), so
+        // load + store cannot lose an update; readers only need atomicity.
+        self.0.store(self.0.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+    }
+
+    pub(crate) fn get(&self) -> u64 {
+        // Relaxed: a statistic.
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// The runtime state of one bound thread.
+///
+/// The `Cell` fields and the locals are touched only by the thread the
+/// context currently serves; a context moves between threads only through
+/// the free list, whose Release/Acquire pair orders the previous owner's
+/// accesses before the next owner's.
+pub(crate) struct Context {
+    /// How many callbacks are running on the owning thread right now.
+    depth: Cell<u32>,
+    /// Release the context when the outermost call returns.
+    per_call: Cell<bool>,
+    pub(crate) calls: Counter,
+    pub(crate) panics: Counter,
+    pub(crate) errors: Counter,
+    pub(crate) locals: Locals,
+}
+
+// SAFETY: the non-atomic fields are only accessed by the owning thread (see
+// the type's docs); other threads read only the atomic counters.
+unsafe impl Sync for Context {}
+
+impl Context {
+    pub(crate) const fn new() -> Context {
+        Context {
+            depth: Cell::new(0),
+            per_call: Cell::new(false),
+            calls: Counter::new(),
+            panics: Counter::new(),
+            errors: Counter::new(),
+            locals: Locals::new(),
+        }
+    }
+
+    pub(crate) fn set_per_call(&self, per_call: bool) {
+        self.per_call.set(per_call);
+    }
+
+    pub(crate) fn depth(&self) -> u32 {
+        self.depth.get()
+    }
+
+    /// A callback starts on the owning thread.
+    #[inline(always)]
+    pub(crate) fn enter(&self) {
+        self.depth.set(self.depth.get().wrapping_add(1));
+        self.calls.bump();
+    }
+
+    /// A callback returns; true when it was the outermost one of a
+    /// per-call attachment, which must now be released.
+    #[inline(always)]
+    pub(crate) fn leave(&self) -> bool {
+        let depth = self.depth.get().wrapping_sub(1);
+        self.depth.set(depth);
+        depth == 0 && self.per_call.get()
+    }
+}
+
+pub(crate) type ContextNode = Node<Context>;

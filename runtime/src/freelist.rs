@@ -1,0 +1,301 @@
+//! A lock-free, ABA-safe, fork-safe pool of never-freed nodes.
+//!
+//! Nodes live in a segmented array of slots (bucket `b` holds `2^b` slot
+//! pointers), so every node has a stable 32-bit index and is never freed while
+//! the list lives. The free list is a Treiber stack whose head packs
+//! `(tag << 32) | (index + 1)` into one `AtomicU64`; every successful push or
+//! pop bumps the tag, so a stale head read by a pop that was overtaken
+//! (pop A, pop B, push A) can never win its compare-exchange: no ABA. No
+//! operation takes a lock, so a `fork()` in the middle of one cannot leave
+//! the child a lock nobody will release; at worst the child sees one node
+//! that is neither free nor in use.
+//!
+//! # Atomic orderings
+//!
+//! * `push` publishes with a `Release` compare-exchange on `head`; `pop`
+//!   reads `head` with `Acquire`. The pair hands the node's contents (and its
+//!   `next` link) from the releasing thread to the next owner.
+//! * A bucket is published with a `Release` compare-exchange and read with
+//!   `Acquire`, so its zeroed slots are visible before anyone indexes it; a
+//!   node pointer is stored into its slot with `Release` and read with
+//!   `Acquire`, so the node's initial contents are visible to any reader.
+//! * `next` is only read between an `Acquire` load of `head` and the CAS that
+//!   validates it, so `Relaxed` suffices for it: a stale value is discarded
+//!   with the failed CAS.
+//! * Counters (`allocated`, `free`) are statistics: `Relaxed`.
+
+use crate::sync::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+
+const BUCKETS: usize = 32;
+const EMPTY: u32 = 0;
+
+/// One pooled value with its stable index and free-list link.
+pub(crate) struct Node<T> {
+    index: u32,
+    /// `index + 1` of the next free node, or `EMPTY`.
+    next: AtomicU32,
+    pub(crate) value: T,
+}
+
+impl<T> Node<T> {
+    /// The node's stable index in its list.
+    #[cfg_attr(callgate_loom, allow(dead_code))]
+    pub(crate) fn index(&self) -> u32 {
+        self.index
+    }
+}
+
+pub(crate) struct FreeList<T> {
+    buckets: [AtomicPtr<AtomicPtr<Node<T>>>; BUCKETS],
+    allocated: AtomicU32,
+    head: AtomicU64,
+    free: AtomicUsize,
+}
+
+fn bucket_of(index: u32) -> (usize, usize) {
+    let position = index as u64 + 1;
+    let bucket = 63 - position.leading_zeros() as usize;
+    (bucket, (position - (1 << bucket)) as usize)
+}
+
+impl<T> FreeList<T> {
+    #[cfg(not(callgate_loom))]
+    pub(crate) const fn new() -> Self {
+        FreeList {
+            buckets: [const { AtomicPtr::new(core::ptr::null_mut()) }; BUCKETS],
+            allocated: AtomicU32::new(0),
+            head: AtomicU64::new(0),
+            free: AtomicUsize::new(0),
+        }
+    }
+
+    #[cfg(callgate_loom)]
+    pub(crate) fn new() -> Self {
+        FreeList {
+            buckets: core::array::from_fn(|_| AtomicPtr::new(core::ptr::null_mut())),
+            allocated: AtomicU32::new(0),
+            head: AtomicU64::new(0),
+            free: AtomicUsize::new(0),
+        }
+    }
+
+    /// Takes a free node, if there is one.
+    pub(crate) fn pop(&self) -> Option<&Node<T>> {
+        // Acquire: pairs with the Release CAS in `push`.
+        let mut head = self.head.load(Ordering::Acquire);
+        loop {
+            let index = head as u32;
+            if index == EMPTY {
+                return None;
+            }
+            let node = self.get(index - 1)?;
+            // Relaxed: validated by the CAS below (module docs).
+            let next = node.next.load(Ordering::Relaxed);
+            let new = ((head >> 32).wrapping_add(1) << 32) | u64::from(next);
+            // Acquire on success: pairs with the Release CAS in `push`.
+            match self.head.compare_exchange_weak(head, new, Ordering::Acquire, Ordering::Acquire) {
+                Ok(_) => {
+                    // Relaxed: a statistic.
+                    self.free.fetch_sub(1, Ordering::Relaxed);
+                    return Some(node);
+                }
+                Err(current) => head = current,
+            }
+        }
+    }
+
+    /// Returns `node` to the free list. The caller must own it (it came from
+    /// `pop` or `alloc` and was not pushed since).
+    pub(crate) fn push(&self, node: &Node<T>) {
+        // Relaxed: the CAS below re-validates the value.
+        let mut head = self.head.load(Ordering::Relaxed);
+        // Relaxed: a statistic; counted before the node becomes poppable so
+        // the count never goes below zero.
+        self.free.fetch_add(1, Ordering::Relaxed);
+        loop {
+            // Relaxed: published by the Release CAS below.
+            node.next.store(head as u32, Ordering::Relaxed);
+            let new = ((head >> 32).wrapping_add(1) << 32) | u64::from(node.index + 1);
+            // Release: pairs with the Acquire load/CAS in `pop`.
+            match self.head.compare_exchange_weak(head, new, Ordering::Release, Ordering::Relaxed) {
+                Ok(_) => return,
+                Err(current) => head = current,
+            }
+        }
+    }
+
+    /// Allocates a new node holding `value`; it is owned by the caller.
+    ///
+    /// Aborts the process if 2^32 - 1 nodes already exist.
+    pub(crate) fn alloc(&self, value: T) -> &Node<T> {
+        // Relaxed: only uniqueness of the index matters.
+        let index = self.allocated.fetch_add(1, Ordering::Relaxed);
+        if index == u32::MAX {
+            crate::abort_with("callgate: more than 4294967294 thread contexts; aborting");
+        }
+        let (bucket, offset) = bucket_of(index);
+        let slots = self.bucket(bucket);
+        let node = Box::into_raw(Box::new(Node { index, next: AtomicU32::new(EMPTY), value }));
+        // SAFETY: `bucket` holds `1 << bucket` slots and `offset < 1 << bucket`
+        // by construction of `bucket_of`; the bucket is never freed while
+        // `self` lives.
+        let slot = unsafe { &*slots.add(offset) };
+        // Release: pairs with the Acquire in `get` (module docs).
+        slot.store(node, Ordering::Release);
+        // SAFETY: `node` came from `Box::into_raw` and is freed only by `Drop`
+        // of the list, which cannot run while `&self` is borrowed.
+        unsafe { &*node }
+    }
+
+    /// The bucket `bucket`, allocating it on first use.
+    fn bucket(&self, bucket: usize) -> *const AtomicPtr<Node<T>> {
+        // Acquire: pairs with the Release CAS below.
+        let current = self.buckets[bucket].load(Ordering::Acquire);
+        if !current.is_null() {
+            return current;
+        }
+        let fresh: Box<[AtomicPtr<Node<T>>]> =
+            (0..1usize << bucket).map(|_| AtomicPtr::new(core::ptr::null_mut())).collect();
+        let fresh = Box::into_raw(fresh) as *mut AtomicPtr<Node<T>>;
+        // Release on success: publishes the zeroed slots; Acquire on failure:
+        // pairs with the winner's Release.
+        match self.buckets[bucket].compare_exchange(
+            core::ptr::null_mut(),
+            fresh,
+            Ordering::Release,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => fresh,
+            Err(winner) => {
+                // SAFETY: `fresh` came from `Box::into_raw` of a slice of
+                // exactly this length and was never shared.
+                drop(unsafe {
+                    Box::from_raw(core::ptr::slice_from_raw_parts_mut(fresh, 1usize << bucket))
+                });
+                winner
+            }
+        }
+    }
+
+    /// The node at `index`, or `None` if its slot is not filled yet.
+    fn get(&self, index: u32) -> Option<&Node<T>> {
+        let (bucket, offset) = bucket_of(index);
+        // Acquire: pairs with the Release CAS in `bucket`.
+        let slots = self.buckets[bucket].load(Ordering::Acquire);
+        if slots.is_null() {
+            return None;
+        }
+        // SAFETY: a published bucket has `1 << bucket` slots, `offset` is
+        // below that, and buckets live as long as `self`.
+        let slot = unsafe { &*slots.add(offset) };
+        // Acquire: pairs with the Release store in `alloc`.
+        let node = slot.load(Ordering::Acquire);
+        // SAFETY: a non-null slot points to a node that lives as long as `self`.
+        (!node.is_null()).then(|| unsafe { &*node })
+    }
+
+    /// Every node allocated so far, free or in use.
+    #[cfg_attr(callgate_loom, allow(dead_code))]
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Node<T>> {
+        // Relaxed: a snapshot; nodes still being filled are skipped by `get`.
+        let allocated = self.allocated.load(Ordering::Relaxed).min(u32::MAX - 1);
+        (0..allocated).filter_map(move |index| self.get(index))
+    }
+
+    /// How many nodes were ever allocated.
+    pub(crate) fn allocated(&self) -> usize {
+        // Relaxed: a statistic.
+        self.allocated.load(Ordering::Relaxed) as usize
+    }
+
+    /// How many nodes are on the free list now.
+    pub(crate) fn free(&self) -> usize {
+        // Relaxed: a statistic.
+        self.free.load(Ordering::Relaxed)
+    }
+}
+
+impl<T> Drop for FreeList<T> {
+    fn drop(&mut self) {
+        for (bucket, slots) in self.buckets.iter_mut().enumerate() {
+            let slots = slots.load(Ordering::Relaxed);
+            if slots.is_null() {
+                continue;
+            }
+            // SAFETY: a non-null bucket was made by `Box::into_raw` of a slice
+            // of `1 << bucket` slots; `&mut self` means nobody else uses it.
+            let slots =
+                unsafe { Box::from_raw(core::ptr::slice_from_raw_parts_mut(slots, 1usize << bucket)) };
+            for slot in slots.iter() {
+                let node = slot.load(Ordering::Relaxed);
+                if !node.is_null() {
+                    // SAFETY: every non-null slot holds a node from
+                    // `Box::into_raw` in `alloc`, freed only here.
+                    drop(unsafe { Box::from_raw(node) });
+                }
+            }
+        }
+    }
+}
+
+// SAFETY: the list hands `&Node<T>` to other threads and moves ownership of
+// values between threads, so `T` must be `Send + Sync`; the list's own fields
+// are atomics.
+unsafe impl<T: Send + Sync> Sync for FreeList<T> {}
+// SAFETY: as above; dropping the list drops the `T`s on the dropping thread.
+unsafe impl<T: Send + Sync> Send for FreeList<T> {}
+
+#[cfg(all(test, not(callgate_loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bucket_layout_is_dense() {
+        assert_eq!(bucket_of(0), (0, 0));
+        assert_eq!(bucket_of(1), (1, 0));
+        assert_eq!(bucket_of(2), (1, 1));
+        assert_eq!(bucket_of(3), (2, 0));
+        assert_eq!(bucket_of(6), (2, 3));
+        assert_eq!(bucket_of(u32::MAX - 1), (31, (1 << 31) - 1));
+    }
+
+    #[test]
+    fn pop_returns_pushed_nodes_lifo() {
+        let list = FreeList::new();
+        assert!(list.pop().is_none());
+        let a = list.alloc(1);
+        let b = list.alloc(2);
+        list.push(a);
+        list.push(b);
+        assert_eq!(list.free(), 2);
+        assert_eq!(list.pop().map(|n| n.value), Some(2));
+        assert_eq!(list.pop().map(|n| n.value), Some(1));
+        assert!(list.pop().is_none());
+        assert_eq!(list.allocated(), 2);
+        assert_eq!(list.iter().map(|n| n.value).collect::<Vec<_>>(), [1, 2]);
+    }
+
+    #[test]
+    fn concurrent_pop_push_never_hands_a_node_out_twice() {
+        use std::sync::atomic::AtomicBool;
+        let list: FreeList<AtomicBool> = FreeList::new();
+        for _ in 0..4 {
+            let node = list.alloc(AtomicBool::new(false));
+            list.push(node);
+        }
+        std::thread::scope(|scope| {
+            for _ in 0..4 {
+                scope.spawn(|| {
+                    for _ in 0..20_000 {
+                        let node = list.pop().unwrap_or_else(|| list.alloc(AtomicBool::new(false)));
+                        assert!(!node.value.swap(true, Ordering::Relaxed), "node handed out twice");
+                        node.value.store(false, Ordering::Relaxed);
+                        list.push(node);
+                    }
+                });
+            }
+        });
+        assert!(list.allocated() <= 8);
+        assert_eq!(list.free(), list.allocated());
+    }
+}

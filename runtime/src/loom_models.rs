@@ -1,0 +1,153 @@
+//! loom models of the gate and the free list.
+//!
+//! Run with:
+//! `RUSTFLAGS="--cfg callgate_loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p callgate --lib --release`
+
+use loom::sync::Arc;
+use loom::sync::atomic::{AtomicBool, Ordering};
+use loom::thread;
+
+use crate::freelist::FreeList;
+use crate::gate::{Closed, Gate, GatePolicy, InitState};
+
+#[test]
+fn gate_releases_every_waiter_after_the_last_init() {
+    loom::model(|| {
+        let gate = Arc::new(Gate::new());
+        let data = Arc::new(loom::sync::atomic::AtomicUsize::new(0));
+        gate.arm();
+        gate.arm();
+        let inits: Vec<_> = (0..2)
+            .map(|_| {
+                let (gate, data) = (gate.clone(), data.clone());
+                thread::spawn(move || {
+                    data.fetch_add(1, Ordering::Relaxed);
+                    gate.finish(Ok(()));
+                })
+            })
+            .collect();
+        let waiter = {
+            let (gate, data) = (gate.clone(), data.clone());
+            thread::spawn(move || {
+                if !gate.is_ready() {
+                    gate.pass_slow(GatePolicy::Wait, || ()).unwrap();
+                }
+                // Both inits' writes are visible once the gate is passed.
+                assert_eq!(data.load(Ordering::Relaxed), 2);
+            })
+        };
+        for init in inits {
+            init.join().unwrap();
+        }
+        waiter.join().unwrap();
+        assert!(gate.is_ready());
+        assert_eq!(gate.state(), InitState::Ready);
+    });
+}
+
+#[test]
+fn gate_reports_a_failed_init_to_waiters() {
+    loom::model(|| {
+        let gate = Arc::new(Gate::new());
+        gate.arm();
+        let init = {
+            let gate = gate.clone();
+            thread::spawn(move || gate.finish(Err("boom".to_owned())))
+        };
+        let outcome = if gate.is_ready() { Ok(()) } else { gate.pass_slow(GatePolicy::Wait, || ()) };
+        assert_eq!(outcome, Err(Closed::Failed("boom".to_owned())));
+        init.join().unwrap();
+        assert!(!gate.is_ready());
+    });
+}
+
+#[test]
+fn gate_fail_policy_never_blocks() {
+    loom::model(|| {
+        let gate = Arc::new(Gate::new());
+        gate.arm();
+        let init = {
+            let gate = gate.clone();
+            thread::spawn(move || gate.finish(Ok(())))
+        };
+        let outcome = if gate.is_ready() { Ok(()) } else { gate.pass_slow(GatePolicy::Fail, || ()) };
+        assert!(matches!(outcome, Ok(()) | Err(Closed::Pending)));
+        init.join().unwrap();
+    });
+}
+
+#[test]
+fn free_list_never_hands_out_a_node_twice() {
+    loom::model(|| {
+        let list: Arc<FreeList<AtomicBool>> = Arc::new(FreeList::new());
+        for _ in 0..2 {
+            let node = list.alloc(AtomicBool::new(false));
+            list.push(node);
+        }
+        let workers: Vec<_> = (0..2)
+            .map(|_| {
+                let list = list.clone();
+                thread::spawn(move || {
+                    for _ in 0..2 {
+                        let node = list.pop().unwrap_or_else(|| list.alloc(AtomicBool::new(false)));
+                        assert!(!node.value.swap(true, Ordering::Relaxed), "node handed out twice");
+                        node.value.store(false, Ordering::Relaxed);
+                        list.push(node);
+                    }
+                })
+            })
+            .collect();
+        for worker in workers {
+            worker.join().unwrap();
+        }
+        assert_eq!(list.free(), list.allocated());
+        assert_drains_to_distinct_nodes(&list, list.allocated());
+    });
+}
+
+/// Pops everything: a corrupted list (a cycle, a lost or duplicated node)
+/// shows up as a repeated node or a wrong count.
+fn assert_drains_to_distinct_nodes(list: &FreeList<AtomicBool>, expected: usize) {
+    let mut seen = Vec::new();
+    while let Some(node) = list.pop() {
+        let address = node as *const _ as usize;
+        assert!(!seen.contains(&address), "free list hands out a node twice");
+        seen.push(address);
+        assert!(seen.len() <= expected, "free list holds more nodes than exist");
+    }
+    assert_eq!(seen.len(), expected, "free list lost a node");
+}
+
+#[test]
+fn free_list_survives_the_aba_interleaving() {
+    // One thread pops while the other pops twice and pushes the first node
+    // back: the tag must make the stale pop retry.
+    loom::model(|| {
+        let list: Arc<FreeList<AtomicBool>> = Arc::new(FreeList::new());
+        for _ in 0..3 {
+            let node = list.alloc(AtomicBool::new(false));
+            list.push(node);
+        }
+        let other = {
+            let list = list.clone();
+            thread::spawn(move || {
+                let a = list.pop().unwrap();
+                let b = list.pop().unwrap();
+                assert!(!a.value.swap(true, Ordering::Relaxed));
+                assert!(!b.value.swap(true, Ordering::Relaxed));
+                a.value.store(false, Ordering::Relaxed);
+                list.push(a);
+                b.value.store(false, Ordering::Relaxed);
+                list.push(b);
+            })
+        };
+        if let Some(node) = list.pop() {
+            assert!(!node.value.swap(true, Ordering::Relaxed), "node handed out twice");
+            node.value.store(false, Ordering::Relaxed);
+            list.push(node);
+        }
+        other.join().unwrap();
+        assert_eq!(list.free(), 3);
+        assert_drains_to_distinct_nodes(&list, 3);
+    });
+}

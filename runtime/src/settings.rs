@@ -1,0 +1,156 @@
+//! Runtime settings from the `CALLGATE` environment variable, read once.
+//!
+//! `CALLGATE` is a comma-separated list of `key=value` pairs, like Go's
+//! `GODEBUG`: `attach=bound|per_call`, `panic=catch|abort`. Unknown keys and
+//! values are reported once on standard error and ignored.
+
+use std::ffi::OsStr;
+
+use crate::sync::{AtomicU32, Ordering};
+
+/// The environment variable the settings are read from.
+pub const VAR: &str = "CALLGATE";
+
+/// How callbacks attach threads when their attribute does not say.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum AttachMode {
+    /// Bind a thread on its first call until it exits (the default).
+    #[default]
+    Bound,
+    /// Attach and release around every outermost call.
+    PerCall,
+}
+
+/// What callbacks do when their body panics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum PanicMode {
+    /// Return the fallback value and record the message (the default).
+    #[default]
+    Catch,
+    /// Abort the process with the message.
+    Abort,
+}
+
+/// The runtime settings in force; see [`settings`](crate::settings()).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct Settings {
+    /// `attach=bound|per_call`.
+    pub attach: AttachMode,
+    /// `panic=catch|abort`.
+    pub panic: PanicMode,
+}
+
+const UNREAD: u32 = u32::MAX;
+/// The encoded settings, or `UNREAD`.
+static CURRENT: AtomicU32 = AtomicU32::new(UNREAD);
+static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+impl Settings {
+    fn encode(self) -> u32 {
+        (self.attach == AttachMode::PerCall) as u32 | ((self.panic == PanicMode::Abort) as u32) << 1
+    }
+
+    fn decode(bits: u32) -> Settings {
+        Settings {
+            attach: if bits & 1 != 0 { AttachMode::PerCall } else { AttachMode::Bound },
+            panic: if bits & 2 != 0 { PanicMode::Abort } else { PanicMode::Catch },
+        }
+    }
+
+    /// Parses a `CALLGATE` value; returns the settings and the problems found.
+    pub(crate) fn parse(text: &str) -> (Settings, Vec<String>) {
+        let mut settings = Settings::default();
+        let mut problems = Vec::new();
+        for item in text.split(',').map(str::trim).filter(|item| !item.is_empty()) {
+            match item.split_once('=').map(|(key, value)| (key.trim(), value.trim())) {
+                Some(("attach", "bound")) => settings.attach = AttachMode::Bound,
+                Some(("attach", "per_call")) => settings.attach = AttachMode::PerCall,
+                Some(("panic", "catch")) => settings.panic = PanicMode::Catch,
+                Some(("panic", "abort")) => settings.panic = PanicMode::Abort,
+                Some(("attach", value)) => {
+                    problems.push(format!("`attach={value}`: expected `attach=bound` or `attach=per_call`"))
+                }
+                Some(("panic", value)) => {
+                    problems.push(format!("`panic={value}`: expected `panic=catch` or `panic=abort`"))
+                }
+                Some((key, _)) => problems.push(format!("unknown key `{key}`: expected `attach` or `panic`")),
+                None => problems.push(format!("`{item}`: expected `key=value`")),
+            }
+        }
+        (settings, problems)
+    }
+}
+
+/// The settings in force, reading `CALLGATE` on first use.
+#[inline]
+pub(crate) fn current() -> Settings {
+    // Relaxed: the settings are a self-contained value; no other memory is
+    // published with them.
+    match CURRENT.load(Ordering::Relaxed) {
+        UNREAD => load(),
+        bits => Settings::decode(bits),
+    }
+}
+
+#[cold]
+fn load() -> Settings {
+    reload(std::env::var_os(VAR).as_deref())
+}
+
+/// Re-reads the settings from `value` (the value of `CALLGATE`, or `None`
+/// when it is unset), reporting problems once per process.
+pub(crate) fn reload(value: Option<&OsStr>) -> Settings {
+    let (settings, problems) = match value {
+        None => (Settings::default(), Vec::new()),
+        Some(value) => match value.to_str() {
+            Some(text) => Settings::parse(text),
+            None => (Settings::default(), vec!["the value is not valid UTF-8".to_owned()]),
+        },
+    };
+    // Relaxed: a statistic-like flag; at worst two threads both warn.
+    if !problems.is_empty() && !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        crate::boundary::report(&format!(
+            "callgate: ignoring malformed parts of {VAR}: {}",
+            problems.join("; ")
+        ));
+    }
+    // Relaxed: see `current`.
+    CURRENT.store(settings.encode(), Ordering::Relaxed);
+    settings
+}
+
+/// Forgets the cached settings so the next use re-reads `CALLGATE`.
+#[allow(dead_code)]
+pub(crate) fn reset_to_default() {
+    // Relaxed: see `current`.
+    CURRENT.store(Settings::default().encode(), Ordering::Relaxed);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_setting() {
+        let (settings, problems) = Settings::parse("attach=per_call, panic=abort");
+        assert_eq!(settings.attach, AttachMode::PerCall);
+        assert_eq!(settings.panic, PanicMode::Abort);
+        assert!(problems.is_empty());
+        assert_eq!(Settings::decode(settings.encode()), settings);
+    }
+
+    #[test]
+    fn malformed_parts_are_reported_and_ignored() {
+        let (settings, problems) = Settings::parse("attach=sometimes,panic=abort,colour=blue,junk");
+        assert_eq!(settings.attach, AttachMode::Bound);
+        assert_eq!(settings.panic, PanicMode::Abort);
+        assert_eq!(problems.len(), 3, "{problems:?}");
+        assert!(problems[0].contains("attach=sometimes"));
+    }
+
+    #[test]
+    fn empty_value_means_defaults() {
+        assert_eq!(Settings::parse(""), (Settings::default(), Vec::new()));
+    }
+}

@@ -1,0 +1,197 @@
+//! Attaching threads to contexts: the fast thread-local lookup, the cold
+//! bind path, and the release that hands a context back to the free list.
+//!
+//! A thread's first call pops a context (or allocates one) and stores it in a
+//! const-initialised thread-local without a destructor — so the fast path is
+//! one thread-local load and works at any point of thread teardown — and in
+//! a pthread key whose destructor releases the context when the thread exits.
+//! A thread that calls back *after* that release (from another key's
+//! destructor, say) is served per call: it gets a context for the duration
+//! of the outermost call only, so nothing leaks.
+
+use core::cell::Cell;
+use core::ptr;
+
+use crate::boundary::Attach;
+use crate::context::{CONTEXTS, Context, ContextNode};
+use crate::settings::{self, AttachMode};
+use crate::stats;
+
+thread_local! {
+    /// The context serving this thread, or null.
+    static CURRENT: Cell<*const ContextNode> = const { Cell::new(ptr::null()) };
+    /// This thread's bound context was released by the key destructor: the
+    /// thread is exiting, so later calls are served per call.
+    static EXITING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The context serving this thread, if any: the fast path.
+#[inline(always)]
+pub(crate) fn current() -> Option<&'static ContextNode> {
+    let node = CURRENT.with(Cell::get);
+    // SAFETY: non-null values of CURRENT are nodes of `CONTEXTS`, which are
+    // never freed.
+    unsafe { node.as_ref() }
+}
+
+/// Attaches the calling thread to a context: the slow path of a thread's
+/// first call (or of every call in per-call mode).
+#[cold]
+#[inline(never)]
+pub(crate) fn attach(attach: Attach) -> &'static ContextNode {
+    let per_call = attach == Attach::PerCall
+        || !imp::HAS_THREAD_EXIT_HOOK
+        || EXITING.with(Cell::get)
+        || settings::current().attach == AttachMode::PerCall;
+    let node = CONTEXTS.pop().unwrap_or_else(|| CONTEXTS.alloc(Context::new()));
+    debug_assert_eq!(node.value.depth(), 0);
+    node.value.set_per_call(per_call);
+    CURRENT.with(|current| current.set(node));
+    if !per_call {
+        imp::register_exit_hook(node);
+    }
+    stats::record_bind();
+    node
+}
+
+/// A call returned on `node`'s thread; releases it if it was the outermost
+/// call of a per-call attachment.
+#[inline(always)]
+pub(crate) fn leave(node: &'static ContextNode) {
+    if node.value.leave() {
+        release(node);
+    }
+}
+
+/// Hands `node` back: runs `Local::release` on its values, detaches the
+/// thread and pushes the context onto the free list.
+#[cold]
+#[inline(never)]
+fn release(node: &'static ContextNode) {
+    // SAFETY: we run on the thread that owns the context, between calls, so
+    // no `LocalRef` is alive.
+    unsafe { node.value.locals.release_all() };
+    CURRENT.with(|current| {
+        if ptr::eq(current.get(), node) {
+            current.set(ptr::null());
+        }
+    });
+    stats::record_release();
+    CONTEXTS.push(node);
+}
+
+#[cfg(unix)]
+mod imp {
+    use core::ffi::c_void;
+    use std::sync::Once;
+
+    use super::{EXITING, release};
+    use crate::context::ContextNode;
+    use crate::sync::{AtomicUsize, Ordering};
+
+    pub(super) const HAS_THREAD_EXIT_HOOK: bool = true;
+
+    /// `pthread_key_t + 1`, or 0 before the key exists (keys may be 0).
+    static KEY: AtomicUsize = AtomicUsize::new(0);
+    static PIN: Once = Once::new();
+
+    /// Stores `node` in the pthread key so `on_thread_exit` releases it.
+    pub(super) fn register_exit_hook(node: &'static ContextNode) {
+        let key = key();
+        // SAFETY: `key` is a live key created by `key()` and never deleted.
+        let rc = unsafe { libc::pthread_setspecific(key, ptr_of(node)) };
+        if rc != 0 {
+            crate::abort_with("callgate: pthread_setspecific failed (out of memory); aborting");
+        }
+        PIN.call_once(pin_this_object);
+    }
+
+    fn ptr_of(node: &'static ContextNode) -> *const c_void {
+        (node as *const ContextNode).cast()
+    }
+
+    /// The process-wide key of this copy of the runtime, created on first use.
+    fn key() -> libc::pthread_key_t {
+        // Acquire: pairs with the AcqRel CAS below, so the key is fully
+        // created before another thread uses it.
+        match KEY.load(Ordering::Acquire) {
+            0 => create_key(),
+            stored => (stored - 1) as libc::pthread_key_t,
+        }
+    }
+
+    #[cold]
+    fn create_key() -> libc::pthread_key_t {
+        let mut key: libc::pthread_key_t = 0;
+        // SAFETY: `key` is a valid out-pointer; `on_thread_exit` has the
+        // destructor signature.
+        let rc = unsafe { libc::pthread_key_create(&mut key, Some(on_thread_exit)) };
+        if rc != 0 {
+            crate::abort_with("callgate: pthread_key_create failed (PTHREAD_KEYS_MAX reached); aborting");
+        }
+        let stored = key as usize + 1;
+        // AcqRel: Release publishes our key, Acquire reads a winner's.
+        match KEY.compare_exchange(0, stored, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => key,
+            Err(winner) => {
+                // SAFETY: we created `key` above and nobody else has seen it.
+                let rc = unsafe { libc::pthread_key_delete(key) };
+                debug_assert_eq!(rc, 0);
+                (winner - 1) as libc::pthread_key_t
+            }
+        }
+    }
+
+    /// The key destructor: the thread is exiting, release its context.
+    unsafe extern "C" fn on_thread_exit(value: *mut c_void) {
+        EXITING.with(|exiting| exiting.set(true));
+        // SAFETY: the key only ever holds nodes of `CONTEXTS` (never freed),
+        // stored by `register_exit_hook` on this thread.
+        let node = unsafe { &*value.cast::<ContextNode>() };
+        if node.value.depth() != 0 {
+            // Unreachable in practice: a thread cannot exit in the middle of
+            // a callback without unwinding through it, which aborts.
+            return;
+        }
+        release(node);
+    }
+
+    /// Once a thread is bound, a pending key destructor points into this
+    /// object's code, so it must never be unmapped: `dlopen` ourselves with
+    /// `RTLD_NODELETE` (a no-op for the main executable).
+    fn pin_this_object() {
+        let mut info = core::mem::MaybeUninit::<libc::Dl_info>::zeroed();
+        let address = on_thread_exit as *const c_void;
+        // SAFETY: `info` is a valid out-pointer; `address` is in our code.
+        let found = unsafe { libc::dladdr(address, info.as_mut_ptr()) };
+        if found == 0 {
+            return;
+        }
+        // SAFETY: dladdr succeeded, so it filled `info`.
+        let info = unsafe { info.assume_init() };
+        if info.dli_fname.is_null() {
+            return;
+        }
+        // SAFETY: `dli_fname` is a NUL-terminated path owned by the loader;
+        // RTLD_NOLOAD only takes a reference on an already-loaded object.
+        let handle = unsafe {
+            libc::dlopen(info.dli_fname, libc::RTLD_NOW | libc::RTLD_NOLOAD | libc::RTLD_NODELETE)
+        };
+        // The handle is deliberately kept: with RTLD_NODELETE the object
+        // stays mapped for the rest of the process anyway.
+        let _ = handle;
+    }
+}
+
+#[cfg(not(unix))]
+mod imp {
+    use crate::context::ContextNode;
+
+    /// Without pthread keys there is no portable hook at thread exit, so
+    /// every call attaches and releases (the `per_call` behaviour).
+    pub(super) const HAS_THREAD_EXIT_HOOK: bool = false;
+
+    pub(super) fn register_exit_hook(_node: &'static ContextNode) {
+        unreachable!("per-call only on this platform")
+    }
+}
