@@ -13,11 +13,14 @@ pub(crate) fn soft(item: TokenStream, error: syn::Error) -> TokenStream {
     tokens
 }
 
-/// The user's fn with the `#[local]` helper attributes removed: nothing else
-/// would consume them, and "cannot find attribute `local`" would bury the real
-/// error.
+/// The user's fn with the `#[local]` helper attributes and a C-variadic `...`
+/// removed: rustc would report them too ("cannot find attribute `local`",
+/// "only foreign functions may be C-variadic") and bury the real error.
 pub(crate) fn soft_fn(item: &ItemFn, error: syn::Error) -> TokenStream {
     let mut item = item.clone();
+    if item.sig.variadic.take().is_some() && item.sig.inputs.trailing_punct() {
+        item.sig.inputs.pop_punct();
+    }
     for input in &mut item.sig.inputs {
         if let FnArg::Typed(param) = input {
             param.attrs.retain(|attr| !attr.path().is_ident("local"));

@@ -59,7 +59,10 @@ pub unsafe fn mut_arg<'a, T>(p: *mut T, name: &'static str) -> Result<&'a mut T,
 ///
 /// As [`ref_arg`] when `p` is non-null.
 #[inline(always)]
-pub unsafe fn opt_ref_arg<'a, T>(p: *const T, name: &'static str) -> Result<Option<&'a T>, Failure> {
+pub unsafe fn opt_ref_arg<'a, T>(
+    p: *const T,
+    name: &'static str,
+) -> Result<Option<&'a T>, Failure> {
     if p.is_null() {
         return Ok(None);
     }
@@ -73,7 +76,10 @@ pub unsafe fn opt_ref_arg<'a, T>(p: *const T, name: &'static str) -> Result<Opti
 ///
 /// As [`mut_arg`] when `p` is non-null.
 #[inline(always)]
-pub unsafe fn opt_mut_arg<'a, T>(p: *mut T, name: &'static str) -> Result<Option<&'a mut T>, Failure> {
+pub unsafe fn opt_mut_arg<'a, T>(
+    p: *mut T,
+    name: &'static str,
+) -> Result<Option<&'a mut T>, Failure> {
     if p.is_null() {
         return Ok(None);
     }
@@ -102,7 +108,10 @@ pub unsafe fn cstr_arg<'a>(p: *const c_char, name: &'static str) -> Result<&'a C
 ///
 /// As [`cstr_arg`] when `p` is non-null.
 #[inline(always)]
-pub unsafe fn opt_cstr_arg<'a>(p: *const c_char, name: &'static str) -> Result<Option<&'a CStr>, Failure> {
+pub unsafe fn opt_cstr_arg<'a>(
+    p: *const c_char,
+    name: &'static str,
+) -> Result<Option<&'a CStr>, Failure> {
     if p.is_null() {
         return Ok(None);
     }
@@ -133,7 +142,10 @@ pub unsafe fn str_arg<'a>(p: *const c_char, name: &'static str) -> Result<&'a st
 ///
 /// As [`cstr_arg`] when `p` is non-null.
 #[inline(always)]
-pub unsafe fn opt_str_arg<'a>(p: *const c_char, name: &'static str) -> Result<Option<&'a str>, Failure> {
+pub unsafe fn opt_str_arg<'a>(
+    p: *const c_char,
+    name: &'static str,
+) -> Result<Option<&'a str>, Failure> {
     if p.is_null() {
         return Ok(None);
     }

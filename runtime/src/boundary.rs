@@ -61,7 +61,9 @@ pub struct Failure {
 impl Failure {
     /// A failure with this message.
     pub fn new(message: impl Into<Cow<'static, str>>) -> Failure {
-        Failure { message: message.into() }
+        Failure {
+            message: message.into(),
+        }
     }
 
     /// A failure carrying `error.to_string()`.
@@ -129,7 +131,10 @@ pub fn call<R>(
         None => thread::attach(site.attach),
     };
     node.value.enter();
-    let frame = Frame { node, _not_send: PhantomData };
+    let frame = Frame {
+        node,
+        _not_send: PhantomData,
+    };
     let outcome = catch_unwind(AssertUnwindSafe(|| body(&frame)));
     match outcome {
         Ok(Ok(value)) => {
@@ -165,7 +170,10 @@ fn pass_gate(site: &Site) -> Result<(), Failure> {
 #[inline(never)]
 fn failed<R>(site: &Site, failure: Failure, on_error: impl FnOnce() -> R) -> R {
     if site.on_error == Policy::Abort {
-        crate::abort_with(&format!("callgate: callback `{}` failed: {}; aborting", site.name, failure.message));
+        crate::abort_with(&format!(
+            "callgate: callback `{}` failed: {}; aborting",
+            site.name, failure.message
+        ));
     }
     error::set_last_error(failure.message);
     on_error()
@@ -176,7 +184,10 @@ fn failed<R>(site: &Site, failure: Failure, on_error: impl FnOnce() -> R) -> R {
 fn panicked<R>(site: &Site, payload: Box<dyn Any + Send>, on_panic: impl FnOnce() -> R) -> R {
     let message = payload_message(payload);
     if site.on_panic == Policy::Abort || settings::current().panic == PanicMode::Abort {
-        crate::abort_with(&format!("callgate: callback `{}` panicked: {message}; aborting", site.name));
+        crate::abort_with(&format!(
+            "callgate: callback `{}` panicked: {message}; aborting",
+            site.name
+        ));
     }
     error::set_last_error(format!("callback `{}` panicked: {message}", site.name));
     on_panic()

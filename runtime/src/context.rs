@@ -23,7 +23,10 @@ impl Counter {
     pub(crate) fn bump(&self) {
         // Relaxed: a statistic with a single writer (the owning thread), so
         // load + store cannot lose an update; readers only need atomicity.
-        self.0.store(self.0.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+        self.0.store(
+            self.0.load(Ordering::Relaxed).wrapping_add(1),
+            Ordering::Relaxed,
+        );
     }
 
     pub(crate) fn get(&self) -> u64 {

@@ -19,7 +19,10 @@ thread_local! {
 /// successful call. Returns `None` during thread teardown, once the
 /// thread's storage is gone.
 pub fn last_error() -> Option<String> {
-    LAST_ERROR.try_with(|slot| slot.borrow().clone()).ok().flatten()
+    LAST_ERROR
+        .try_with(|slot| slot.borrow().clone())
+        .ok()
+        .flatten()
 }
 
 /// Sets the calling thread's last error message.
@@ -39,7 +42,11 @@ pub fn clear_last_error() {
 #[doc(hidden)]
 pub fn last_error_length() -> usize {
     LAST_ERROR
-        .try_with(|slot| slot.borrow().as_ref().map_or(0, |message| message.len() + 1))
+        .try_with(|slot| {
+            slot.borrow()
+                .as_ref()
+                .map_or(0, |message| message.len() + 1)
+        })
         .unwrap_or(0)
 }
 
@@ -55,7 +62,9 @@ pub unsafe fn last_error_message(buf: *mut c_char, len: usize) -> c_int {
     LAST_ERROR
         .try_with(|slot| {
             let slot = slot.borrow();
-            let Some(message) = slot.as_ref() else { return -1 };
+            let Some(message) = slot.as_ref() else {
+                return -1;
+            };
             if len > 0 {
                 if buf.is_null() {
                     return -1;

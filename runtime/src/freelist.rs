@@ -93,7 +93,10 @@ impl<T> FreeList<T> {
             let next = node.next.load(Ordering::Relaxed);
             let new = ((head >> 32).wrapping_add(1) << 32) | u64::from(next);
             // Acquire on success: pairs with the Release CAS in `push`.
-            match self.head.compare_exchange_weak(head, new, Ordering::Acquire, Ordering::Acquire) {
+            match self
+                .head
+                .compare_exchange_weak(head, new, Ordering::Acquire, Ordering::Acquire)
+            {
                 Ok(_) => {
                     // Relaxed: a statistic.
                     self.free.fetch_sub(1, Ordering::Relaxed);
@@ -117,7 +120,10 @@ impl<T> FreeList<T> {
             node.next.store(head as u32, Ordering::Relaxed);
             let new = ((head >> 32).wrapping_add(1) << 32) | u64::from(node.index + 1);
             // Release: pairs with the Acquire load/CAS in `pop`.
-            match self.head.compare_exchange_weak(head, new, Ordering::Release, Ordering::Relaxed) {
+            match self
+                .head
+                .compare_exchange_weak(head, new, Ordering::Release, Ordering::Relaxed)
+            {
                 Ok(_) => return,
                 Err(current) => head = current,
             }
@@ -135,7 +141,11 @@ impl<T> FreeList<T> {
         }
         let (bucket, offset) = bucket_of(index);
         let slots = self.bucket(bucket);
-        let node = Box::into_raw(Box::new(Node { index, next: AtomicU32::new(EMPTY), value }));
+        let node = Box::into_raw(Box::new(Node {
+            index,
+            next: AtomicU32::new(EMPTY),
+            value,
+        }));
         // SAFETY: `bucket` holds `1 << bucket` slots and `offset < 1 << bucket`
         // by construction of `bucket_of`; the bucket is never freed while
         // `self` lives.
@@ -154,8 +164,9 @@ impl<T> FreeList<T> {
         if !current.is_null() {
             return current;
         }
-        let fresh: Box<[AtomicPtr<Node<T>>]> =
-            (0..1usize << bucket).map(|_| AtomicPtr::new(core::ptr::null_mut())).collect();
+        let fresh: Box<[AtomicPtr<Node<T>>]> = (0..1usize << bucket)
+            .map(|_| AtomicPtr::new(core::ptr::null_mut()))
+            .collect();
         let fresh = Box::into_raw(fresh) as *mut AtomicPtr<Node<T>>;
         // Release on success: publishes the zeroed slots; Acquire on failure:
         // pairs with the winner's Release.
@@ -224,8 +235,9 @@ impl<T> Drop for FreeList<T> {
             }
             // SAFETY: a non-null bucket was made by `Box::into_raw` of a slice
             // of `1 << bucket` slots; `&mut self` means nobody else uses it.
-            let slots =
-                unsafe { Box::from_raw(core::ptr::slice_from_raw_parts_mut(slots, 1usize << bucket)) };
+            let slots = unsafe {
+                Box::from_raw(core::ptr::slice_from_raw_parts_mut(slots, 1usize << bucket))
+            };
             for slot in slots.iter() {
                 let node = slot.load(Ordering::Relaxed);
                 if !node.is_null() {
@@ -287,8 +299,13 @@ mod tests {
             for _ in 0..4 {
                 scope.spawn(|| {
                     for _ in 0..20_000 {
-                        let node = list.pop().unwrap_or_else(|| list.alloc(AtomicBool::new(false)));
-                        assert!(!node.value.swap(true, Ordering::Relaxed), "node handed out twice");
+                        let node = list
+                            .pop()
+                            .unwrap_or_else(|| list.alloc(AtomicBool::new(false)));
+                        assert!(
+                            !node.value.swap(true, Ordering::Relaxed),
+                            "node handed out twice"
+                        );
                         node.value.store(false, Ordering::Relaxed);
                         list.push(node);
                     }

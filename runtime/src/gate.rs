@@ -65,12 +65,20 @@ pub(crate) struct Gate {
 impl Gate {
     #[cfg(not(callgate_loom))]
     pub(crate) const fn new() -> Gate {
-        Gate { state: AtomicU32::new(0), failure: Mutex::new(None), wake: Condvar::new() }
+        Gate {
+            state: AtomicU32::new(0),
+            failure: Mutex::new(None),
+            wake: Condvar::new(),
+        }
     }
 
     #[cfg(callgate_loom)]
     pub(crate) fn new() -> Gate {
-        Gate { state: AtomicU32::new(0), failure: Mutex::new(None), wake: Condvar::new() }
+        Gate {
+            state: AtomicU32::new(0),
+            failure: Mutex::new(None),
+            wake: Condvar::new(),
+        }
     }
 
     /// True when every init has finished successfully: the fast path.
@@ -104,7 +112,11 @@ impl Gate {
     /// The slow path: waits for the inits, or reports why the gate stays shut.
     #[cold]
     #[inline(never)]
-    pub(crate) fn pass_slow(&self, policy: GatePolicy, waited: impl FnOnce()) -> Result<(), Closed> {
+    pub(crate) fn pass_slow(
+        &self,
+        policy: GatePolicy,
+        waited: impl FnOnce(),
+    ) -> Result<(), Closed> {
         let mut failure = lock(&self.failure);
         let mut waited = Some(waited);
         loop {

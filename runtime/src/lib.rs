@@ -69,6 +69,8 @@ mod boundary;
 #[cfg(not(callgate_loom))]
 mod context;
 #[cfg(not(callgate_loom))]
+pub mod env;
+#[cfg(not(callgate_loom))]
 mod error;
 mod freelist;
 mod gate;

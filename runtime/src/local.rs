@@ -89,7 +89,9 @@ unsafe impl Send for Locals {}
 
 impl Locals {
     pub(crate) const fn new() -> Locals {
-        Locals { slots: UnsafeCell::new(Vec::new()) }
+        Locals {
+            slots: UnsafeCell::new(Vec::new()),
+        }
     }
 
     /// This context's `T`, created and bound on first use.
@@ -105,7 +107,11 @@ impl Locals {
         let slot = match slots.iter().find(|(slot_id, _)| *slot_id == id) {
             Some(&(_, slot)) => slot.cast::<Slot<T>>(),
             None => {
-                let slot: Box<Slot<T>> = Box::new(Slot { value: T::default(), in_use: false, bound: false });
+                let slot: Box<Slot<T>> = Box::new(Slot {
+                    value: T::default(),
+                    in_use: false,
+                    bound: false,
+                });
                 let slot = Box::into_raw(slot);
                 slots.push((id, slot as *mut dyn ErasedSlot));
                 slot
@@ -133,7 +139,10 @@ impl Locals {
             }
             state.bound = true;
         }
-        Ok(LocalRef { slot, _owner: PhantomData })
+        Ok(LocalRef {
+            slot,
+            _owner: PhantomData,
+        })
     }
 
     /// Runs `Local::release` on every bound value. A value whose `release`

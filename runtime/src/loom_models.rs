@@ -54,7 +54,11 @@ fn gate_reports_a_failed_init_to_waiters() {
             let gate = gate.clone();
             thread::spawn(move || gate.finish(Err("boom".to_owned())))
         };
-        let outcome = if gate.is_ready() { Ok(()) } else { gate.pass_slow(GatePolicy::Wait, || ()) };
+        let outcome = if gate.is_ready() {
+            Ok(())
+        } else {
+            gate.pass_slow(GatePolicy::Wait, || ())
+        };
         assert_eq!(outcome, Err(Closed::Failed("boom".to_owned())));
         init.join().unwrap();
         assert!(!gate.is_ready());
@@ -70,7 +74,11 @@ fn gate_fail_policy_never_blocks() {
             let gate = gate.clone();
             thread::spawn(move || gate.finish(Ok(())))
         };
-        let outcome = if gate.is_ready() { Ok(()) } else { gate.pass_slow(GatePolicy::Fail, || ()) };
+        let outcome = if gate.is_ready() {
+            Ok(())
+        } else {
+            gate.pass_slow(GatePolicy::Fail, || ())
+        };
         assert!(matches!(outcome, Ok(()) | Err(Closed::Pending)));
         init.join().unwrap();
     });
@@ -89,8 +97,13 @@ fn free_list_never_hands_out_a_node_twice() {
                 let list = list.clone();
                 thread::spawn(move || {
                     for _ in 0..2 {
-                        let node = list.pop().unwrap_or_else(|| list.alloc(AtomicBool::new(false)));
-                        assert!(!node.value.swap(true, Ordering::Relaxed), "node handed out twice");
+                        let node = list
+                            .pop()
+                            .unwrap_or_else(|| list.alloc(AtomicBool::new(false)));
+                        assert!(
+                            !node.value.swap(true, Ordering::Relaxed),
+                            "node handed out twice"
+                        );
                         node.value.store(false, Ordering::Relaxed);
                         list.push(node);
                     }
@@ -113,7 +126,10 @@ fn assert_drains_to_distinct_nodes(list: &FreeList<AtomicBool>, expected: usize)
         let address = node as *const _ as usize;
         assert!(!seen.contains(&address), "free list hands out a node twice");
         seen.push(address);
-        assert!(seen.len() <= expected, "free list holds more nodes than exist");
+        assert!(
+            seen.len() <= expected,
+            "free list holds more nodes than exist"
+        );
     }
     assert_eq!(seen.len(), expected, "free list lost a node");
 }
@@ -142,7 +158,10 @@ fn free_list_survives_the_aba_interleaving() {
             })
         };
         if let Some(node) = list.pop() {
-            assert!(!node.value.swap(true, Ordering::Relaxed), "node handed out twice");
+            assert!(
+                !node.value.swap(true, Ordering::Relaxed),
+                "node handed out twice"
+            );
             node.value.store(false, Ordering::Relaxed);
             list.push(node);
         }

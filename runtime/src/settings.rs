@@ -53,8 +53,16 @@ impl Settings {
 
     fn decode(bits: u32) -> Settings {
         Settings {
-            attach: if bits & 1 != 0 { AttachMode::PerCall } else { AttachMode::Bound },
-            panic: if bits & 2 != 0 { PanicMode::Abort } else { PanicMode::Catch },
+            attach: if bits & 1 != 0 {
+                AttachMode::PerCall
+            } else {
+                AttachMode::Bound
+            },
+            panic: if bits & 2 != 0 {
+                PanicMode::Abort
+            } else {
+                PanicMode::Catch
+            },
         }
     }
 
@@ -62,19 +70,28 @@ impl Settings {
     pub(crate) fn parse(text: &str) -> (Settings, Vec<String>) {
         let mut settings = Settings::default();
         let mut problems = Vec::new();
-        for item in text.split(',').map(str::trim).filter(|item| !item.is_empty()) {
-            match item.split_once('=').map(|(key, value)| (key.trim(), value.trim())) {
+        for item in text
+            .split(',')
+            .map(str::trim)
+            .filter(|item| !item.is_empty())
+        {
+            match item
+                .split_once('=')
+                .map(|(key, value)| (key.trim(), value.trim()))
+            {
                 Some(("attach", "bound")) => settings.attach = AttachMode::Bound,
                 Some(("attach", "per_call")) => settings.attach = AttachMode::PerCall,
                 Some(("panic", "catch")) => settings.panic = PanicMode::Catch,
                 Some(("panic", "abort")) => settings.panic = PanicMode::Abort,
-                Some(("attach", value)) => {
-                    problems.push(format!("`attach={value}`: expected `attach=bound` or `attach=per_call`"))
+                Some(("attach", value)) => problems.push(format!(
+                    "`attach={value}`: expected `attach=bound` or `attach=per_call`"
+                )),
+                Some(("panic", value)) => problems.push(format!(
+                    "`panic={value}`: expected `panic=catch` or `panic=abort`"
+                )),
+                Some((key, _)) => {
+                    problems.push(format!("unknown key `{key}`: expected `attach` or `panic`"))
                 }
-                Some(("panic", value)) => {
-                    problems.push(format!("`panic={value}`: expected `panic=catch` or `panic=abort`"))
-                }
-                Some((key, _)) => problems.push(format!("unknown key `{key}`: expected `attach` or `panic`")),
                 None => problems.push(format!("`{item}`: expected `key=value`")),
             }
         }
@@ -105,7 +122,10 @@ pub(crate) fn reload(value: Option<&OsStr>) -> Settings {
         None => (Settings::default(), Vec::new()),
         Some(value) => match value.to_str() {
             Some(text) => Settings::parse(text),
-            None => (Settings::default(), vec!["the value is not valid UTF-8".to_owned()]),
+            None => (
+                Settings::default(),
+                vec!["the value is not valid UTF-8".to_owned()],
+            ),
         },
     };
     // Relaxed: a statistic-like flag; at worst two threads both warn.

@@ -43,7 +43,9 @@ pub(crate) fn attach(attach: Attach) -> &'static ContextNode {
         || !imp::HAS_THREAD_EXIT_HOOK
         || EXITING.with(Cell::get)
         || settings::current().attach == AttachMode::PerCall;
-    let node = CONTEXTS.pop().unwrap_or_else(|| CONTEXTS.alloc(Context::new()));
+    let node = CONTEXTS
+        .pop()
+        .unwrap_or_else(|| CONTEXTS.alloc(Context::new()));
     debug_assert_eq!(node.value.depth(), 0);
     node.value.set_per_call(per_call);
     CURRENT.with(|current| current.set(node));
@@ -127,7 +129,9 @@ mod imp {
         // destructor signature.
         let rc = unsafe { libc::pthread_key_create(&mut key, Some(on_thread_exit)) };
         if rc != 0 {
-            crate::abort_with("callgate: pthread_key_create failed (PTHREAD_KEYS_MAX reached); aborting");
+            crate::abort_with(
+                "callgate: pthread_key_create failed (PTHREAD_KEYS_MAX reached); aborting",
+            );
         }
         let stored = key as usize + 1;
         // AcqRel: Release publishes our key, Acquire reads a winner's.
@@ -175,7 +179,10 @@ mod imp {
         // SAFETY: `dli_fname` is a NUL-terminated path owned by the loader;
         // RTLD_NOLOAD only takes a reference on an already-loaded object.
         let handle = unsafe {
-            libc::dlopen(info.dli_fname, libc::RTLD_NOW | libc::RTLD_NOLOAD | libc::RTLD_NODELETE)
+            libc::dlopen(
+                info.dli_fname,
+                libc::RTLD_NOW | libc::RTLD_NOLOAD | libc::RTLD_NODELETE,
+            )
         };
         // The handle is deliberately kept: with RTLD_NODELETE the object
         // stays mapped for the rest of the process anyway.

@@ -91,8 +91,10 @@ impl<'a> Callback<'a> {
                         Pat::Wild(_) => Binding::Wild,
                         other => Binding::Pattern(other),
                     };
-                    let (local, other_attrs): (Vec<_>, Vec<_>) =
-                        typed.attrs.iter().partition(|attr| attr.path().is_ident("local"));
+                    let (local, other_attrs): (Vec<_>, Vec<_>) = typed
+                        .attrs
+                        .iter()
+                        .partition(|attr| attr.path().is_ident("local"));
                     let local = local.first().copied();
                     let ty = &*typed.ty;
                     let kind = match (local, mut_ref(ty)) {

@@ -119,7 +119,10 @@ fn option(options: &mut Options, key: &Ident, value: Option<Expr>) -> syn::Resul
             options.local = true;
         }
         "export" => match value {
-            Some(Expr::Lit(ExprLit { lit: Lit::Str(symbol), .. })) => {
+            Some(Expr::Lit(ExprLit {
+                lit: Lit::Str(symbol),
+                ..
+            })) => {
                 let text = symbol.value();
                 if text.is_empty() || text.contains('\0') {
                     return Err(syn::Error::new(
@@ -149,7 +152,13 @@ fn option(options: &mut Options, key: &Ident, value: Option<Expr>) -> syn::Resul
         "attach" => match &value {
             Some(v) if is_word(v, "bound") => options.attach = Attach::Bound,
             Some(v) if is_word(v, "per_call") => options.attach = Attach::PerCall,
-            _ => return Err(needs(key, value, "`bound` or `per_call`: `attach = per_call`")),
+            _ => {
+                return Err(needs(
+                    key,
+                    value,
+                    "`bound` or `per_call`: `attach = per_call`",
+                ));
+            }
         },
         "gate" => match &value {
             Some(v) if is_word(v, "wait") => options.gate = Gate::Wait,
@@ -158,7 +167,11 @@ fn option(options: &mut Options, key: &Ident, value: Option<Expr>) -> syn::Resul
             _ => return Err(needs(key, value, "`wait`, `fail` or `skip`: `gate = fail`")),
         },
         "crate" => match value {
-            Some(Expr::Path(ExprPath { qself: None, path, attrs })) if attrs.is_empty() => {
+            Some(Expr::Path(ExprPath {
+                qself: None,
+                path,
+                attrs,
+            })) if attrs.is_empty() => {
                 options.krate = Some(path);
             }
             other => return Err(needs(key, other, "a path: `crate = ::callgate`")),

@@ -36,15 +36,20 @@ pub(crate) fn check(ty: &Type, position: Position) -> Option<syn::Error> {
 fn value(ty: &Type, position: Position, in_option: bool) -> Option<String> {
     let param = position == Position::Param;
     let message = match peel(ty) {
-        Type::Reference(reference) => return pointee(&reference.elem, reference.mutability.is_some(), position),
+        Type::Reference(reference) => {
+            return pointee(&reference.elem, reference.mutability.is_some(), position);
+        }
         Type::TraitObject(_) => DYN.to_owned(),
         Type::Tuple(tuple) if !tuple.elems.is_empty() => {
             "tuples cannot cross the C boundary; use a `#[repr(C)]` struct".to_owned()
         }
         Type::Slice(_) => POINTER_AND_LENGTH.to_owned(),
-        Type::Array(_) if param => "C passes arrays as pointers; take `&[T; N]` or `*const T`".to_owned(),
+        Type::Array(_) if param => {
+            "C passes arrays as pointers; take `&[T; N]` or `*const T`".to_owned()
+        }
         Type::Array(_) => {
-            "C functions cannot return arrays; return a `#[repr(C)]` struct that holds one".to_owned()
+            "C functions cannot return arrays; return a `#[repr(C)]` struct that holds one"
+                .to_owned()
         }
         Type::BareFn(function) => return bare_fn(function, param && !in_option),
         Type::Path(path) => return path_value(path, ty, position, in_option),
@@ -64,9 +69,9 @@ fn path_value(path: &TypePath, ty: &Type, position: Position, in_option: bool) -
         "String" | "CString" | "OsString" | "PathBuf" => format!(
             "`{name}` cannot cross the C boundary; return `*mut c_char` from `CString::into_raw`"
         ),
-        "str" | "CStr" | "OsStr" | "Path" if is_plain(path, &name) => format!(
-            "`{name}` cannot cross the C boundary by value; take `&CStr` or `&str`"
-        ),
+        "str" | "CStr" | "OsStr" | "Path" if is_plain(path, &name) => {
+            format!("`{name}` cannot cross the C boundary by value; take `&CStr` or `&str`")
+        }
         "Vec" | "VecDeque" if param => {
             format!("`{name}<T>` cannot cross the C boundary; {POINTER_AND_LENGTH_TAIL}")
         }
@@ -87,9 +92,9 @@ fn path_value(path: &TypePath, ty: &Type, position: Position, in_option: bool) -
             "`{name}<dyn Trait>` is a fat pointer and cannot cross the C boundary; box it again \
              (`Box<Box<dyn Trait>>`) and pass the thin pointer, or use a `#[repr(C)]` struct"
         ),
-        "Box" | "NonNull" if param && !in_option => format!(
-            "C may pass NULL for a pointer; take `Option<{name}<T>>` (or `*mut T`)"
-        ),
+        "Box" | "NonNull" if param && !in_option => {
+            format!("C may pass NULL for a pointer; take `Option<{name}<T>>` (or `*mut T`)")
+        }
         "Option" => {
             let inner = generic_arg(ty, "Option")?;
             return value(inner, position, true);

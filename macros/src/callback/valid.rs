@@ -28,7 +28,10 @@ fn signature(callback: &Callback, errors: &mut Vec<syn::Error>) {
         errors.push(syn::Error::new_spanned(tokens, message));
     };
     if let Some(constness) = &sig.constness {
-        error(constness, "#[c_callback] functions cannot be `const`; remove `const`");
+        error(
+            constness,
+            "#[c_callback] functions cannot be `const`; remove `const`",
+        );
     }
     if let Some(asyncness) = &sig.asyncness {
         error(

@@ -1,0 +1,86 @@
+//! Compiles the C side of the tests, examples and benchmarks.
+//!
+//! * `tests/c/*.c`, `examples/c/*.c` and `benches/c/*.c` become one static
+//!   library, `callgate_harness`, linked into the dev package: C functions
+//!   that take Rust callbacks as function pointers (or call exported ones)
+//!   and create their own threads with `pthread_create`. Only the objects a
+//!   target references are pulled in.
+//! * `tests/c/hosts/*.c` are standalone C programs (they load the fixture
+//!   library with `dlopen`); each is built into `$OUT_DIR/hosts/<name>` and
+//!   the directory is passed to the tests as `CALLGATE_HOSTS_DIR`.
+//!
+//! All C is compiled with `-Wall -Wextra -Werror`.
+
+use std::path::{Path, PathBuf};
+
+fn c_files(dir: &str) -> Vec<PathBuf> {
+    println!("cargo:rerun-if-changed={dir}");
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .filter(|path| path.extension().is_some_and(|ext| ext == "c"))
+        .collect();
+    files.sort();
+    for file in &files {
+        println!("cargo:rerun-if-changed={}", file.display());
+    }
+    files
+}
+
+fn main() {
+    let harness: Vec<PathBuf> = ["tests/c", "examples/c", "benches/c"]
+        .iter()
+        .flat_map(|dir| c_files(dir))
+        .collect();
+    println!("cargo:rerun-if-changed=tests/c/include");
+    let mut build = cc::Build::new();
+    build
+        .files(&harness)
+        .include("tests/c/include")
+        .flag("-Wall")
+        .flag("-Wextra")
+        .flag("-pthread")
+        .flag_if_supported("-fopenmp")
+        .opt_level(2)
+        .warnings_into_errors(true);
+    if harness.is_empty() {
+        return;
+    }
+    build.compile("callgate_harness");
+    println!("cargo:rustc-link-lib=pthread");
+    println!("cargo:rustc-link-lib=dl");
+
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let hosts = out.join("hosts");
+    std::fs::create_dir_all(&hosts).expect("create hosts dir");
+    let compiler = cc::Build::new().get_compiler();
+    for source in c_files("tests/c/hosts") {
+        build_host(&compiler, &source, &hosts);
+    }
+    println!("cargo:rustc-env=CALLGATE_HOSTS_DIR={}", hosts.display());
+}
+
+fn build_host(compiler: &cc::Tool, source: &Path, hosts: &Path) {
+    let name = source.file_stem().expect("file name");
+    let output = hosts.join(name);
+    let status = compiler
+        .to_command()
+        .args([
+            "-O2",
+            "-g",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-pthread",
+            "-Itests/c/include",
+        ])
+        .arg(source)
+        .arg("-o")
+        .arg(&output)
+        .args(["-ldl", "-pthread"])
+        .status()
+        .expect("run the C compiler");
+    assert!(status.success(), "compiling {} failed", source.display());
+}

@@ -1,0 +1,354 @@
+//! Code generation for a validated `#[c_callback]` fn. Cannot fail.
+//!
+//! The user's fn becomes `__callgate_body`, nested inside an `extern "C"` fn of
+//! the same name whose parameters are what C passes. The trampoline converts
+//! them and hands everything else to `__private::call`: the gate, the thread's
+//! context, `catch_unwind`, errors and fallbacks live once, in the runtime.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
+use syn::ext::IdentExt;
+use syn::spanned::Spanned;
+use syn::{Attribute, FnArg, Ident, Type};
+
+use super::ast::{Binding, Callback, Kind, Output, Param, peel};
+use super::attr::{Attach, Fallback, Gate, Options};
+
+pub(crate) fn expand(callback: &Callback, options: &Options) -> TokenStream {
+    let item = callback.item;
+    let rt = match &options.krate {
+        Some(path) => quote!(#path::__private),
+        None => quote!(::callgate::__private),
+    };
+    let vis = &item.vis;
+    let ident = &item.sig.ident;
+    let name = ident.unraw().to_string();
+    let generics = &item.sig.generics;
+    let where_clause = &generics.where_clause;
+
+    let attrs = Attrs::split(&item.attrs);
+    let outer_attrs = &attrs.outer;
+    let inner_attrs = &attrs.inner;
+    let safety_doc = (callback.is_unsafe() && !attrs.has_safety_doc).then(|| {
+        quote! {
+            ///
+            /// # Safety
+            ///
+            /// Each pointer argument is NULL or valid for the duration of the call.
+        }
+    });
+    let link = match (&options.export, options.local) {
+        (_, true) => None,
+        (Some(symbol), false) => Some(quote!(#[unsafe(export_name = #symbol)])),
+        (None, false) => Some(quote!(#[unsafe(no_mangle)])),
+    };
+    let deny_improper =
+        (!attrs.allows_improper_ctypes).then(|| quote!(#[deny(improper_ctypes_definitions)]));
+    let unsafety = callback.is_unsafe().then(|| quote!(unsafe));
+
+    let frame = Ident::new("__callgate_frame", Span::mixed_site());
+    let names: Vec<Ident> = callback
+        .params
+        .iter()
+        .enumerate()
+        .map(|(index, param)| match param.binding {
+            Binding::Ident(ident) => ident.clone(),
+            Binding::Wild | Binding::Pattern(_) => {
+                format_ident!("__callgate_arg_{}", index, span = Span::mixed_site())
+            }
+        })
+        .collect();
+    let locals: Vec<Ident> = (0..callback.params.len())
+        .map(|index| format_ident!("__callgate_local_{}", index, span = Span::mixed_site()))
+        .collect();
+
+    let c_params = callback
+        .params
+        .iter()
+        .zip(&names)
+        .filter_map(|(param, name)| c_type(param).map(|ty| quote!(#name: #ty)));
+    let conversions = callback
+        .params
+        .iter()
+        .zip(&names)
+        .zip(&locals)
+        .map(|((param, name), local)| convert(param, name, local, &frame, &rt));
+    let args = callback
+        .params
+        .iter()
+        .zip(&names)
+        .zip(&locals)
+        .map(|((param, name), local)| match param.kind {
+            Kind::Local { .. } => quote!(&mut *#local),
+            _ => quote!(#name),
+        });
+    let body_params = item.sig.inputs.iter().map(|input| match input {
+        FnArg::Typed(typed) => {
+            let (pat, ty) = (&typed.pat, &typed.ty);
+            quote!(#pat: #ty)
+        }
+        FnArg::Receiver(receiver) => receiver.to_token_stream(),
+    });
+    let body_output = &item.sig.output;
+    let block = &item.block;
+
+    let c_output = callback.output.c_type();
+    let c_return = c_output.map(|ty| quote!(-> #ty));
+    let wrap = match callback.output {
+        Output::Result { .. } => quote!(#rt::from_result),
+        _ => quote!(#rt::ok),
+    };
+    let fallbacks = Fallbacks::new(options, c_output);
+    let (on_error, on_panic) = (&fallbacks.on_error, &fallbacks.on_panic);
+    let fallback_setup = &fallbacks.setup;
+    let (error_policy, panic_policy) = (fallbacks.error_policy, fallbacks.panic_policy);
+    let attach = match options.attach {
+        Attach::Bound => quote!(Bound),
+        Attach::PerCall => quote!(PerCall),
+    };
+    let gate = match options.gate {
+        Gate::Wait => quote!(Wait),
+        Gate::Fail => quote!(Fail),
+        Gate::Skip => quote!(Skip),
+    };
+    let frame_pat = if callback
+        .params
+        .iter()
+        .any(|p| matches!(p.kind, Kind::Local { .. }))
+    {
+        frame.to_token_stream()
+    } else {
+        quote!(_)
+    };
+
+    quote! {
+        #(#outer_attrs)*
+        #safety_doc
+        #link
+        #deny_improper
+        #vis #unsafety extern "C" fn #ident #generics (#(#c_params),*) #c_return #where_clause {
+            #(#inner_attrs)*
+            #[inline(always)]
+            fn __callgate_body #generics (#(#body_params),*) #body_output #where_clause #block
+
+            static __CALLGATE_SITE: #rt::Site = #rt::Site {
+                name: #name,
+                attach: #rt::Attach::#attach,
+                gate: #rt::GatePolicy::#gate,
+                on_panic: #rt::Policy::#panic_policy,
+                on_error: #rt::Policy::#error_policy,
+            };
+            #fallback_setup
+            #rt::call(&__CALLGATE_SITE, #on_error, #on_panic, |#frame_pat: &#rt::Frame| {
+                #(#conversions)*
+                #wrap(__callgate_body(#(#args),*))
+            })
+        }
+    }
+}
+
+/// The parameter's type in the C signature, `None` for a `#[local]`. Spanned
+/// at the user's type, so rustc's FFI-safety errors land there.
+fn c_type(param: &Param) -> Option<TokenStream> {
+    let span = param.ty.span();
+    Some(match param.kind {
+        Kind::Value => param.ty.to_token_stream(),
+        Kind::Ref {
+            mutable: false,
+            elem,
+            ..
+        } => quote_spanned!(span=> *const #elem),
+        Kind::Ref {
+            mutable: true,
+            elem,
+            ..
+        } => quote_spanned!(span=> *mut #elem),
+        Kind::CStr { .. } | Kind::Str { .. } => {
+            quote_spanned!(span=> *const ::core::ffi::c_char)
+        }
+        Kind::Local { .. } => return None,
+    })
+}
+
+/// The statement that turns what C passed into what the body takes.
+fn convert(
+    param: &Param,
+    name: &Ident,
+    local: &Ident,
+    frame: &Ident,
+    rt: &TokenStream,
+) -> TokenStream {
+    let label = match param.binding {
+        Binding::Ident(ident) => ident.unraw().to_string(),
+        Binding::Wild | Binding::Pattern(_) => "_".to_owned(),
+    };
+    let function = match param.kind {
+        Kind::Value => return TokenStream::new(),
+        Kind::Local { elem } => {
+            // The `Local` bound is checked here, so a missing impl is
+            // reported at the user's type.
+            let span = elem.span();
+            let local_call = quote_spanned!(span=> #frame.local::<#elem>());
+            return quote!(let mut #local = #local_call?;);
+        }
+        Kind::Ref {
+            mutable: false,
+            nullable: false,
+            ..
+        } => "ref_arg",
+        Kind::Ref {
+            mutable: true,
+            nullable: false,
+            ..
+        } => "mut_arg",
+        Kind::Ref {
+            mutable: false,
+            nullable: true,
+            ..
+        } => "opt_ref_arg",
+        Kind::Ref {
+            mutable: true,
+            nullable: true,
+            ..
+        } => "opt_mut_arg",
+        Kind::CStr { nullable: false } => "cstr_arg",
+        Kind::CStr { nullable: true } => "opt_cstr_arg",
+        Kind::Str { nullable: false } => "str_arg",
+        Kind::Str { nullable: true } => "opt_str_arg",
+    };
+    let function = Ident::new(function, Span::call_site());
+    // SAFETY (of the generated block): the trampoline is an `unsafe fn` whose
+    // contract is that each pointer is NULL or valid for the call; the
+    // runtime checks NULL and alignment.
+    quote! {
+        let #name = unsafe { #rt::#function(#name, #label) }?;
+    }
+}
+
+/// The `on_error` / `on_panic` closures and the policies the `Site` records.
+struct Fallbacks {
+    /// `let` statements defining the closures.
+    setup: TokenStream,
+    on_error: TokenStream,
+    on_panic: TokenStream,
+    error_policy: TokenStream,
+    panic_policy: TokenStream,
+}
+
+impl Fallbacks {
+    fn new(options: &Options, c_output: Option<&Type>) -> Self {
+        let on_error = Ident::new("__callgate_on_error", Span::mixed_site());
+        let on_panic = Ident::new("__callgate_on_panic", Span::mixed_site());
+        let ret = match c_output {
+            Some(ty) => ty.to_token_stream(),
+            None => quote!(()),
+        };
+        let value = |ident: &Ident, expr: &dyn ToTokens| quote!(let #ident = || -> #ret { #expr };);
+        let unreachable = quote!(|| ::core::unreachable!("callgate aborts instead"));
+        let (abort, ret_policy) = (quote!(Abort), quote!(Return));
+        match (&options.on_error, &options.on_panic) {
+            (Some(Fallback::Value(error)), Some(Fallback::Value(panic))) => {
+                let mut setup = value(&on_error, error);
+                setup.extend(value(&on_panic, panic));
+                Fallbacks {
+                    setup,
+                    on_error: on_error.to_token_stream(),
+                    on_panic: on_panic.to_token_stream(),
+                    error_policy: ret_policy.clone(),
+                    panic_policy: ret_policy,
+                }
+            }
+            (Some(Fallback::Value(error)), Some(Fallback::Abort)) => Fallbacks {
+                setup: value(&on_error, error),
+                on_error: on_error.to_token_stream(),
+                on_panic: unreachable,
+                error_policy: ret_policy,
+                panic_policy: abort,
+            },
+            (Some(Fallback::Abort), Some(Fallback::Value(panic))) => Fallbacks {
+                setup: value(&on_panic, panic),
+                on_error: unreachable,
+                on_panic: on_panic.to_token_stream(),
+                error_policy: abort,
+                panic_policy: ret_policy,
+            },
+            // One value serves both: a closure that captures nothing is `Copy`.
+            (Some(Fallback::Value(shared)), None) | (None, Some(Fallback::Value(shared))) => {
+                Fallbacks {
+                    setup: value(&on_error, shared),
+                    on_error: on_error.to_token_stream(),
+                    on_panic: on_error.to_token_stream(),
+                    error_policy: ret_policy.clone(),
+                    panic_policy: ret_policy,
+                }
+            }
+            (Some(Fallback::Abort), _) | (_, Some(Fallback::Abort)) => Fallbacks {
+                setup: TokenStream::new(),
+                on_error: unreachable.clone(),
+                on_panic: unreachable,
+                error_policy: abort.clone(),
+                panic_policy: abort,
+            },
+            // Validation allows no fallback only for `()` and pointers.
+            (None, None) => {
+                let default = match c_output.map(peel) {
+                    Some(Type::Ptr(ptr)) if ptr.mutability.is_some() => {
+                        quote!(::core::ptr::null_mut)
+                    }
+                    Some(Type::Ptr(_)) => quote!(::core::ptr::null),
+                    _ => quote!(|| ()),
+                };
+                Fallbacks {
+                    setup: TokenStream::new(),
+                    on_error: default.clone(),
+                    on_panic: default,
+                    error_policy: ret_policy.clone(),
+                    panic_policy: ret_policy,
+                }
+            }
+        }
+    }
+}
+
+/// The user's attributes, split between the C-callable item and the body.
+struct Attrs<'a> {
+    /// Docs, `cfg`, `must_use`, `inline` … : about the item C and Rust call.
+    outer: Vec<&'a Attribute>,
+    /// Lint levels: about the user's code, which is the body.
+    inner: Vec<&'a Attribute>,
+    /// The user allowed `improper_ctypes_definitions` (an opaque type they
+    /// know C only passes back): that lint level goes on the C-callable item
+    /// and is not denied.
+    allows_improper_ctypes: bool,
+    has_safety_doc: bool,
+}
+
+impl<'a> Attrs<'a> {
+    fn split(attrs: &'a [Attribute]) -> Self {
+        let mut split = Attrs {
+            outer: Vec::new(),
+            inner: Vec::new(),
+            allows_improper_ctypes: false,
+            has_safety_doc: false,
+        };
+        for attr in attrs {
+            let path = attr.path();
+            let is_lint = ["allow", "expect", "warn", "deny", "forbid"]
+                .iter()
+                .any(|level| path.is_ident(level));
+            let tokens = attr.meta.to_token_stream().to_string();
+            if path.is_ident("doc") && tokens.contains("# Safety") {
+                split.has_safety_doc = true;
+            }
+            if is_lint && tokens.contains("improper_ctypes_definitions") {
+                split.allows_improper_ctypes = true;
+                split.outer.push(attr);
+            } else if is_lint {
+                split.inner.push(attr);
+            } else {
+                split.outer.push(attr);
+            }
+        }
+        split
+    }
+}

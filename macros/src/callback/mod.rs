@@ -1,0 +1,69 @@
+//! `#[c_callback]`: parse → validate → expand.
+
+mod ast;
+mod attr;
+mod expand;
+mod ffi;
+mod valid;
+
+#[cfg(test)]
+mod snapshot;
+
+use proc_macro2::TokenStream;
+use quote::ToTokens;
+use syn::Item;
+
+use crate::fail;
+
+pub(crate) fn c_callback(args: TokenStream, input: TokenStream) -> TokenStream {
+    let item: Item = match syn::parse2(input.clone()) {
+        Ok(item) => item,
+        Err(error) => return fail::soft(input, error),
+    };
+    let options = attr::parse(args);
+    let Item::Fn(function) = &item else {
+        let mut error = not_a_fn(&item);
+        if let Err(more) = options {
+            error.combine(more);
+        }
+        return fail::soft(input, error);
+    };
+    let callback = ast::Callback::from_syn(function);
+    let checked = valid::check(&callback, options.as_ref().ok());
+    match (options, checked) {
+        (Ok(options), Ok(())) => expand::expand(&callback, &options),
+        (Err(error), Ok(())) | (Ok(_), Err(error)) => fail::soft_fn(function, error),
+        (Err(mut error), Err(more)) => {
+            error.combine(more);
+            fail::soft_fn(function, error)
+        }
+    }
+}
+
+/// `#[c_callback]` on a struct, an impl block, a fn without a body …
+fn not_a_fn(item: &Item) -> syn::Error {
+    let (tokens, what): (&dyn ToTokens, &str) = match item {
+        Item::Struct(item) => (&item.struct_token, "a `struct`"),
+        Item::Enum(item) => (&item.enum_token, "an `enum`"),
+        Item::Union(item) => (&item.union_token, "a `union`"),
+        Item::Impl(item) => (
+            &item.impl_token,
+            "an `impl` block; put it on a free fn instead of a method",
+        ),
+        Item::Trait(item) => (&item.trait_token, "a `trait`"),
+        Item::Mod(item) => (&item.mod_token, "a `mod`"),
+        Item::Static(item) => (&item.static_token, "a `static`"),
+        Item::Const(item) => (&item.const_token, "a `const`"),
+        Item::ForeignMod(item) => (
+            &item.abi,
+            "an `extern` block; C's functions are declared there, Rust's callbacks are free fns",
+        ),
+        Item::Type(item) => (&item.type_token, "a type alias"),
+        Item::Use(item) => (&item.use_token, "a `use`"),
+        other => (other, "this item; it needs a fn with a body"),
+    };
+    syn::Error::new_spanned(
+        tokens,
+        format!("#[c_callback] goes on a free `fn`, not on {what}"),
+    )
+}

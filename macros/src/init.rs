@@ -1,0 +1,264 @@
+//! `#[callgate::init]`: keep the user's fn and register a load-time
+//! constructor that runs it through `__private::run_init`, which arms the
+//! gate before any C code can call a callback.
+
+use proc_macro2::TokenStream;
+use quote::{ToTokens, quote};
+use syn::ext::IdentExt;
+use syn::parse::{ParseStream, Parser};
+use syn::{Expr, ExprPath, Ident, Item, ItemFn, Path, ReturnType, Token, Type};
+
+use crate::fail;
+
+struct Options {
+    background: bool,
+    krate: Option<Path>,
+}
+
+pub(crate) fn init(args: TokenStream, input: TokenStream) -> TokenStream {
+    let item: Item = match syn::parse2(input.clone()) {
+        Ok(item) => item,
+        Err(error) => return fail::soft(input, error),
+    };
+    let options = parse_options(args);
+    let Item::Fn(function) = &item else {
+        let mut error = syn::Error::new_spanned(
+            &item,
+            "#[callgate::init] goes on a free `fn()` or `fn() -> Result<(), E>`",
+        );
+        if let Err(more) = options {
+            error.combine(more);
+        }
+        return fail::soft(input, error);
+    };
+    let checked = check(function);
+    match (options, checked) {
+        (Ok(options), Ok(returns_result)) => expand(function, &options, returns_result),
+        (Err(error), Ok(_)) | (Ok(_), Err(error)) => fail::soft(input, error),
+        (Err(mut error), Err(more)) => {
+            error.combine(more);
+            fail::soft(input, error)
+        }
+    }
+}
+
+fn parse_options(args: TokenStream) -> syn::Result<Options> {
+    let mut options = Options {
+        background: false,
+        krate: None,
+    };
+    let mut errors = Vec::new();
+    let parser = |input: ParseStream| {
+        let mut seen: Vec<Ident> = Vec::new();
+        while !input.is_empty() {
+            let key = Ident::parse_any(input)?;
+            let value = if input.peek(Token![=]) {
+                input.parse::<Token![=]>()?;
+                Some(input.parse::<Expr>()?)
+            } else {
+                None
+            };
+            if !input.is_empty() {
+                input.parse::<Token![,]>()?;
+            }
+            if seen.contains(&key) {
+                errors.push(syn::Error::new(
+                    key.span(),
+                    format!("#[callgate::init] option `{key}` is given twice; keep one"),
+                ));
+                continue;
+            }
+            seen.push(key.clone());
+            match (key.to_string().as_str(), value) {
+                ("background", None) => options.background = true,
+                ("background", Some(value)) => errors.push(syn::Error::new_spanned(
+                    value,
+                    "#[callgate::init] option `background` takes no value; write `background`",
+                )),
+                (
+                    "crate",
+                    Some(Expr::Path(ExprPath {
+                        qself: None,
+                        path,
+                        attrs,
+                    })),
+                ) if attrs.is_empty() => {
+                    options.krate = Some(path);
+                }
+                ("crate", _) => errors.push(syn::Error::new(
+                    key.span(),
+                    "#[callgate::init] option `crate` takes a path: `crate = ::callgate`",
+                )),
+                (other, _) => errors.push(syn::Error::new(
+                    key.span(),
+                    format!(
+                        "unknown #[callgate::init] option `{other}`; valid options are \
+                         `background` and `crate`"
+                    ),
+                )),
+            }
+        }
+        Ok(())
+    };
+    if let Err(error) = parser.parse2(args) {
+        errors.push(error);
+    }
+    match fail::combine(errors) {
+        Some(error) => Err(error),
+        None => Ok(options),
+    }
+}
+
+/// Validates the signature; `Ok(true)` when it returns a `Result`.
+fn check(function: &ItemFn) -> syn::Result<bool> {
+    let sig = &function.sig;
+    let mut errors = Vec::new();
+    let mut error = |tokens: &dyn ToTokens, message: &str| {
+        errors.push(syn::Error::new_spanned(tokens, message));
+    };
+    if let Some(asyncness) = &sig.asyncness {
+        error(
+            asyncness,
+            "#[callgate::init] functions cannot be `async`: they run at load time, before any \
+             executor; make it a plain fn",
+        );
+    }
+    if let Some(unsafety) = &sig.unsafety {
+        error(
+            unsafety,
+            "#[callgate::init] functions cannot be `unsafe fn`: nobody calls them who could \
+             uphold a contract; make it safe",
+        );
+    }
+    if !sig.generics.params.is_empty() {
+        error(
+            &sig.generics,
+            "#[callgate::init] functions cannot be generic; remove the parameters",
+        );
+    }
+    if !sig.inputs.is_empty() || sig.variadic.is_some() {
+        error(
+            &sig.inputs,
+            "#[callgate::init] functions take no parameters; they run when the library is loaded",
+        );
+    }
+    let returns_result = match &sig.output {
+        ReturnType::Default => false,
+        ReturnType::Type(_, ty) => match result_ok(ty) {
+            Some(Some(ok)) if is_unit(ok) => true,
+            Some(None) => true,
+            Some(Some(ok)) => {
+                error(
+                    ok,
+                    "#[callgate::init] functions return `()` or `Result<(), E>`; nobody \
+                     receives this value",
+                );
+                true
+            }
+            None if is_unit(ty) => false,
+            None => {
+                error(
+                    ty,
+                    "#[callgate::init] functions return `()` or `Result<(), E>` where \
+                     `E: Display`",
+                );
+                false
+            }
+        },
+    };
+    match fail::combine(errors) {
+        Some(error) => Err(error),
+        None => Ok(returns_result),
+    }
+}
+
+/// `Some(Some(T))` for `Result<T, ..>`, `Some(None)` for an alias without
+/// arguments (`io::Result` etc. are taken as `Result<(), E>`), `None` for
+/// anything else.
+fn result_ok(ty: &Type) -> Option<Option<&Type>> {
+    let Type::Path(path) = ty else {
+        return None;
+    };
+    let last = path.path.segments.last()?;
+    if path.qself.is_some() || last.ident != "Result" {
+        return None;
+    }
+    let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
+        return Some(None);
+    };
+    Some(args.args.iter().find_map(|arg| match arg {
+        syn::GenericArgument::Type(ty) => Some(ty),
+        _ => None,
+    }))
+}
+
+fn is_unit(ty: &Type) -> bool {
+    matches!(ty, Type::Tuple(tuple) if tuple.elems.is_empty())
+}
+
+fn expand(function: &ItemFn, options: &Options, returns_result: bool) -> TokenStream {
+    let rt = match &options.krate {
+        Some(path) => quote!(#path::__private),
+        None => quote!(::callgate::__private),
+    };
+    let ident = &function.sig.ident;
+    let name = ident.unraw().to_string();
+    let background = options.background;
+    let call = if returns_result {
+        quote!(#rt::from_result(#ident()))
+    } else {
+        quote!(#rt::ok(#ident()))
+    };
+    let cfg = function
+        .attrs
+        .iter()
+        .filter(|attr| attr.path().is_ident("cfg"));
+    quote! {
+        #function
+
+        #(#cfg)*
+        const _: () = {
+            fn __callgate_init_body() -> ::core::result::Result<(), #rt::Failure> {
+                #call
+            }
+
+            extern "C" fn __callgate_init_ctor() {
+                #rt::run_init(#name, #background, __callgate_init_body);
+            }
+
+            // The loader calls every pointer in these sections before
+            // `dlopen` (or `main`) returns.
+            #[used]
+            #[cfg_attr(
+                any(
+                    target_os = "linux",
+                    target_os = "android",
+                    target_os = "freebsd",
+                    target_os = "netbsd",
+                    target_os = "openbsd",
+                    target_os = "dragonfly",
+                    target_os = "illumos",
+                    target_os = "solaris",
+                ),
+                unsafe(link_section = ".init_array")
+            )]
+            #[cfg_attr(target_vendor = "apple", unsafe(link_section = "__DATA,__mod_init_func"))]
+            #[cfg_attr(windows, unsafe(link_section = ".CRT$XCU"))]
+            static __CALLGATE_INIT: extern "C" fn() = __callgate_init_ctor;
+
+            #[cfg(not(any(
+                target_os = "linux",
+                target_os = "android",
+                target_os = "freebsd",
+                target_os = "netbsd",
+                target_os = "openbsd",
+                target_os = "dragonfly",
+                target_os = "illumos",
+                target_os = "solaris",
+                target_vendor = "apple",
+                windows,
+            )))]
+            ::core::compile_error!("#[callgate::init] needs load-time constructors, which this target does not have");
+        };
+    }
+}

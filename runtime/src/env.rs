@@ -1,0 +1,1 @@
+//! Rewriting the process environment while keeping callgate's settings in sync.

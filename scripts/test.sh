@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Runs callgate's whole test suite: unit, integration (real C callers),
+# compile-fail, doc tests, the loom models and the valgrind checks.
+#
+#   scripts/test.sh          the CI-sized run
+#   scripts/test.sh --full   the large iteration counts (CALLGATE_FULL=1)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [[ "${1:-}" == "--full" ]]; then
+    export CALLGATE_FULL=1
+fi
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "build the cdylib fixtures the dlopen tests load"
+cargo build --workspace --lib --quiet
+
+step "unit, integration, compile-fail and doc tests"
+cargo test --workspace
+
+step "loom models of the gate and the free list"
+RUSTFLAGS="--cfg callgate_loom" LOOM_MAX_PREEMPTIONS=3 \
+    cargo test -p callgate --lib --release --target-dir target/loom
+
+if [[ -x scripts/valgrind.sh ]]; then
+    step "valgrind: memcheck and helgrind over the churn and nesting harness"
+    scripts/valgrind.sh
+fi

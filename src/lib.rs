@@ -1,0 +1,102 @@
+//! Bindings to the C harnesses in `tests/c`, `examples/c` and `benches/c`,
+//! shared by callgate's integration tests, examples and benchmarks.
+//!
+//! This package is not published: it exists to drive the `callgate` crate
+//! from real C code.
+
+use core::ffi::c_int;
+
+/// A Rust callback as the C harness sees it.
+pub type HarnessCallback = unsafe extern "C" fn(i32) -> i32;
+
+/// What one harness thread saw.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ThreadResult {
+    /// The callback's result on the thread's first call.
+    pub first: i32,
+    /// Later calls whose result differed from `first`.
+    pub changes: i64,
+}
+
+unsafe extern "C" {
+    fn h_run_threads(
+        cb: HarnessCallback,
+        threads: c_int,
+        calls_per_thread: i64,
+        start_together: c_int,
+        hold_until_all_called: c_int,
+        results: *mut ThreadResult,
+    ) -> c_int;
+    fn h_sequential_threads(cb: HarnessCallback, threads: c_int, calls_per_thread: i64) -> c_int;
+    fn h_calls_from_late_key_destructor(
+        cb: HarnessCallback,
+        threads: c_int,
+        per_wave: c_int,
+    ) -> i64;
+    fn h_call_nested(cb: HarnessCallback, value: i32) -> i32;
+}
+
+/// How [`run_threads`] starts and ends its threads.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Spawn {
+    /// All threads make their first call at the same moment (a barrier).
+    pub start_together: bool,
+    /// No thread exits before every thread has made its calls.
+    pub hold_until_all_called: bool,
+}
+
+/// Runs `threads` C pthreads that each call `cb` `calls` times; returns what
+/// each saw. Panics if a thread cannot be created.
+pub fn run_threads(
+    cb: HarnessCallback,
+    threads: usize,
+    calls: i64,
+    spawn: Spawn,
+) -> Vec<ThreadResult> {
+    let mut results = vec![ThreadResult::default(); threads];
+    // SAFETY: `results` has room for `threads` entries; `cb` is a valid
+    // callback for the whole call.
+    let rc = unsafe {
+        h_run_threads(
+            cb,
+            c_int::try_from(threads).expect("thread count fits in int"),
+            calls,
+            c_int::from(spawn.start_together),
+            c_int::from(spawn.hold_until_all_called),
+            results.as_mut_ptr(),
+        )
+    };
+    assert_eq!(rc, 0, "the C harness could not create its threads");
+    results
+}
+
+/// Creates and joins `threads` C pthreads one after another, each calling
+/// `cb` `calls` times.
+pub fn sequential_threads(cb: HarnessCallback, threads: usize, calls: i64) {
+    // SAFETY: `cb` is a valid callback for the whole call.
+    let rc = unsafe { h_sequential_threads(cb, c_int::try_from(threads).expect("fits"), calls) };
+    assert_eq!(rc, 0, "the C harness could not create its threads");
+}
+
+/// Runs `threads` C pthreads (`per_wave` at a time) that call `cb` once and
+/// again from a pthread key destructor created after callgate's key.
+/// Returns how many destructor calls ran the callback (returned `>= 0`).
+pub fn calls_from_late_key_destructor(cb: HarnessCallback, threads: usize, per_wave: usize) -> i64 {
+    // SAFETY: `cb` is a valid callback for the whole call.
+    let n = unsafe {
+        h_calls_from_late_key_destructor(
+            cb,
+            c_int::try_from(threads).expect("fits"),
+            c_int::try_from(per_wave).expect("fits"),
+        )
+    };
+    assert!(n >= 0, "the C harness failed");
+    n
+}
+
+/// Calls `cb(value)` from C (for Rust → C → Rust nesting).
+pub fn call_from_c(cb: HarnessCallback, value: i32) -> i32 {
+    // SAFETY: `cb` is a valid callback.
+    unsafe { h_call_nested(cb, value) }
+}

@@ -1,0 +1,105 @@
+use callgate::c_callback;
+use std::ffi::CStr;
+/// Parses `text` into `*out`, using this thread's scratch buffer.
+///
+/// C: `int32_t parse(const char *text, double *out);`
+///
+/// # Safety
+///
+/// Each pointer argument is NULL or valid for the duration of the call.
+#[unsafe(no_mangle)]
+#[deny(improper_ctypes_definitions)]
+pub unsafe extern "C" fn parse(
+    text: *const ::core::ffi::c_char,
+    out: *mut f64,
+    unit: *const ::core::ffi::c_char,
+) -> i32 {
+    #[inline(always)]
+    fn __callgate_body(
+        text: &CStr,
+        out: &mut f64,
+        unit: Option<&str>,
+        buf: &mut Scratch,
+    ) -> Result<i32, ParseError> {
+        buf.text.clear();
+        buf.text.push_str(text.to_str().map_err(|_| ParseError)?);
+        *out = buf.text.trim().parse().map_err(|_| ParseError)?;
+        if unit == Some("%") {
+            *out /= 100.0;
+        }
+        Ok(0)
+    }
+    static __CALLGATE_SITE: ::callgate::__private::Site = ::callgate::__private::Site {
+        name: "parse",
+        attach: ::callgate::__private::Attach::Bound,
+        gate: ::callgate::__private::GatePolicy::Fail,
+        on_panic: ::callgate::__private::Policy::Return,
+        on_error: ::callgate::__private::Policy::Return,
+    };
+    let __callgate_on_error = || -> i32 { -1 };
+    let __callgate_on_panic = || -> i32 { -2 };
+    ::callgate::__private::call(
+        &__CALLGATE_SITE,
+        __callgate_on_error,
+        __callgate_on_panic,
+        |__callgate_frame: &::callgate::__private::Frame| {
+            let text = unsafe { ::callgate::__private::cstr_arg(text, "text") }?;
+            let out = unsafe { ::callgate::__private::mut_arg(out, "out") }?;
+            let unit = unsafe { ::callgate::__private::opt_str_arg(unit, "unit") }?;
+            let mut __callgate_local_3 = __callgate_frame.local::<Scratch>()?;
+            ::callgate::__private::from_result(
+                __callgate_body(text, out, unit, &mut *__callgate_local_3),
+            )
+        },
+    )
+}
+fn setup() -> Result<(), ParseError> {
+    Ok(())
+}
+const _: () = {
+    fn __callgate_init_body() -> ::core::result::Result<
+        (),
+        ::callgate::__private::Failure,
+    > {
+        ::callgate::__private::from_result(setup())
+    }
+    extern "C" fn __callgate_init_ctor() {
+        ::callgate::__private::run_init("setup", false, __callgate_init_body);
+    }
+    #[used]
+    #[cfg_attr(
+        any(
+            target_os = "linux",
+            target_os = "android",
+            target_os = "freebsd",
+            target_os = "netbsd",
+            target_os = "openbsd",
+            target_os = "dragonfly",
+            target_os = "illumos",
+            target_os = "solaris",
+        ),
+        unsafe(link_section = ".init_array")
+    )]
+    #[cfg_attr(target_vendor = "apple", unsafe(link_section = "__DATA,__mod_init_func"))]
+    #[cfg_attr(windows, unsafe(link_section = ".CRT$XCU"))]
+    static __CALLGATE_INIT: extern "C" fn() = __callgate_init_ctor;
+    #[cfg(
+        not(
+            any(
+                target_os = "linux",
+                target_os = "android",
+                target_os = "freebsd",
+                target_os = "netbsd",
+                target_os = "openbsd",
+                target_os = "dragonfly",
+                target_os = "illumos",
+                target_os = "solaris",
+                target_vendor = "apple",
+                windows,
+            )
+        )
+    )]
+    ::core::compile_error!(
+        "#[callgate::init] needs load-time constructors, which this target does not have"
+    );
+};

@@ -1,0 +1,42 @@
+//! A failed init: every gated call returns its `on_error` value with the
+//! init's message as the last error.
+
+use callgate::__private::{self as cg, Attach, Failure, GatePolicy, Policy, Site};
+use callgate::InitState;
+use callgate_dev::{Spawn, run_threads};
+
+unsafe extern "C" fn gated(x: i32) -> i32 {
+    static SITE: Site = Site {
+        name: "gated",
+        attach: Attach::Bound,
+        gate: GatePolicy::Wait,
+        on_panic: Policy::Return,
+        on_error: Policy::Return,
+    };
+    cg::call(&SITE, || -1, || -2, |_| cg::ok(x))
+}
+
+fn broken_init() -> Result<(), Failure> {
+    Err(Failure::new("config file missing"))
+}
+
+#[test]
+fn a_failed_init_fails_every_call_with_its_message() {
+    cg::run_init("broken_init", false, broken_init);
+    let expected = "initialisation failed: `broken_init`: config file missing";
+    assert_eq!(
+        callgate::init_state(),
+        InitState::Failed("`broken_init`: config file missing".into())
+    );
+
+    // SAFETY: a plain value argument.
+    assert_eq!(unsafe { gated(1) }, -1);
+    assert_eq!(callgate::last_error().as_deref(), Some(expected));
+
+    let results = run_threads(gated, 4, 10, Spawn::default());
+    assert!(
+        results.iter().all(|r| r.first == -1 && r.changes == 0),
+        "{results:?}"
+    );
+    assert!(callgate::stats().errors_returned >= 41);
+}

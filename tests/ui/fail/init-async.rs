@@ -1,0 +1,4 @@
+#[callgate::init]
+async fn setup() {}
+
+fn main() {}

@@ -1,0 +1,4 @@
+#[callgate::init]
+struct Settings;
+
+fn main() {}

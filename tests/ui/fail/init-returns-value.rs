@@ -1,0 +1,6 @@
+#[callgate::init]
+fn setup() -> i32 {
+    0
+}
+
+fn main() {}

@@ -1,0 +1,4 @@
+#[callgate::init(foreground)]
+fn setup() {}
+
+fn main() {}

@@ -1,0 +1,6 @@
+#[callgate::init]
+fn setup(verbose: bool) {
+    let _ = verbose;
+}
+
+fn main() {}

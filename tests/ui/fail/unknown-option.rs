@@ -1,0 +1,8 @@
+use callgate::c_callback;
+
+#[c_callback(on_panics = -1)]
+pub fn add(a: i32, b: i32) -> i32 {
+    a + b
+}
+
+fn main() {}
