@@ -3,6 +3,9 @@
 //! `CALLGATE` is a comma-separated list of `key=value` pairs, like Go's
 //! `GODEBUG`: `attach=bound|per_call`, `panic=catch|abort`. Unknown keys and
 //! values are reported once on standard error and ignored.
+//!
+//! The value is read on first use and cached; [`crate::env`] updates the
+//! cache when the program sets, removes or clears the variable through it.
 
 use std::ffi::OsStr;
 
@@ -112,12 +115,34 @@ pub(crate) fn current() -> Settings {
 
 #[cold]
 fn load() -> Settings {
-    reload(std::env::var_os(VAR).as_deref())
+    let read = parse_and_report(std::env::var_os(VAR).as_deref());
+    // Relaxed: see `current`. Only `UNREAD` is replaced, so when
+    // `env::set_var` stored settings while we were reading, its newer value
+    // wins whichever order the two reached the cache in.
+    match CURRENT.compare_exchange(UNREAD, read.encode(), Ordering::Relaxed, Ordering::Relaxed) {
+        Ok(_) => read,
+        Err(bits) => Settings::decode(bits),
+    }
 }
 
 /// Re-reads the settings from `value` (the value of `CALLGATE`, or `None`
 /// when it is unset), reporting problems once per process.
 pub(crate) fn reload(value: Option<&OsStr>) -> Settings {
+    let settings = parse_and_report(value);
+    // Relaxed: see `current`.
+    CURRENT.store(settings.encode(), Ordering::Relaxed);
+    settings
+}
+
+/// Returns the settings to their defaults, as if `CALLGATE` were unset.
+pub(crate) fn reset_to_default() {
+    // Relaxed: see `current`.
+    CURRENT.store(Settings::default().encode(), Ordering::Relaxed);
+}
+
+/// Parses a value of `CALLGATE`; the first malformed value of the process
+/// is reported on standard error, the rest silently ignored.
+fn parse_and_report(value: Option<&OsStr>) -> Settings {
     let (settings, problems) = match value {
         None => (Settings::default(), Vec::new()),
         Some(value) => match value.to_str() {
@@ -128,23 +153,14 @@ pub(crate) fn reload(value: Option<&OsStr>) -> Settings {
             ),
         },
     };
-    // Relaxed: a statistic-like flag; at worst two threads both warn.
+    // Relaxed: the flag guards nothing but the message itself.
     if !problems.is_empty() && !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
         crate::boundary::report(&format!(
             "callgate: ignoring malformed parts of {VAR}: {}",
             problems.join("; ")
         ));
     }
-    // Relaxed: see `current`.
-    CURRENT.store(settings.encode(), Ordering::Relaxed);
     settings
-}
-
-/// Forgets the cached settings so the next use re-reads `CALLGATE`.
-#[allow(dead_code)]
-pub(crate) fn reset_to_default() {
-    // Relaxed: see `current`.
-    CURRENT.store(Settings::default().encode(), Ordering::Relaxed);
 }
 
 #[cfg(test)]

@@ -18,8 +18,6 @@ use crate::settings::{self, AttachMode};
 use crate::stats;
 
 thread_local! {
-    /// The context serving this thread, or null.
-    static CURRENT: Cell<*const ContextNode> = const { Cell::new(ptr::null()) };
     /// This thread's bound context was released by the key destructor: the
     /// thread is exiting, so later calls are served per call.
     static EXITING: Cell<bool> = const { Cell::new(false) };
@@ -28,10 +26,110 @@ thread_local! {
 /// The context serving this thread, if any: the fast path.
 #[inline(always)]
 pub(crate) fn current() -> Option<&'static ContextNode> {
-    let node = CURRENT.with(Cell::get);
-    // SAFETY: non-null values of CURRENT are nodes of `CONTEXTS`, which are
+    let node = slot::get();
+    // SAFETY: non-null values of the slot are nodes of `CONTEXTS`, which are
     // never freed.
     unsafe { node.as_ref() }
+}
+
+/// The thread's current-context pointer, in an initial-exec TLS slot.
+///
+/// In a `cdylib` or `dlopen`ed library, `thread_local!` uses the
+/// general-dynamic TLS model: every access calls `__tls_get_addr`. Stable
+/// Rust cannot choose a TLS model, so on x86-64 glibc Linux the slot is an
+/// 8-byte `.tbss` symbol defined in assembly and read with the
+/// initial-exec sequence — load its offset from the GOT, then read through
+/// `%fs` — two instructions and no call. The cost: a library using it takes
+/// 8 bytes of glibc's static TLS surplus when loaded with `dlopen` (glibc
+/// reserves surplus for such libraries; exhausting it makes `dlopen` fail
+/// with "cannot allocate memory in static TLS block"). Build with
+/// `--cfg callgate_portable_tls` to use `thread_local!` instead.
+#[cfg(all(
+    target_arch = "x86_64",
+    target_os = "linux",
+    target_env = "gnu",
+    not(callgate_portable_tls)
+))]
+mod slot {
+    use core::arch::{asm, global_asm};
+
+    use crate::context::ContextNode;
+
+    // One pointer-sized, zero-initialised (null) slot per thread. Hidden, so
+    // every shared object that contains this runtime has its own slot.
+    global_asm!(
+        ".pushsection .tbss,\"awT\",@nobits",
+        ".p2align 3",
+        ".globl __callgate_current_context",
+        ".hidden __callgate_current_context",
+        ".type __callgate_current_context,@object",
+        ".size __callgate_current_context,8",
+        "__callgate_current_context:",
+        ".zero 8",
+        ".popsection",
+    );
+
+    #[inline(always)]
+    pub(super) fn get() -> *const ContextNode {
+        let value: *const ContextNode;
+        // SAFETY: reads this thread's 8-byte slot: the GOT entry holds the
+        // slot's offset from the thread pointer (`%fs` base), which the
+        // dynamic linker set up for every thread, including threads created
+        // before the library was loaded (static TLS is allocated with the
+        // thread). No stack use, flags preserved, nothing written.
+        unsafe {
+            asm!(
+                "mov {value}, qword ptr [rip + __callgate_current_context@GOTTPOFF]",
+                "mov {value}, qword ptr fs:[{value}]",
+                value = out(reg) value,
+                options(nostack, preserves_flags, readonly, pure),
+            );
+        }
+        value
+    }
+
+    #[inline(always)]
+    pub(super) fn set(value: *const ContextNode) {
+        // SAFETY: writes this thread's slot (see `get`); only this thread
+        // ever accesses it.
+        unsafe {
+            asm!(
+                "mov {offset}, qword ptr [rip + __callgate_current_context@GOTTPOFF]",
+                "mov qword ptr fs:[{offset}], {value}",
+                offset = out(reg) _,
+                value = in(reg) value,
+                options(nostack, preserves_flags),
+            );
+        }
+    }
+}
+
+/// The portable slot: a const-initialised `thread_local!` without a
+/// destructor, so it stays usable during thread teardown.
+#[cfg(not(all(
+    target_arch = "x86_64",
+    target_os = "linux",
+    target_env = "gnu",
+    not(callgate_portable_tls)
+)))]
+mod slot {
+    use core::cell::Cell;
+
+    use crate::context::ContextNode;
+
+    thread_local! {
+        static CURRENT: Cell<*const ContextNode> = const { Cell::new(core::ptr::null()) };
+    }
+
+    #[inline(always)]
+    pub(super) fn get() -> *const ContextNode {
+        CURRENT.with(Cell::get)
+    }
+
+    #[inline(always)]
+    pub(super) fn set(value: *const ContextNode) {
+        CURRENT.with(|current| current.set(value));
+    }
 }
 
 /// Attaches the calling thread to a context: the slow path of a thread's
@@ -48,7 +146,7 @@ pub(crate) fn attach(attach: Attach) -> &'static ContextNode {
         .unwrap_or_else(|| CONTEXTS.alloc(Context::new()));
     debug_assert_eq!(node.value.depth(), 0);
     node.value.set_per_call(per_call);
-    CURRENT.with(|current| current.set(node));
+    slot::set(node);
     if !per_call {
         imp::register_exit_hook(node);
     }
@@ -73,11 +171,9 @@ fn release(node: &'static ContextNode) {
     // SAFETY: we run on the thread that owns the context, between calls, so
     // no `LocalRef` is alive.
     unsafe { node.value.locals.release_all() };
-    CURRENT.with(|current| {
-        if ptr::eq(current.get(), node) {
-            current.set(ptr::null());
-        }
-    });
+    if ptr::eq(slot::get(), node) {
+        slot::set(ptr::null());
+    }
     stats::record_release();
     CONTEXTS.push(node);
 }
