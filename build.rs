@@ -49,6 +49,8 @@ fn main() {
         return;
     }
     build.compile("callgate_harness");
+    // Test binaries export their symbols so tests can find callbacks with `dlsym`.
+    println!("cargo:rustc-link-arg-tests=-rdynamic");
     println!("cargo:rustc-link-lib=pthread");
     println!("cargo:rustc-link-lib=dl");
 

@@ -8,5 +8,5 @@
 fn ui() {
     let cases = trybuild::TestCases::new();
     cases.compile_fail("tests/ui/fail/*.rs");
-    //cases.pass("tests/ui/pass/*.rs");
+    cases.pass("tests/ui/pass/*.rs");
 }

@@ -4,7 +4,7 @@
 
 use proc_macro2::TokenStream;
 use quote::ToTokens;
-use syn::{FnArg, ItemFn};
+use syn::{FnArg, Item, ItemFn};
 
 /// The user's tokens as written, plus every error.
 pub(crate) fn soft(item: TokenStream, error: syn::Error) -> TokenStream {
@@ -35,4 +35,23 @@ pub(crate) fn combine(errors: impl IntoIterator<Item = syn::Error>) -> Option<sy
         all.combine(next);
         all
     })
+}
+
+/// The keyword of an item that is not a fn, and what to call it in a message.
+pub(crate) fn describe(item: &Item) -> (&dyn ToTokens, &'static str) {
+    match item {
+        Item::Struct(item) => (&item.struct_token, "a `struct`"),
+        Item::Enum(item) => (&item.enum_token, "an `enum`"),
+        Item::Union(item) => (&item.union_token, "a `union`"),
+        Item::Impl(item) => (&item.impl_token, "an `impl` block"),
+        Item::Trait(item) => (&item.trait_token, "a `trait`"),
+        Item::Mod(item) => (&item.mod_token, "a `mod`"),
+        Item::Static(item) => (&item.static_token, "a `static`"),
+        Item::Const(item) => (&item.const_token, "a `const`"),
+        Item::ForeignMod(item) => (&item.abi, "an `extern` block"),
+        Item::Type(item) => (&item.type_token, "a type alias"),
+        Item::Use(item) => (&item.use_token, "a `use`"),
+        Item::Fn(item) => (&item.sig.fn_token, "a fn"),
+        other => (other, "this item (a fn needs a body)"),
+    }
 }

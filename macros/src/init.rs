@@ -22,9 +22,10 @@ pub(crate) fn init(args: TokenStream, input: TokenStream) -> TokenStream {
     };
     let options = parse_options(args);
     let Item::Fn(function) = &item else {
+        let (tokens, what) = fail::describe(&item);
         let mut error = syn::Error::new_spanned(
-            &item,
-            "#[callgate::init] goes on a free `fn()` or `fn() -> Result<(), E>`",
+            tokens,
+            format!("#[callgate::init] goes on a `fn()` or `fn() -> Result<(), E>`, not on {what}"),
         );
         if let Err(more) = options {
             error.combine(more);

@@ -10,13 +10,19 @@ mod init;
 
 use proc_macro::TokenStream;
 
-#[doc = include_str!("../doc/c_callback.md")]
+/// Turns a Rust `fn` into an `extern "C"` trampoline C can call safely.
+///
+/// Use it as `callgate::c_callback`; its documentation, with every option
+/// and a compiling example of each, is on that re-export.
 #[proc_macro_attribute]
 pub fn c_callback(args: TokenStream, item: TokenStream) -> TokenStream {
     callback::c_callback(args.into(), item.into()).into()
 }
 
-#[doc = include_str!("../doc/init.md")]
+/// Runs a fn when the library is loaded, before any callback passes the
+/// init gate.
+///
+/// Use it as `#[callgate::init]`; its documentation is on that re-export.
 #[proc_macro_attribute]
 pub fn init(args: TokenStream, item: TokenStream) -> TokenStream {
     init::init(args.into(), item.into()).into()

@@ -56,10 +56,12 @@
 //! ```
 //!
 //! Settings come from the `CALLGATE` environment variable (see
-//! [`settings()`]); [`stats()`] reports what the runtime did; [`env`] keeps
+//! [`settings()`]); [`stats()`] reports what the runtime did; [`env`](mod@env) keeps
 //! those settings in sync when a program rewrites its environment.
 #![cfg_attr(not(callgate_loom), deny(missing_docs))]
 #![deny(unsafe_op_in_unsafe_fn)]
+// Under loom only the gate and the free list are compiled, for their models.
+#![cfg_attr(callgate_loom, allow(dead_code))]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 #[cfg(not(callgate_loom))]
@@ -78,7 +80,7 @@ mod gate;
 mod init;
 #[cfg(not(callgate_loom))]
 mod local;
-#[cfg(callgate_loom)]
+#[cfg(all(callgate_loom, test))]
 mod loom_models;
 #[cfg(not(callgate_loom))]
 mod settings;
@@ -94,7 +96,11 @@ mod thread;
 pub mod __private;
 
 #[cfg(not(callgate_loom))]
-pub use callgate_macros::{c_callback, init};
+#[doc = include_str!("../doc/c_callback.md")]
+pub use callgate_macros::c_callback;
+#[cfg(not(callgate_loom))]
+#[doc = include_str!("../doc/init.md")]
+pub use callgate_macros::init;
 #[cfg(not(callgate_loom))]
 pub use error::{clear_last_error, last_error, set_last_error};
 pub use gate::{GatePolicy, InitState};

@@ -66,7 +66,7 @@ impl<T: Local> ErasedSlot for Slot<T> {
             return Ok(());
         }
         catch_unwind(AssertUnwindSafe(|| self.value.release()))
-            .map_err(|payload| crate::boundary::payload_message(payload))
+            .map_err(crate::boundary::payload_message)
     }
 
     fn type_name(&self) -> &'static str {

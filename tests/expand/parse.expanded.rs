@@ -1,8 +1,21 @@
 use callgate::c_callback;
 use std::ffi::CStr;
+use std::fmt;
+#[derive(Default)]
+pub struct Scratch {
+    text: String,
+}
+impl callgate::Local for Scratch {}
+#[derive(Debug)]
+pub struct ParseError;
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("not a number")
+    }
+}
 /// Parses `text` into `*out`, using this thread's scratch buffer.
 ///
-/// C: `int32_t parse(const char *text, double *out);`
+/// C: `int32_t parse(const char *text, double *out, const char *unit);`
 ///
 /// # Safety
 ///

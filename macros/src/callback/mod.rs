@@ -10,7 +10,6 @@ mod valid;
 mod snapshot;
 
 use proc_macro2::TokenStream;
-use quote::ToTokens;
 use syn::Item;
 
 use crate::fail;
@@ -42,26 +41,7 @@ pub(crate) fn c_callback(args: TokenStream, input: TokenStream) -> TokenStream {
 
 /// `#[c_callback]` on a struct, an impl block, a fn without a body …
 fn not_a_fn(item: &Item) -> syn::Error {
-    let (tokens, what): (&dyn ToTokens, &str) = match item {
-        Item::Struct(item) => (&item.struct_token, "a `struct`"),
-        Item::Enum(item) => (&item.enum_token, "an `enum`"),
-        Item::Union(item) => (&item.union_token, "a `union`"),
-        Item::Impl(item) => (
-            &item.impl_token,
-            "an `impl` block; put it on a free fn instead of a method",
-        ),
-        Item::Trait(item) => (&item.trait_token, "a `trait`"),
-        Item::Mod(item) => (&item.mod_token, "a `mod`"),
-        Item::Static(item) => (&item.static_token, "a `static`"),
-        Item::Const(item) => (&item.const_token, "a `const`"),
-        Item::ForeignMod(item) => (
-            &item.abi,
-            "an `extern` block; C's functions are declared there, Rust's callbacks are free fns",
-        ),
-        Item::Type(item) => (&item.type_token, "a type alias"),
-        Item::Use(item) => (&item.use_token, "a `use`"),
-        other => (other, "this item; it needs a fn with a body"),
-    };
+    let (tokens, what) = fail::describe(item);
     syn::Error::new_spanned(
         tokens,
         format!("#[c_callback] goes on a free `fn`, not on {what}"),

@@ -1,0 +1,226 @@
+/* The C side of callgate-bench: pthreads calling Rust callbacks through a
+ * volatile function pointer, so the compiler can neither inline the call nor
+ * hoist the load of the pointer out of the loop. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "bench.h"
+
+static int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* --- timed call loops --- */
+
+static int64_t int_calls(bench_int_fn fn, int64_t calls) {
+    bench_int_fn volatile call = fn;
+    int64_t sum = 0;
+    for (int64_t i = 0; i < calls; i++) sum += call((int32_t)i);
+    return sum;
+}
+
+static int64_t cstr_calls(bench_cstr_fn fn, const char *text, int64_t calls) {
+    bench_cstr_fn volatile call = fn;
+    int64_t sum = 0;
+    for (int64_t i = 0; i < calls; i++) sum += call(text, (int32_t)i);
+    return sum;
+}
+
+typedef struct {
+    const bench_loop *spec;
+    bench_loop_result *result;
+} loop_job;
+
+static int64_t calls(const bench_loop *spec, int64_t n) {
+    if (spec->int_fn) return int_calls(spec->int_fn, n);
+    return cstr_calls(spec->cstr_fn, spec->text, n);
+}
+
+static void *loop_worker(void *raw) {
+    const bench_loop *spec = ((loop_job *)raw)->spec;
+    bench_loop_result *result = ((loop_job *)raw)->result;
+    calls(spec, spec->warmup_calls);
+    int64_t begin = now_ns();
+    result->checksum = calls(spec, spec->calls);
+    result->elapsed_ns = now_ns() - begin;
+    return NULL;
+}
+
+int bench_call_loop(const bench_loop *spec, bench_loop_result *result) {
+    loop_job job = {spec, result};
+    pthread_t id;
+    if (pthread_create(&id, NULL, loop_worker, &job) != 0) return -1;
+    pthread_join(id, NULL);
+    return 0;
+}
+
+/* --- interleaved call loops --- */
+
+typedef struct {
+    bench_block *blocks;
+    int count;
+    int cycles;
+} interleaved_job;
+
+static int64_t block_calls(const bench_block *block) {
+    if (block->int_fn) return int_calls(block->int_fn, block->block_calls);
+    return cstr_calls(block->cstr_fn, block->text, block->block_calls);
+}
+
+static void *interleaved_worker(void *raw) {
+    interleaved_job *job = raw;
+    for (int i = 0; i < job->count; i++) block_calls(&job->blocks[i]);
+    for (int cycle = 0; cycle < job->cycles; cycle++) {
+        for (int i = 0; i < job->count; i++) {
+            bench_block *block = &job->blocks[i];
+            int64_t begin = now_ns();
+            block->checksum += block_calls(block);
+            block->elapsed_ns += now_ns() - begin;
+        }
+    }
+    return NULL;
+}
+
+int bench_interleaved(bench_block *blocks, int count, int cycles) {
+    interleaved_job job = {.blocks = blocks, .count = count, .cycles = cycles};
+    for (int i = 0; i < count; i++) {
+        blocks[i].elapsed_ns = 0;
+        blocks[i].checksum = 0;
+    }
+    pthread_t id;
+    if (pthread_create(&id, NULL, interleaved_worker, &job) != 0) return -1;
+    pthread_join(id, NULL);
+    return 0;
+}
+
+/* --- one thread against two --- */
+
+/* A barrier for threads that each have a CPU: spinning, it releases them
+ * within nanoseconds of each other, where a sleeping one would add a
+ * wake-up to the timed block that follows. */
+typedef struct {
+    atomic_int arrived;
+    atomic_int generation;
+} spin_barrier;
+
+static void spin_barrier_wait(spin_barrier *barrier, int parties) {
+    int generation = atomic_load_explicit(&barrier->generation, memory_order_acquire);
+    if (atomic_fetch_add_explicit(&barrier->arrived, 1, memory_order_acq_rel) == parties - 1) {
+        atomic_store_explicit(&barrier->arrived, 0, memory_order_relaxed);
+        atomic_fetch_add_explicit(&barrier->generation, 1, memory_order_release);
+        return;
+    }
+    while (atomic_load_explicit(&barrier->generation, memory_order_acquire) == generation) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
+}
+
+typedef struct {
+    bench_scaling *spec;
+    spin_barrier *barrier;
+    int index;
+    int64_t start_ns;
+    int64_t end_ns;
+    int64_t checksum;
+} scaling_thread;
+
+static void *scaling_worker(void *raw) {
+    scaling_thread *self = raw;
+    bench_scaling *spec = self->spec;
+    scaling_thread *peers = self - self->index;
+    int_calls(spec->fn, spec->block_calls);
+    for (int cycle = 0; cycle < spec->cycles; cycle++) {
+        spin_barrier_wait(self->barrier, 2);
+        if (self->index == 0) {
+            int64_t begin = now_ns();
+            self->checksum += int_calls(spec->fn, spec->block_calls);
+            spec->one_thread_ns += now_ns() - begin;
+        }
+        spin_barrier_wait(self->barrier, 2);
+        self->start_ns = now_ns();
+        self->checksum += int_calls(spec->fn, spec->block_calls);
+        self->end_ns = now_ns();
+        spin_barrier_wait(self->barrier, 2);
+        if (self->index == 0) {
+            int64_t first = peers[0].start_ns < peers[1].start_ns ? peers[0].start_ns : peers[1].start_ns;
+            int64_t last = peers[0].end_ns > peers[1].end_ns ? peers[0].end_ns : peers[1].end_ns;
+            spec->two_threads_ns += last - first;
+        }
+    }
+    return NULL;
+}
+
+int bench_scaling_pair(bench_scaling *spec) {
+    spin_barrier barrier = {0, 0};
+    scaling_thread threads[2];
+    pthread_t ids[2];
+    spec->one_thread_ns = 0;
+    spec->two_threads_ns = 0;
+    for (int i = 0; i < 2; i++) {
+        threads[i] = (scaling_thread){.spec = spec, .barrier = &barrier, .index = i};
+    }
+    for (int i = 0; i < 2; i++) {
+        /* A missing thread would leave the other at the barrier forever. */
+        if (pthread_create(&ids[i], NULL, scaling_worker, &threads[i]) != 0) abort();
+    }
+    for (int i = 0; i < 2; i++) pthread_join(ids[i], NULL);
+    spec->checksum = threads[0].checksum + threads[1].checksum;
+    return 0;
+}
+
+/* --- new threads --- */
+
+typedef struct {
+    bench_int_fn fn;
+    int64_t elapsed_ns;
+    int32_t value;
+} single_call;
+
+static void *timed_first_call(void *raw) {
+    single_call *self = raw;
+    bench_int_fn volatile call = self->fn;
+    int64_t begin = now_ns();
+    self->value = call(0);
+    self->elapsed_ns = now_ns() - begin;
+    return NULL;
+}
+
+static void *one_call(void *raw) {
+    single_call *self = raw;
+    bench_int_fn volatile call = self->fn;
+    self->value = call(0);
+    return NULL;
+}
+
+int bench_first_calls(bench_int_fn fn, int threads, int64_t *first_ns) {
+    int wrong = 0;
+    for (int i = 0; i < threads; i++) {
+        single_call job = {.fn = fn};
+        pthread_t id;
+        if (pthread_create(&id, NULL, timed_first_call, &job) != 0) return -1;
+        pthread_join(id, NULL);
+        first_ns[i] = job.elapsed_ns;
+        if (job.value != 1) wrong++;
+    }
+    return wrong;
+}
+
+int bench_churn(bench_int_fn fn, int threads, int64_t *total_ns) {
+    int wrong = 0;
+    int64_t begin = now_ns();
+    for (int i = 0; i < threads; i++) {
+        single_call job = {.fn = fn};
+        pthread_t id;
+        if (pthread_create(&id, NULL, one_call, &job) != 0) return -1;
+        pthread_join(id, NULL);
+        if (job.value != 1) wrong++;
+    }
+    *total_ns = now_ns() - begin;
+    return wrong;
+}

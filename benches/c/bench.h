@@ -1,0 +1,76 @@
+/* The C side of callgate-bench: real pthreads calling Rust through a
+ * volatile function pointer, timed with clock_gettime(CLOCK_MONOTONIC). */
+#ifndef CALLGATE_BENCH_H
+#define CALLGATE_BENCH_H
+
+#include <stdint.h>
+
+/* A benchmark callback: returns x + 1. */
+typedef int32_t (*bench_int_fn)(int32_t x);
+/* A benchmark callback with a string: returns x + strlen(text) + 1. */
+typedef int32_t (*bench_cstr_fn)(const char *text, int32_t x);
+
+/* One timed call loop. Exactly one of `int_fn` and `cstr_fn` is set. */
+typedef struct {
+    bench_int_fn int_fn;
+    bench_cstr_fn cstr_fn;
+    const char *text;      /* the string passed to `cstr_fn` */
+    int64_t warmup_calls;  /* untimed calls before the timed ones */
+    int64_t calls;         /* timed calls */
+} bench_loop;
+
+/* What a call loop measured. */
+typedef struct {
+    int64_t elapsed_ns;  /* the time of the timed calls */
+    int64_t checksum;    /* the sum of the timed calls' results */
+} bench_loop_result;
+
+/* On one new pthread, makes the warm-up calls, then the timed ones. Returns
+ * 0, or -1 if the thread could not be created. */
+int bench_call_loop(const bench_loop *spec, bench_loop_result *result);
+
+/* One callback of an interleaved measurement. Exactly one of `int_fn` and
+ * `cstr_fn` is set. */
+typedef struct {
+    bench_int_fn int_fn;
+    bench_cstr_fn cstr_fn;
+    const char *text;      /* the string passed to `cstr_fn` */
+    int64_t block_calls;   /* calls per block */
+    int64_t elapsed_ns;    /* out: the time of all timed blocks */
+    int64_t checksum;      /* out: the sum of all timed calls' results */
+} bench_block;
+
+/* On one new pthread: an untimed block of calls of each callback, then
+ * `cycles` times a timed block of each callback in turn, so a change in the
+ * machine's speed hits all of them alike. Returns 0, or -1 if the thread
+ * could not be created. */
+int bench_interleaved(bench_block *blocks, int count, int cycles);
+
+/* One callback of a scaling measurement: blocks of calls on one thread
+ * alone, alternating with blocks on two threads at once. */
+typedef struct {
+    bench_int_fn fn;
+    int64_t block_calls;   /* calls per thread per block */
+    int cycles;            /* one-thread blocks, and as many two-thread ones */
+    int64_t one_thread_ns; /* out: the time of the one-thread blocks */
+    int64_t two_threads_ns;/* out: first start to last end of each two-thread block, summed */
+    int64_t checksum;      /* out: the sum of all timed calls' results */
+} bench_scaling;
+
+/* Starts two pthreads; after an untimed block each, they alternate `cycles`
+ * times between a block on the first thread alone and a block on both at
+ * once, meeting at spinning barriers, so the two figures see the same
+ * machine. Returns 0 (aborts if a thread cannot be created). */
+int bench_scaling_pair(bench_scaling *spec);
+
+/* Creates and joins `threads` pthreads one after another; each times its
+ * first call of `fn(0)` and stores the nanoseconds in `first_ns[i]`. Returns
+ * how many of those calls did not return 1, or -1 on a pthread failure. */
+int bench_first_calls(bench_int_fn fn, int threads, int64_t *first_ns);
+
+/* Creates and joins `threads` pthreads one after another, each calling
+ * `fn(0)` once, and stores the total nanoseconds in `*total_ns`. Returns how
+ * many calls did not return 1, or -1 on a pthread failure. */
+int bench_churn(bench_int_fn fn, int threads, int64_t *total_ns);
+
+#endif

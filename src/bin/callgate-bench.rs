@@ -1,0 +1,399 @@
+//! `callgate-bench`: what a call from a C thread into Rust costs through
+//! callgate, next to the same call without it.
+//!
+//! ```sh
+//! cargo run --release -p callgate-dev --bin callgate-bench            # a table
+//! cargo run --release -p callgate-dev --bin callgate-bench -- --json  # medians as JSON
+//! ```
+//!
+//! Every call comes from a real `pthread_create` thread of the C harness
+//! (`benches/c/bench.c`) through a `volatile` function pointer, so nothing
+//! is inlined; every callback does the same trivial work (`x + 1`). Each
+//! callback is measured twice: in the `callgate-bench-fixture` `cdylib`
+//! loaded with `dlopen` (the hard case, and the figures `--json` reports)
+//! and linked into this binary.
+//!
+//! Figures that are compared are measured side by side: the single-thread
+//! call costs in blocks of about 100 µs taking turns on one thread, one
+//! thread against two in alternating blocks. Every row gets one sample per
+//! round and the rounds go over all rows, so a slow phase of the machine
+//! spreads over all of them; the report gives the min, median and max of
+//! the samples, and how much of the machine other processes used meanwhile.
+//!
+//! The fixture is built with cargo on start (same profile as this binary);
+//! set `CALLGATE_BENCH_FIXTURE=/path/to/lib.so` to load another build.
+
+// Cargo hands the C harness library (`benches/c` included) to the package's
+// lib target only; linking that crate brings it along.
+extern crate callgate_dev;
+
+// A crate root looks for modules beside itself; these live in a directory
+// named after the binary.
+#[path = "callgate-bench/fixture.rs"]
+mod fixture;
+#[path = "callgate-bench/harness.rs"]
+mod harness;
+#[path = "callgate-bench/linked.rs"]
+mod linked;
+#[path = "callgate-bench/load.rs"]
+mod load;
+#[path = "callgate-bench/report.rs"]
+mod report;
+
+use std::process::ExitCode;
+
+use harness::{Block, Callback, CstrFn, IntFn};
+use report::{Check, Row, Summary, Target};
+
+/// The benchmark callbacks of one place (the `cdylib` or this binary).
+#[derive(Clone, Copy)]
+pub struct Callbacks {
+    /// A plain `extern "C" fn`, no callgate: the floor.
+    pub raw: IntFn,
+    /// The floor for `cstr`: a plain `extern "C" fn` doing the same `&CStr`
+    /// conversion.
+    pub raw_cstr: CstrFn,
+    /// `#[c_callback]`, thread bound.
+    pub bound: IntFn,
+    /// `#[c_callback(attach = per_call)]`.
+    pub per_call: IntFn,
+    /// `#[c_callback]` with one `#[local]` parameter.
+    pub local: IntFn,
+    /// `#[c_callback]` with one `&CStr` parameter.
+    pub cstr: CstrFn,
+}
+
+/// Samples per row: the median of an odd count is one real sample.
+const ROUNDS: usize = 21;
+/// How long one sample of a call loop should take.
+const SAMPLE_NS: f64 = 10_000_000.0;
+/// How long one block of calls should take where blocks take turns.
+const BLOCK_NS: f64 = 100_000.0;
+/// Threads created for one `first_call_ns` sample.
+const FIRST_CALL_THREADS: usize = 200;
+/// Threads created for one `churn.*` sample.
+const CHURN_THREADS: usize = 400;
+
+/// The rows in report order: key and unit. Each is measured for every
+/// place; `--json` reports the `cdylib` ones except `cthread.raw_cstr_ns`.
+const ROWS: [(&str, &str); 13] = [
+    ("cthread.raw_ns", "ns"),
+    ("cthread.raw_cstr_ns", "ns"),
+    ("cthread.bound_ns", "ns"),
+    ("cthread.per_call_ns", "ns"),
+    ("cthread.local_ns", "ns"),
+    ("cthread.cstr_ns", "ns"),
+    ("scaling.raw_1t_ops", "calls/s"),
+    ("scaling.raw_2t_ops", "calls/s"),
+    ("scaling.bound_1t_ops", "calls/s"),
+    ("scaling.bound_2t_ops", "calls/s"),
+    ("churn.create_join_us", "µs/thread"),
+    ("churn.create_callback_join_us", "µs/thread"),
+    ("first_call_ns", "ns"),
+];
+
+/// How a job measures its rows; one run gives one sample of each.
+enum Probe {
+    /// Nanoseconds per call of each callback, on one thread, in blocks of
+    /// the given number of calls taking turns.
+    Interleaved(Vec<(Callback, i64)>),
+    /// Nanoseconds per call on a thread of its own, this many calls (a
+    /// per-call callback on a thread that a bound one attached would find
+    /// it attached, so it cannot take turns with them).
+    Latency(Callback, i64),
+    /// Calls per second of one thread and of two, in alternating blocks of
+    /// this many calls per thread.
+    Scaling(IntFn, i64),
+    /// Mean nanoseconds of a new thread's first call.
+    FirstCall(IntFn),
+    /// Microseconds per thread to create it, make one call, exit and join.
+    Churn(IntFn),
+}
+
+/// A probe and the rows (indexes into the report) it fills, in the order
+/// of its values.
+struct Job {
+    probe: Probe,
+    rows: Vec<usize>,
+}
+
+impl Job {
+    /// Runs the probe once; one value per row.
+    fn run(&self, names: &[String]) -> Vec<f64> {
+        let name = &*names[self.rows[0]];
+        match &self.probe {
+            Probe::Interleaved(callbacks) => {
+                let blocks: Vec<Block<'_>> = callbacks
+                    .iter()
+                    .zip(&self.rows)
+                    .map(|(&(callback, calls), &row)| Block {
+                        name: &names[row],
+                        callback,
+                        calls,
+                    })
+                    .collect();
+                harness::interleaved(&blocks, (SAMPLE_NS / BLOCK_NS) as usize)
+            }
+            &Probe::Latency(callback, calls) => {
+                vec![harness::call_loop(name, callback, calls) / calls as f64]
+            }
+            &Probe::Scaling(cb, calls) => {
+                let rates = harness::scaling(name, cb, calls, (SAMPLE_NS / BLOCK_NS) as usize);
+                vec![rates.one_thread, rates.two_threads]
+            }
+            &Probe::FirstCall(cb) => {
+                let firsts = harness::first_calls(name, cb, FIRST_CALL_THREADS);
+                vec![firsts.iter().sum::<f64>() / firsts.len() as f64]
+            }
+            &Probe::Churn(cb) => {
+                let ns = harness::churn(name, cb, CHURN_THREADS);
+                vec![ns / CHURN_THREADS as f64 / 1000.0]
+            }
+        }
+    }
+}
+
+/// How many calls of `callback` take about `target_ns` on one thread.
+fn calls_taking(name: &str, callback: Callback, target_ns: f64) -> i64 {
+    let mut calls = 10_000_i64;
+    let ns = loop {
+        let ns = harness::call_loop(name, callback, calls);
+        if ns >= 2_000_000.0 || calls >= 100_000_000 {
+            break ns;
+        }
+        calls *= 4;
+    };
+    ((target_ns * calls as f64 / ns) as i64).clamp(100, 100_000_000)
+}
+
+/// The jobs that measure every row of every place; `row(key, place)` is the
+/// row's index in the report.
+fn plan(places: &[(&'static str, Callbacks)], row: impl Fn(&str, usize) -> usize) -> Vec<Job> {
+    let mut jobs = Vec::new();
+    let mut interleaved = Job {
+        probe: Probe::Interleaved(Vec::new()),
+        rows: Vec::new(),
+    };
+    for (place, (_, c)) in places.iter().enumerate() {
+        let turns = [
+            ("cthread.raw_ns", Callback::Int(c.raw)),
+            ("cthread.raw_cstr_ns", Callback::Cstr(c.raw_cstr)),
+            ("cthread.bound_ns", Callback::Int(c.bound)),
+            ("cthread.local_ns", Callback::Int(c.local)),
+            ("cthread.cstr_ns", Callback::Cstr(c.cstr)),
+        ];
+        for (key, callback) in turns {
+            if let Probe::Interleaved(blocks) = &mut interleaved.probe {
+                blocks.push((callback, calls_taking(key, callback, BLOCK_NS)));
+            }
+            interleaved.rows.push(row(key, place));
+        }
+        let per_call = Callback::Int(c.per_call);
+        jobs.push(Job {
+            probe: Probe::Latency(
+                per_call,
+                calls_taking("cthread.per_call_ns", per_call, SAMPLE_NS),
+            ),
+            rows: vec![row("cthread.per_call_ns", place)],
+        });
+        for (name, cb) in [("raw", c.raw), ("bound", c.bound)] {
+            let one = format!("scaling.{name}_1t_ops");
+            let calls = calls_taking(&one, Callback::Int(cb), BLOCK_NS * 5.0);
+            jobs.push(Job {
+                probe: Probe::Scaling(cb, calls),
+                rows: vec![
+                    row(&one, place),
+                    row(&format!("scaling.{name}_2t_ops"), place),
+                ],
+            });
+        }
+        jobs.push(Job {
+            probe: Probe::Churn(c.raw),
+            rows: vec![row("churn.create_join_us", place)],
+        });
+        jobs.push(Job {
+            probe: Probe::Churn(c.bound),
+            rows: vec![row("churn.create_callback_join_us", place)],
+        });
+        jobs.push(Job {
+            probe: Probe::FirstCall(c.bound),
+            rows: vec![row("first_call_ns", place)],
+        });
+    }
+    jobs.insert(0, interleaved);
+    jobs
+}
+
+/// The derived figures and their targets.
+fn checks(rows: &[Row], places: &[&'static str]) -> Vec<Check> {
+    let median = |key: &str, place: &str| {
+        rows.iter()
+            .find(|row| row.key == key && row.place == place)
+            .map(|row| row.summary.median)
+            .unwrap_or_else(|| panic!("no row {key} for {place}"))
+    };
+    let figure = |what, unit, target, compute: &dyn Fn(&str) -> f64| Check {
+        what,
+        values: places
+            .iter()
+            .map(|&place| (place, compute(place)))
+            .collect(),
+        unit,
+        target,
+    };
+    vec![
+        figure(
+            "cthread.bound_ns − cthread.raw_ns",
+            " ns",
+            Some(Target::AtMost(0.5)),
+            &|p| median("cthread.bound_ns", p) - median("cthread.raw_ns", p),
+        ),
+        figure("cthread.per_call_ns / cthread.bound_ns", "", None, &|p| {
+            median("cthread.per_call_ns", p) / median("cthread.bound_ns", p)
+        }),
+        figure("cthread.local_ns − cthread.bound_ns", " ns", None, &|p| {
+            median("cthread.local_ns", p) - median("cthread.bound_ns", p)
+        }),
+        figure(
+            "cthread.cstr_ns − cthread.raw_cstr_ns",
+            " ns",
+            None,
+            &|p| median("cthread.cstr_ns", p) - median("cthread.raw_cstr_ns", p),
+        ),
+        figure(
+            "scaling.bound_2t_ops / scaling.bound_1t_ops",
+            "",
+            Some(Target::AtLeast(1.8)),
+            &|p| median("scaling.bound_2t_ops", p) / median("scaling.bound_1t_ops", p),
+        ),
+        figure("scaling.raw_2t_ops / scaling.raw_1t_ops", "", None, &|p| {
+            median("scaling.raw_2t_ops", p) / median("scaling.raw_1t_ops", p)
+        }),
+        figure(
+            "churn.create_callback_join_us / churn.create_join_us",
+            "",
+            Some(Target::AtMost(1.1)),
+            &|p| median("churn.create_callback_join_us", p) / median("churn.create_join_us", p),
+        ),
+        figure("first_call_ns", " ns", Some(Target::AtMost(1000.0)), &|p| {
+            median("first_call_ns", p)
+        }),
+    ]
+}
+
+const USAGE: &str = "usage: callgate-bench [--json]
+
+Measures callbacks from C threads into Rust, with and without callgate, and
+prints a table (or, with --json, one JSON object of the medians).
+CALLGATE_BENCH_FIXTURE=<path> loads that build of the cdylib fixture instead
+of building it with cargo.";
+
+fn main() -> ExitCode {
+    let mut json = false;
+    for arg in std::env::args().skip(1) {
+        match arg.as_str() {
+            "--json" => json = true,
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                return ExitCode::SUCCESS;
+            }
+            _ => {
+                eprintln!("callgate-bench: unknown argument `{arg}`\n\n{USAGE}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let loaded = fixture::locate().and_then(|path| Ok((fixture::load(&path)?, path)));
+    let (cdylib, path) = match loaded {
+        Ok(loaded) => loaded,
+        Err(message) => {
+            eprintln!("callgate-bench: {message}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let places = [("cdylib", cdylib), ("binary", linked::callbacks())];
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+
+    // Row `i * places + p` is measurement `i` for place `p`.
+    let names: Vec<String> = ROWS
+        .iter()
+        .flat_map(|(key, _)| places.iter().map(move |_| (*key).to_owned()))
+        .collect();
+    let row = |key: &str, place: usize| {
+        let i = ROWS.iter().position(|(k, _)| *k == key);
+        i.unwrap_or_else(|| panic!("no row {key}")) * places.len() + place
+    };
+    eprintln!("callgate-bench: measuring ({ROUNDS} rounds over all rows)…");
+    let start = load::CpuClock::now();
+    let jobs = plan(&places, row);
+    let mut samples: Vec<Vec<f64>> = vec![Vec::with_capacity(ROUNDS); names.len()];
+    for round in 0..ROUNDS {
+        let mut run = |job: &Job| {
+            for (&row, value) in job.rows.iter().zip(job.run(&names)) {
+                samples[row].push(value);
+            }
+        };
+        // Alternate the order so no job always runs right after another.
+        if round % 2 == 0 {
+            jobs.iter().for_each(&mut run);
+        } else {
+            jobs.iter().rev().for_each(&mut run);
+        }
+    }
+    let interference = start
+        .zip(load::CpuClock::now())
+        .map(|(start, end)| start.interference(&end, cpus));
+
+    let rows: Vec<Row> = samples
+        .iter()
+        .enumerate()
+        .map(|(i, samples)| {
+            let (key, unit) = ROWS[i / places.len()];
+            let place = places[i % places.len()].0;
+            Row {
+                key: key.to_owned(),
+                place,
+                unit,
+                summary: Summary::of(samples),
+                in_json: place == "cdylib" && key != "cthread.raw_cstr_ns",
+            }
+        })
+        .collect();
+    let warning = interference.and_then(|i| {
+        (i.others + i.steal > 0.05).then(|| {
+            format!(
+                "warning: other processes used {:.0}% of the CPUs during the run (steal {:.0}%); \
+                 the figures may be off, rerun on a quiet machine",
+                i.others * 100.0,
+                i.steal * 100.0
+            )
+        })
+    });
+    if json {
+        if let Some(warning) = &warning {
+            eprintln!("callgate-bench: {warning}");
+        }
+        println!("{}", report::json(&rows));
+        return ExitCode::SUCCESS;
+    }
+    let others = match interference {
+        Some(i) => format!(
+            "other processes used {:.1}% of the CPUs during the run (steal {:.1}%)",
+            i.others * 100.0,
+            i.steal * 100.0
+        ),
+        None => "the load of other processes is unknown".to_owned(),
+    };
+    let mut header = format!(
+        "callgate-bench: {ROUNDS} samples per row, {cpus} CPUs; {others}.\n\
+         C pthreads call each callback through a volatile function pointer.\n\
+         callbacks in: cdylib = {} loaded with dlopen; binary = linked into this program.",
+        path.display()
+    );
+    if let Some(warning) = &warning {
+        header = format!("{header}\n{warning}");
+    }
+    let checks = checks(&rows, &places.map(|(place, _)| place));
+    print!("{}", report::table(&header, &rows, &checks));
+    ExitCode::SUCCESS
+}

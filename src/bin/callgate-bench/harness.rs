@@ -1,0 +1,265 @@
+//! Bindings to the C harness in `benches/c/bench.c`: pthreads that call a
+//! callback through a `volatile` function pointer and time themselves with
+//! `clock_gettime(CLOCK_MONOTONIC)`.
+
+use core::ffi::{CStr, c_char, c_int};
+
+/// A benchmark callback taking and returning an integer (`x + 1`).
+pub type IntFn = unsafe extern "C" fn(i32) -> i32;
+
+/// A benchmark callback taking a string (`x + strlen(text) + 1`).
+pub type CstrFn = unsafe extern "C" fn(*const c_char, i32) -> i32;
+
+/// The string passed to [`CstrFn`] callbacks.
+pub const TEXT: &CStr = c"callgate";
+
+/// A callback of either shape.
+#[derive(Clone, Copy)]
+pub enum Callback {
+    /// `int32_t (*)(int32_t)`.
+    Int(IntFn),
+    /// `int32_t (*)(const char *, int32_t)`, called with [`TEXT`].
+    Cstr(CstrFn),
+}
+
+impl Callback {
+    /// The two nullable pointers the C structs take.
+    fn split(self) -> (Option<IntFn>, Option<CstrFn>) {
+        match self {
+            Callback::Int(f) => (Some(f), None),
+            Callback::Cstr(f) => (None, Some(f)),
+        }
+    }
+
+    /// The sum of the results of calls with `x = 0 .. calls` when every
+    /// call ran (none returned its fallback).
+    fn checksum(self, calls: i64) -> i64 {
+        let first = match self {
+            Callback::Int(_) => 1,
+            Callback::Cstr(_) => 1 + TEXT.count_bytes() as i64,
+        };
+        calls * first + calls * (calls - 1) / 2
+    }
+}
+
+/// Callers keep calls per thread (or block) in this range, so `x` fits in
+/// an `int32_t` and the checksums in an `i64`.
+fn check_calls(calls: i64) {
+    assert!(
+        (1..i64::from(i32::MAX) / 2).contains(&calls),
+        "calls per thread out of range: {calls}"
+    );
+}
+
+#[repr(C)]
+struct BenchLoop {
+    int_fn: Option<IntFn>,
+    cstr_fn: Option<CstrFn>,
+    text: *const c_char,
+    warmup_calls: i64,
+    calls: i64,
+}
+
+#[repr(C)]
+#[derive(Default)]
+struct BenchLoopResult {
+    elapsed_ns: i64,
+    checksum: i64,
+}
+
+#[repr(C)]
+struct BenchBlock {
+    int_fn: Option<IntFn>,
+    cstr_fn: Option<CstrFn>,
+    text: *const c_char,
+    block_calls: i64,
+    elapsed_ns: i64,
+    checksum: i64,
+}
+
+#[repr(C)]
+struct BenchScaling {
+    fn_: IntFn,
+    block_calls: i64,
+    cycles: c_int,
+    one_thread_ns: i64,
+    two_threads_ns: i64,
+    checksum: i64,
+}
+
+unsafe extern "C" {
+    fn bench_scaling_pair(spec: *mut BenchScaling) -> c_int;
+    fn bench_interleaved(blocks: *mut BenchBlock, count: c_int, cycles: c_int) -> c_int;
+    fn bench_call_loop(spec: *const BenchLoop, result: *mut BenchLoopResult) -> c_int;
+    fn bench_first_calls(cb: IntFn, threads: c_int, first_ns: *mut i64) -> c_int;
+    fn bench_churn(cb: IntFn, threads: c_int, total_ns: *mut i64) -> c_int;
+}
+
+/// On one new pthread, makes `calls / 10` (at least 1000) untimed calls of
+/// `callback`, then `calls` timed ones; returns their nanoseconds.
+///
+/// Panics if a callback returned something other than `x + 1` (a fallback
+/// value: the callback failed), naming `name`.
+pub fn call_loop(name: &str, callback: Callback, calls: i64) -> f64 {
+    check_calls(calls);
+    let (int_fn, cstr_fn) = callback.split();
+    let spec = BenchLoop {
+        int_fn,
+        cstr_fn,
+        text: TEXT.as_ptr(),
+        warmup_calls: (calls / 10).max(1_000),
+        calls,
+    };
+    let mut result = BenchLoopResult::default();
+    // SAFETY: `spec` and `result` are valid for the call; the callbacks are
+    // valid function pointers of the declared C types; `TEXT` is
+    // NUL-terminated and 'static.
+    let rc = unsafe { bench_call_loop(&spec, &mut result) };
+    assert_eq!(rc, 0, "the C harness could not create its thread");
+    assert_eq!(
+        result.checksum,
+        callback.checksum(calls),
+        "`{name}` returned wrong values (its fallback: a call failed)"
+    );
+    result.elapsed_ns as f64
+}
+
+/// One callback of [`interleaved`]: its name (for messages), the callback
+/// and how many calls make one block.
+pub struct Block<'a> {
+    /// The callback's name.
+    pub name: &'a str,
+    /// The callback.
+    pub callback: Callback,
+    /// Calls per block.
+    pub calls: i64,
+}
+
+/// On one new pthread, calls each callback of `blocks` for one untimed
+/// block, then `cycles` times for one timed block each in turn; returns the
+/// nanoseconds per call of each.
+///
+/// Panics like [`call_loop`].
+pub fn interleaved(blocks: &[Block<'_>], cycles: usize) -> Vec<f64> {
+    let mut specs: Vec<BenchBlock> = blocks
+        .iter()
+        .map(|block| {
+            check_calls(block.calls);
+            let (int_fn, cstr_fn) = block.callback.split();
+            BenchBlock {
+                int_fn,
+                cstr_fn,
+                text: TEXT.as_ptr(),
+                block_calls: block.calls,
+                elapsed_ns: 0,
+                checksum: 0,
+            }
+        })
+        .collect();
+    // SAFETY: `specs` holds `specs.len()` valid entries for the call, with
+    // valid callbacks of the declared C types; `TEXT` is NUL-terminated and
+    // 'static.
+    let rc = unsafe {
+        bench_interleaved(
+            specs.as_mut_ptr(),
+            c_int::try_from(specs.len()).expect("block count fits in int"),
+            c_int::try_from(cycles).expect("cycle count fits in int"),
+        )
+    };
+    assert_eq!(rc, 0, "the C harness could not create its thread");
+    blocks
+        .iter()
+        .zip(&specs)
+        .map(|(block, spec)| {
+            assert_eq!(
+                spec.checksum,
+                block.callback.checksum(block.calls) * cycles as i64,
+                "`{}` returned wrong values (its fallback: a call failed)",
+                block.name
+            );
+            spec.elapsed_ns as f64 / (block.calls * cycles as i64) as f64
+        })
+        .collect()
+}
+
+/// Calls per second of one thread alone and of two threads at once.
+#[derive(Clone, Copy, Debug)]
+pub struct Scaling {
+    /// One thread alone.
+    pub one_thread: f64,
+    /// Two threads together.
+    pub two_threads: f64,
+}
+
+/// On two new pthreads, alternates `cycles` times between a block of
+/// `calls` calls of `cb` on the first thread alone and a block on both at
+/// once; returns the call rates of each.
+///
+/// Panics like [`call_loop`].
+pub fn scaling(name: &str, cb: IntFn, calls: i64, cycles: usize) -> Scaling {
+    check_calls(calls);
+    let mut spec = BenchScaling {
+        fn_: cb,
+        block_calls: calls,
+        cycles: c_int::try_from(cycles).expect("cycle count fits in int"),
+        one_thread_ns: 0,
+        two_threads_ns: 0,
+        checksum: 0,
+    };
+    // SAFETY: `spec` is valid for the call and `cb` is a valid callback.
+    let rc = unsafe { bench_scaling_pair(&mut spec) };
+    assert_eq!(rc, 0, "the C harness could not create its threads");
+    // Per cycle: one block on thread 0 alone, one on each thread together.
+    let blocks = 3 * cycles as i64;
+    assert_eq!(
+        spec.checksum,
+        Callback::Int(cb).checksum(calls) * blocks,
+        "`{name}` returned wrong values (its fallback: a call failed)"
+    );
+    let calls_per_phase = (calls * cycles as i64) as f64;
+    Scaling {
+        one_thread: calls_per_phase * 1e9 / spec.one_thread_ns as f64,
+        two_threads: 2.0 * calls_per_phase * 1e9 / spec.two_threads_ns as f64,
+    }
+}
+
+/// Creates and joins `threads` pthreads one after another; returns how long
+/// each one's first call of `cb` took, in nanoseconds.
+pub fn first_calls(name: &str, cb: IntFn, threads: usize) -> Vec<f64> {
+    let mut first_ns = vec![0_i64; threads];
+    // SAFETY: `first_ns` has room for `threads` values; `cb` is a valid
+    // callback.
+    let wrong = unsafe {
+        bench_first_calls(
+            cb,
+            c_int::try_from(threads).expect("thread count fits in int"),
+            first_ns.as_mut_ptr(),
+        )
+    };
+    check_single_calls(name, wrong);
+    first_ns.into_iter().map(|ns| ns as f64).collect()
+}
+
+/// Creates `threads` pthreads one after another, each calling `cb` once
+/// before it exits, and joins each; returns the total nanoseconds.
+pub fn churn(name: &str, cb: IntFn, threads: usize) -> f64 {
+    let mut total_ns = 0_i64;
+    // SAFETY: `total_ns` is a valid out-pointer; `cb` is a valid callback.
+    let wrong = unsafe {
+        bench_churn(
+            cb,
+            c_int::try_from(threads).expect("thread count fits in int"),
+            &mut total_ns,
+        )
+    };
+    check_single_calls(name, wrong);
+    total_ns as f64
+}
+
+fn check_single_calls(name: &str, wrong: c_int) {
+    assert!(wrong >= 0, "the C harness could not create its threads");
+    assert_eq!(
+        wrong, 0,
+        "`{name}` returned wrong values (its fallback: a call failed)"
+    );
+}

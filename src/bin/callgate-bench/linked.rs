@@ -1,0 +1,75 @@
+//! The benchmark callbacks linked into this binary: the same bodies as the
+//! `cdylib` fixture's (`fixtures/bench`), with callgate's runtime in the
+//! executable, where thread-locals are static TLS.
+
+use callgate::c_callback;
+use std::ffi::{CStr, c_char};
+
+use crate::Callbacks;
+
+/// The callbacks of this module.
+pub fn callbacks() -> Callbacks {
+    Callbacks {
+        raw,
+        raw_cstr,
+        bound,
+        per_call,
+        local,
+        cstr,
+    }
+}
+
+/// Per-thread state for [`local`]: a counter of the calls it served.
+#[derive(Default)]
+struct Scratch {
+    calls: u64,
+}
+
+impl callgate::Local for Scratch {}
+
+/// The floor: a plain C-ABI function, no callgate.
+extern "C" fn raw(x: i32) -> i32 {
+    x.wrapping_add(1)
+}
+
+/// The floor for [`cstr`]: the same `&CStr` conversion, no boundary.
+///
+/// # Safety
+///
+/// `text` points to a NUL-terminated string.
+unsafe extern "C" fn raw_cstr(text: *const c_char, x: i32) -> i32 {
+    // SAFETY: `text` is a NUL-terminated string (caller obligation).
+    let text = unsafe { CStr::from_ptr(text) };
+    cstr_work(text, x)
+}
+
+/// A bound callback: the fast path.
+#[c_callback(local, on_panic = -1)]
+fn bound(x: i32) -> i32 {
+    x.wrapping_add(1)
+}
+
+/// A callback that attaches and releases its thread on every call.
+#[c_callback(local, attach = per_call, on_panic = -1)]
+fn per_call(x: i32) -> i32 {
+    x.wrapping_add(1)
+}
+
+/// A bound callback with one `#[local]` parameter.
+#[c_callback(local, on_panic = -1)]
+fn local(#[local] scratch: &mut Scratch, x: i32) -> i32 {
+    scratch.calls = scratch.calls.wrapping_add(1);
+    x.wrapping_add(1)
+}
+
+/// A bound callback with one `&CStr` parameter (NULL-checked).
+#[c_callback(local, on_panic = -1)]
+fn cstr(text: &CStr, x: i32) -> i32 {
+    cstr_work(text, x)
+}
+
+/// `x + 1`, plus a read of the string so the conversion is not optimised away.
+#[inline(always)]
+fn cstr_work(text: &CStr, x: i32) -> i32 {
+    x.wrapping_add(text.count_bytes() as i32).wrapping_add(1)
+}

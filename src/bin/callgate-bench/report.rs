@@ -1,0 +1,185 @@
+//! Summaries of the samples and the two outputs: a table for people, one
+//! JSON object for tools.
+
+use std::fmt::Write;
+
+/// The smallest, median and largest of a measurement's samples.
+#[derive(Clone, Copy, Debug)]
+pub struct Summary {
+    /// The smallest sample.
+    pub min: f64,
+    /// The median sample (the mean of the two middle ones for an even count).
+    pub median: f64,
+    /// The largest sample.
+    pub max: f64,
+}
+
+impl Summary {
+    /// Summarises `samples`; panics if there are none.
+    pub fn of(samples: &[f64]) -> Summary {
+        assert!(!samples.is_empty(), "no samples");
+        let mut sorted = samples.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        let middle = sorted.len() / 2;
+        let median = if sorted.len() % 2 == 1 {
+            sorted[middle]
+        } else {
+            (sorted[middle - 1] + sorted[middle]) / 2.0
+        };
+        Summary {
+            min: sorted[0],
+            median,
+            max: sorted[sorted.len() - 1],
+        }
+    }
+}
+
+/// One line of the report.
+pub struct Row {
+    /// The measurement's name: its JSON key when `in_json`.
+    pub key: String,
+    /// Where the callbacks live (`cdylib`, `binary`), or `-` if nowhere.
+    pub place: &'static str,
+    /// The unit of the numbers.
+    pub unit: &'static str,
+    /// The numbers.
+    pub summary: Summary,
+    /// The row's median is a value of the `--json` object.
+    pub in_json: bool,
+}
+
+/// A derived figure and the target it is held against.
+pub struct Check {
+    /// What is computed, from which rows.
+    pub what: &'static str,
+    /// The figure per place, in the order of the table's places.
+    pub values: Vec<(&'static str, f64)>,
+    /// The unit of the figure (empty for a ratio).
+    pub unit: &'static str,
+    /// The target, or `None` if the figure is only reported.
+    pub target: Option<Target>,
+}
+
+/// A bound the figure must stay within.
+#[derive(Clone, Copy)]
+pub enum Target {
+    /// At most this.
+    AtMost(f64),
+    /// At least this.
+    AtLeast(f64),
+}
+
+impl Target {
+    fn met(self, value: f64) -> bool {
+        match self {
+            Target::AtMost(bound) => value <= bound,
+            Target::AtLeast(bound) => value >= bound,
+        }
+    }
+
+    fn describe(self) -> String {
+        match self {
+            Target::AtMost(bound) => format!("≤ {bound}"),
+            Target::AtLeast(bound) => format!("≥ {bound}"),
+        }
+    }
+}
+
+/// Formats a number with about four significant digits.
+fn number(value: f64) -> String {
+    let magnitude = value.abs();
+    if magnitude >= 1000.0 || value == 0.0 {
+        format!("{value:.0}")
+    } else if magnitude >= 100.0 {
+        format!("{value:.1}")
+    } else if magnitude >= 10.0 {
+        format!("{value:.2}")
+    } else {
+        format!("{value:.3}")
+    }
+}
+
+/// The human-readable report.
+pub fn table(header: &str, rows: &[Row], checks: &[Check]) -> String {
+    let mut out = String::new();
+    let name_width = rows.iter().map(|row| row.key.len()).max().unwrap_or(0) + 2;
+    let _ = writeln!(out, "{header}\n");
+    let _ = writeln!(
+        out,
+        "{:name_width$}{:<9}{:>14}{:>14}{:>14}  unit",
+        "measurement", "callbacks", "min", "median", "max"
+    );
+    for row in rows {
+        let marker = if row.in_json { ' ' } else { '+' };
+        let _ = writeln!(
+            out,
+            "{:name_width$}{:<9}{:>14}{:>14}{:>14}  {}{marker}",
+            row.key,
+            row.place,
+            number(row.summary.min),
+            number(row.summary.median),
+            number(row.summary.max),
+            row.unit,
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\n+ not in --json (which reports the medians of the other rows)\n"
+    );
+    let what_width = checks
+        .iter()
+        .map(|check| check.what.len())
+        .max()
+        .unwrap_or(0)
+        + 2;
+    let _ = writeln!(
+        out,
+        "{:what_width$}{:<28}target",
+        "from the medians", "value"
+    );
+    for check in checks {
+        let values: Vec<String> = check
+            .values
+            .iter()
+            .map(|(place, value)| format!("{}{} {place}", number(*value), check.unit))
+            .collect();
+        let target = match check.target {
+            None => "(reported)".to_owned(),
+            Some(target) => {
+                let verdicts: Vec<&str> = check
+                    .values
+                    .iter()
+                    .map(|(_, value)| if target.met(*value) { "met" } else { "MISSED" })
+                    .collect();
+                format!(
+                    "{}{}: {}",
+                    target.describe(),
+                    check.unit,
+                    verdicts.join(", ")
+                )
+            }
+        };
+        let _ = writeln!(
+            out,
+            "{:what_width$}{:<28}{target}",
+            check.what,
+            values.join(", ")
+        );
+    }
+    out
+}
+
+/// One JSON object: each `in_json` row's key and median (to three
+/// decimals), in row order.
+pub fn json(rows: &[Row]) -> String {
+    let fields: Vec<String> = rows
+        .iter()
+        .filter(|row| row.in_json)
+        .map(|row| {
+            assert!(row.summary.median.is_finite(), "{} is not finite", row.key);
+            let median = (row.summary.median * 1000.0).round() / 1000.0;
+            format!("  \"{}\": {median}", row.key)
+        })
+        .collect();
+    format!("{{\n{}\n}}", fields.join(",\n"))
+}

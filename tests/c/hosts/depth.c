@@ -1,0 +1,207 @@
+/* Deep C -> Rust -> C -> Rust nesting and callbacks from unusual stacks.
+ *
+ *   depth FIXTURE nest DEPTH           bound: one context for the whole nest,
+ *                                      released once, at thread exit
+ *   depth FIXTURE nest-per-call DEPTH  per_call: one attachment, released at
+ *                                      the outermost return
+ *   depth FIXTURE small-stack KIB      callbacks (incl. a panic and an error)
+ *                                      from a thread with a KIB KiB stack
+ *   depth FIXTURE swapcontext KIB      callbacks from a makecontext() stack of
+ *                                      KIB KiB, interleaved with the thread's
+ *                                      own stack
+ *
+ * The main thread never calls into the fixture. */
+#include "fixture_host.h"
+
+#include <ucontext.h>
+
+static fixture lib;
+
+/* --- nesting ------------------------------------------------------------- */
+
+static int per_call;
+static int64_t first_token;
+static long levels, token_mismatches;
+static fixture_stats_t innermost;
+
+/* Called by the fixture's nest callback with depth - 1: checks this level
+ * still runs on the nest's context, then nests once more. */
+static int64_t reenter(int32_t depth) {
+    levels++;
+    int64_t token = lib.token();
+    if (first_token == 0) first_token = token;
+    if (token != first_token) token_mismatches++;
+    if (depth == 0) {
+        innermost = fixture_snapshot(&lib);
+        return 0;
+    }
+    return per_call ? lib.nest_per_call(depth, reenter) : lib.nest(depth, reenter);
+}
+
+typedef struct {
+    int depth;
+    int64_t result;
+    fixture_stats_t before, after_return;
+} nest_args;
+
+static void *nest_thread(void *raw) {
+    nest_args *args = raw;
+    args->before = fixture_snapshot(&lib);
+    args->result = per_call ? lib.nest_per_call(args->depth, reenter)
+                            : lib.nest(args->depth, reenter);
+    args->after_return = fixture_snapshot(&lib);
+    return NULL;
+}
+
+static void nest(int depth) {
+    int state = fixture_wait_init(&lib, 30);
+    CHECK(state == 0, "init did not become ready (state %d)", state);
+    fixture_wait_bound(&lib, 0, 10);
+    nest_args args = {.depth = depth};
+    /* Each level is a C frame plus a debug-build Rust trampoline: give the
+     * thread room (untouched stack pages cost nothing). */
+    double started = fixture_now();
+    pthread_t id = fixture_spawn(nest_thread, &args, (size_t)256 << 20);
+    fixture_join(id);
+    double elapsed = fixture_now() - started;
+    fixture_stats_t after_exit = fixture_snapshot(&lib);
+    const fixture_stats_t *b = &args.before, *r = &args.after_return;
+
+    printf("depth=%d\nlevels=%ld\nseconds=%.3f\n", depth, levels, elapsed);
+    printf("binds_during=%" PRIu64 "\nbound_during=%" PRIu64 "\n", innermost.binds - b->binds,
+           innermost.contexts_bound - b->contexts_bound);
+    printf("releases_at_return=%" PRIu64 "\nreleases_at_exit=%" PRIu64 "\n",
+           r->releases - b->releases, after_exit.releases - b->releases);
+    printf("token_binds=%" PRIu64 "\ntoken_releases=%" PRIu64 "\n",
+           after_exit.token_binds - b->token_binds, after_exit.token_releases - b->token_releases);
+
+    CHECK(args.result == 0, "the nest returned %" PRId64, args.result);
+    CHECK(levels == depth, "%ld C levels ran, expected %d", levels, depth);
+    CHECK(token_mismatches == 0, "%ld levels ran on another context", token_mismatches);
+    CHECK(innermost.binds - b->binds == 1, "%" PRIu64 " binds for one nested thread",
+          innermost.binds - b->binds);
+    CHECK(innermost.contexts_bound - b->contexts_bound == 1, "%" PRIu64 " contexts bound",
+          innermost.contexts_bound - b->contexts_bound);
+    CHECK(innermost.releases == b->releases, "released inside the nest");
+    CHECK(after_exit.binds - b->binds == 1, "bound again after the nest");
+    CHECK(after_exit.releases - b->releases == 1, "%" PRIu64 " releases, expected exactly 1",
+          after_exit.releases - b->releases);
+    CHECK(after_exit.contexts_bound == b->contexts_bound, "the thread's context leaked");
+    CHECK(after_exit.token_binds - b->token_binds == 1 &&
+              after_exit.token_releases - b->token_releases == 1,
+          "Local::bind/release ran %" PRIu64 "/%" PRIu64 " times, expected once each",
+          after_exit.token_binds - b->token_binds, after_exit.token_releases - b->token_releases);
+    if (per_call) {
+        CHECK(r->releases - b->releases == 1, "per_call: not released at the outermost return");
+        CHECK(r->contexts_bound == b->contexts_bound, "per_call: still bound after return");
+    } else {
+        CHECK(r->releases == b->releases, "bound: released before the thread exited");
+        CHECK(r->contexts_bound - b->contexts_bound == 1, "bound: not bound after return");
+    }
+}
+
+/* --- unusual stacks -------------------------------------------------------- */
+
+static char message[256];
+
+/* A representative set of calls: first bind, #[local] state, an Err, a
+ * caught panic, and a short nest. Returns the context token. */
+static int64_t exercise(const char *where) {
+    int64_t token = lib.token();
+    CHECK(token > 0, "%s: token() failed", where);
+    CHECK(lib.work(41) == 42, "%s: work() failed", where);
+    CHECK(lib.fail(7) == -1, "%s: fail() did not return its fallback", where);
+    fixture_last_error(&lib, message, sizeof message);
+    CHECK(strcmp(message, "asked to fail with 7") == 0, "%s: last error '%s'", where, message);
+    CHECK(lib.panic(2) == -2, "%s: a panic did not return its fallback", where);
+    fixture_last_error(&lib, message, sizeof message);
+    CHECK(strstr(message, "formatted panic message 20") != NULL, "%s: last error '%s'", where,
+          message);
+    first_token = 0;
+    levels = 0;
+    CHECK(lib.nest(8, reenter) == 0 && levels == 8 && token_mismatches == 0,
+          "%s: nesting failed", where);
+    CHECK(lib.token() == token, "%s: the context changed", where);
+    return token;
+}
+
+static void *small_stack_thread(void *raw) {
+    (void)raw;
+    exercise("64 KiB stack thread");
+    return NULL;
+}
+
+static void small_stack(int kib) {
+    fixture_stats_t before = fixture_wait_bound(&lib, 0, 10);
+    pthread_t id = fixture_spawn(small_stack_thread, NULL, (size_t)kib * 1024);
+    fixture_join(id);
+    fixture_stats_t after = fixture_snapshot(&lib);
+    CHECK(after.binds - before.binds == 1 && after.releases - before.releases == 1,
+          "small stack: %" PRIu64 " binds, %" PRIu64 " releases", after.binds - before.binds,
+          after.releases - before.releases);
+    printf("stack_kib=%d\n", kib);
+}
+
+static ucontext_t thread_context, coroutine_context;
+static int64_t coroutine_tokens[2];
+
+static void coroutine(void) {
+    coroutine_tokens[0] = exercise("swapcontext stack (first run)");
+    swapcontext(&coroutine_context, &thread_context);
+    coroutine_tokens[1] = exercise("swapcontext stack (resumed)");
+    /* Returning follows uc_link back to the thread's stack. */
+}
+
+static void *swapcontext_thread(void *raw) {
+    int kib = *(int *)raw;
+    size_t size = (size_t)kib * 1024;
+    void *stack = malloc(size);
+    CHECK(stack, "out of memory");
+    CHECK(getcontext(&coroutine_context) == 0, "getcontext");
+    coroutine_context.uc_stack.ss_sp = stack;
+    coroutine_context.uc_stack.ss_size = size;
+    coroutine_context.uc_link = &thread_context;
+    makecontext(&coroutine_context, coroutine, 0);
+    /* First callbacks of this thread happen on the foreign stack. */
+    CHECK(swapcontext(&thread_context, &coroutine_context) == 0, "swapcontext");
+    int64_t own = exercise("thread stack, between the two coroutine runs");
+    CHECK(swapcontext(&thread_context, &coroutine_context) == 0, "swapcontext");
+    CHECK(coroutine_tokens[0] == own && coroutine_tokens[1] == own,
+          "one thread, several stacks, several contexts: %" PRId64 " %" PRId64 " %" PRId64,
+          coroutine_tokens[0], own, coroutine_tokens[1]);
+    free(stack);
+    return NULL;
+}
+
+static void swapcontext_stack(int kib) {
+    fixture_stats_t before = fixture_wait_bound(&lib, 0, 10);
+    pthread_t id = fixture_spawn(swapcontext_thread, &kib, 0);
+    fixture_join(id);
+    fixture_stats_t after = fixture_snapshot(&lib);
+    CHECK(after.binds - before.binds == 1 && after.releases - before.releases == 1,
+          "swapcontext: %" PRIu64 " binds, %" PRIu64 " releases", after.binds - before.binds,
+          after.releases - before.releases);
+    printf("coroutine_stack_kib=%d\n", kib);
+}
+
+int main(int argc, char **argv) {
+    const char *path = fixture_path_arg(argc, argv);
+    const char *mode = argc > 2 ? argv[2] : "nest";
+    int size = argc > 3 ? atoi(argv[3]) : 0;
+    fixture_open(&lib, path, RTLD_NOW);
+    CHECK(fixture_wait_init(&lib, 30) == 0, "init did not become ready");
+    if (strcmp(mode, "nest") == 0) {
+        nest(size > 0 ? size : 1000);
+    } else if (strcmp(mode, "nest-per-call") == 0) {
+        per_call = 1;
+        nest(size > 0 ? size : 1000);
+    } else if (strcmp(mode, "small-stack") == 0) {
+        small_stack(size > 0 ? size : 64);
+    } else if (strcmp(mode, "swapcontext") == 0) {
+        swapcontext_stack(size > 0 ? size : 64);
+    } else {
+        FAIL("unknown mode %s", mode);
+    }
+    printf("result=ok\n");
+    return 0;
+}

@@ -1,0 +1,45 @@
+//! Thread churn and bursts from C threads of a separate program that loads
+//! the fixture with `dlopen`: contexts are recycled, never leaked, and the
+//! process's memory stays flat.
+
+mod host;
+
+use std::time::Duration;
+
+/// 100 000 threads (10 000 in CI) created and joined in waves of 8, each
+/// making 2-4 calls: contexts created ≤ 8 + 2, none bound at the end,
+/// `Local::bind`/`release` balanced, RSS at the end ≤ RSS after the first
+/// wave + 4 MiB (all checked by the host; repeated here on its numbers).
+#[test]
+fn churn_in_waves_of_8_recycles_contexts_and_keeps_memory_flat() {
+    let threads = host::size(10_000, 100_000);
+    let outcome = host::run(
+        host::host("churn").args(["churn", &threads.to_string(), "8"]),
+        Duration::from_secs(600),
+    );
+    outcome.assert_ok();
+    println!("{outcome}");
+    assert!(outcome.number("contexts_created_during_run") <= 10.0);
+    assert_eq!(outcome.number("contexts_bound"), 0.0);
+    assert_eq!(
+        outcome.number("token_binds"),
+        outcome.number("token_releases")
+    );
+    assert!(outcome.number("rss_end_kib") <= outcome.number("rss_first_wave_kib") + 4096.0);
+}
+
+/// 256 threads make their first call at the same instant (a barrier): no
+/// deadlock, every call succeeds, live threads never share a context.
+#[test]
+fn burst_of_256_simultaneous_first_calls() {
+    let rounds = host::size(3, 20);
+    for _ in 0..rounds {
+        let outcome = host::run(
+            host::host("churn").args(["burst", "256"]),
+            Duration::from_secs(60),
+        );
+        outcome.assert_ok();
+        assert_eq!(outcome.number("contexts_bound"), 0.0);
+        assert!(outcome.number("contexts_created_during_run") <= 256.0);
+    }
+}

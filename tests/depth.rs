@@ -1,0 +1,56 @@
+//! Deep C → Rust → C → Rust nesting on one thread, and callbacks from small
+//! and foreign stacks, driven by a C program that `dlopen`s the fixture.
+
+mod host;
+
+use std::time::Duration;
+
+fn depth(args: &[&str]) -> host::Outcome {
+    let outcome = host::run(host::host("depth").args(args), Duration::from_secs(60));
+    outcome.assert_ok();
+    outcome
+}
+
+/// 1 000 levels (10 000 with `CALLGATE_FULL=1`) of C → Rust → C, every level
+/// checking it runs on the same context: one bind, nothing released inside
+/// the nest or at its return, exactly one release when the thread exits;
+/// `Local::bind`/`release` once each.
+#[test]
+fn bound_nesting_uses_one_context_released_once_at_thread_exit() {
+    let levels = host::size(1_000, 10_000).to_string();
+    let outcome = depth(&["nest", &levels]);
+    assert_eq!(outcome.get("levels"), Some(levels.as_str()));
+    assert_eq!(outcome.number("binds_during"), 1.0);
+    assert_eq!(outcome.number("releases_at_return"), 0.0);
+    assert_eq!(outcome.number("releases_at_exit"), 1.0);
+    assert_eq!(outcome.number("token_releases"), 1.0);
+}
+
+/// The same with `attach = per_call`: one attachment for the whole nest,
+/// released exactly once, at the outermost return.
+#[test]
+fn per_call_nesting_is_released_only_at_the_outermost_return() {
+    let levels = host::size(1_000, 10_000).to_string();
+    let outcome = depth(&["nest-per-call", &levels]);
+    assert_eq!(outcome.get("levels"), Some(levels.as_str()));
+    assert_eq!(outcome.number("binds_during"), 1.0);
+    assert_eq!(outcome.number("releases_at_return"), 1.0);
+    assert_eq!(outcome.number("releases_at_exit"), 1.0);
+    assert_eq!(outcome.number("token_releases"), 1.0);
+}
+
+/// A thread with a 64 KiB stack binds, uses `#[local]` state, gets an
+/// `Err` and a caught panic back as fallbacks, and nests 8 deep.
+#[test]
+fn callbacks_work_from_a_64_kib_stack_thread() {
+    let outcome = depth(&["small-stack", "64"]);
+    assert_eq!(outcome.number("stack_kib"), 64.0);
+}
+
+/// The same from a 64 KiB `makecontext` stack, switched to and from with
+/// `swapcontext`: the thread keeps one context whichever stack calls.
+#[test]
+fn callbacks_work_from_a_swapcontext_stack() {
+    let outcome = depth(&["swapcontext", "64"]);
+    assert_eq!(outcome.number("coroutine_stack_kib"), 64.0);
+}

@@ -1,0 +1,178 @@
+//! Running the C host programs of `tests/c/hosts` against the `cdylib`
+//! fixture (`fixtures/plugin`), shared by the integration tests that drive
+//! callgate from real, separately loaded C callers.
+//!
+//! The fixture is built by `cargo build --workspace --lib` (the first step
+//! of `scripts/test.sh`) next to this test binary's target directory.
+
+#![allow(dead_code)]
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// True when `CALLGATE_FULL=1` (`scripts/test.sh --full`): run the large
+/// iteration counts.
+pub fn full() -> bool {
+    std::env::var_os("CALLGATE_FULL").is_some_and(|value| value == "1")
+}
+
+/// `small` normally, `large` under `CALLGATE_FULL=1`.
+pub fn size(small: u64, large: u64) -> u64 {
+    if full() { large } else { small }
+}
+
+/// The fixture library the hosts load: `libcallgate_fixture.so` in the
+/// profile directory this test binary was built into.
+pub fn fixture() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    // target/<profile>/deps/<test>-<hash>
+    let profile = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("the test binary lives in target/<profile>/deps");
+    let library = profile.join("libcallgate_fixture.so");
+    assert!(
+        library.exists(),
+        "{} is missing: build it first with `cargo build --workspace --lib` \
+         (scripts/test.sh does)",
+        library.display()
+    );
+    library
+}
+
+/// A command running host program `name` with the fixture as its first
+/// argument, a clean `CALLGATE`/`FIXTURE_INIT` and no `RUST_BACKTRACE`
+/// noise.
+pub fn host(name: &str) -> Command {
+    let program = PathBuf::from(env!("CALLGATE_HOSTS_DIR")).join(name);
+    assert!(
+        program.exists(),
+        "host program {} missing",
+        program.display()
+    );
+    let mut command = Command::new(program);
+    command
+        .arg(fixture())
+        .env_remove("CALLGATE")
+        .env_remove("FIXTURE_INIT")
+        .env("RUST_BACKTRACE", "0");
+    command
+}
+
+/// What a host run produced.
+#[derive(Debug)]
+pub struct Outcome {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+    pub elapsed: Duration,
+}
+
+impl Outcome {
+    /// The value of the last `key=value` line on stdout.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.stdout
+            .lines()
+            .rev()
+            .find_map(|line| line.strip_prefix(key)?.strip_prefix('='))
+    }
+
+    /// The value of `key=N`, which must be present.
+    pub fn number(&self, key: &str) -> f64 {
+        let value = self
+            .get(key)
+            .unwrap_or_else(|| panic!("`{key}=` missing from the output\n{self}"));
+        value
+            .parse()
+            .unwrap_or_else(|_| panic!("`{key}={value}` is not a number\n{self}"))
+    }
+
+    /// The terminating signal, if the host was killed by one.
+    pub fn signal(&self) -> Option<i32> {
+        use std::os::unix::process::ExitStatusExt;
+        self.status.signal()
+    }
+
+    /// Asserts the host exited 0 and printed `result=ok`.
+    #[track_caller]
+    pub fn assert_ok(&self) -> &Self {
+        assert!(
+            self.status.success() && self.get("result") == Some("ok"),
+            "the host failed\n{self}"
+        );
+        self
+    }
+
+    /// Asserts the host was killed by SIGABRT after printing `message` on
+    /// stderr.
+    #[track_caller]
+    pub fn assert_aborted_with(&self, message: &str) -> &Self {
+        assert_eq!(
+            self.signal(),
+            Some(libc::SIGABRT),
+            "expected SIGABRT\n{self}"
+        );
+        assert!(
+            self.stderr.contains(message),
+            "stderr lacks {message:?}\n{self}"
+        );
+        self
+    }
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "status: {} ({:.2?})\n--- stdout\n{}--- stderr\n{}",
+            self.status, self.elapsed, self.stdout, self.stderr
+        )
+    }
+}
+
+/// Runs `command`, killing it (and failing the test) after `timeout`.
+#[track_caller]
+pub fn run(command: &mut Command, timeout: Duration) -> Outcome {
+    let started = Instant::now();
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|error| panic!("cannot start {command:?}: {error}"));
+    let stdout = drain(child.stdout.take().expect("piped"));
+    let stderr = drain(child.stderr.take().expect("piped"));
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for the host") {
+            break status;
+        }
+        if started.elapsed() > timeout {
+            let _ = child.kill();
+            let status = child.wait().expect("wait for the killed host");
+            let outcome = Outcome {
+                status,
+                stdout: stdout.join().expect("reader"),
+                stderr: stderr.join().expect("reader"),
+                elapsed: started.elapsed(),
+            };
+            panic!("{command:?} did not finish within {timeout:?} (deadlock?)\n{outcome}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    Outcome {
+        status,
+        stdout: stdout.join().expect("reader"),
+        stderr: stderr.join().expect("reader"),
+        elapsed: started.elapsed(),
+    }
+}
+
+fn drain(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = pipe.read_to_end(&mut bytes);
+        String::from_utf8_lossy(&bytes).into_owned()
+    })
+}
