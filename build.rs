@@ -5,6 +5,10 @@
 //!   that take Rust callbacks as function pointers (or call exported ones)
 //!   and create their own threads with `pthread_create`. Only the objects a
 //!   target references are pulled in.
+//! * `examples/c/openmp.c` is compiled on its own with `-fopenmp` into
+//!   `callgate_openmp`, and libgomp is linked, when the C compiler supports
+//!   OpenMP; without it the file builds as plain C and its loop runs on one
+//!   thread. The rest of the harness does not get `-fopenmp`.
 //! * `tests/c/hosts/*.c` are standalone C programs (they load the fixture
 //!   library with `dlopen`); each is built into `$OUT_DIR/hosts/<name>` and
 //!   the directory is passed to the tests as `CALLGATE_HOSTS_DIR`.
@@ -29,10 +33,14 @@ fn c_files(dir: &str) -> Vec<PathBuf> {
     files
 }
 
+/// The one C file that needs OpenMP.
+const OPENMP_SOURCE: &str = "examples/c/openmp.c";
+
 fn main() {
     let harness: Vec<PathBuf> = ["tests/c", "examples/c", "benches/c"]
         .iter()
         .flat_map(|dir| c_files(dir))
+        .filter(|path| path != Path::new(OPENMP_SOURCE))
         .collect();
     println!("cargo:rerun-if-changed=tests/c/include");
     let mut build = cc::Build::new();
@@ -42,13 +50,13 @@ fn main() {
         .flag("-Wall")
         .flag("-Wextra")
         .flag("-pthread")
-        .flag_if_supported("-fopenmp")
         .opt_level(2)
         .warnings_into_errors(true);
     if harness.is_empty() {
         return;
     }
     build.compile("callgate_harness");
+    build_openmp(Path::new(OPENMP_SOURCE));
     // Test binaries export their symbols so tests can find callbacks with `dlsym`.
     println!("cargo:rustc-link-arg-tests=-rdynamic");
     println!("cargo:rustc-link-lib=pthread");
@@ -62,6 +70,36 @@ fn main() {
         build_host(&compiler, &source, &hosts);
     }
     println!("cargo:rustc-env=CALLGATE_HOSTS_DIR={}", hosts.display());
+}
+
+/// Compiles `source` into `callgate_openmp`, with `-fopenmp` and the
+/// OpenMP runtime (GCC's libgomp, or clang's libomp) when the compiler
+/// supports them.
+fn build_openmp(source: &Path) {
+    if !source.exists() {
+        return;
+    }
+    let mut build = cc::Build::new();
+    build
+        .file(source)
+        .flag("-Wall")
+        .flag("-Wextra")
+        .flag("-pthread")
+        .opt_level(2)
+        .warnings_into_errors(true);
+    let openmp = build.is_flag_supported("-fopenmp").unwrap_or(false);
+    if openmp {
+        build.flag("-fopenmp");
+    }
+    build.compile("callgate_openmp");
+    if openmp {
+        let runtime = if build.get_compiler().is_like_clang() {
+            "omp"
+        } else {
+            "gomp"
+        };
+        println!("cargo:rustc-link-lib={runtime}");
+    }
 }
 
 fn build_host(compiler: &cc::Tool, source: &Path, hosts: &Path) {

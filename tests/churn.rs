@@ -18,7 +18,6 @@ fn churn_in_waves_of_8_recycles_contexts_and_keeps_memory_flat() {
         Duration::from_secs(600),
     );
     outcome.assert_ok();
-    println!("{outcome}");
     assert!(outcome.number("contexts_created_during_run") <= 10.0);
     assert_eq!(outcome.number("contexts_bound"), 0.0);
     assert_eq!(
@@ -26,6 +25,22 @@ fn churn_in_waves_of_8_recycles_contexts_and_keeps_memory_flat() {
         outcome.number("token_releases")
     );
     assert!(outcome.number("rss_end_kib") <= outcome.number("rss_first_wave_kib") + 4096.0);
+}
+
+/// The same churn with the 8 threads of each wave alive at once (they start
+/// together and none exits before all have called): 8 contexts in use at
+/// the peak, still at most 8 + 2 created for all the threads.
+#[test]
+fn churn_in_waves_of_8_live_threads_creates_at_most_10_contexts() {
+    let threads = host::size(10_000, 100_000);
+    let outcome = host::run(
+        host::host("churn").args(["together", &threads.to_string(), "8"]),
+        Duration::from_secs(600),
+    );
+    outcome.assert_ok();
+    let created = outcome.number("contexts_created_during_run");
+    assert!((7.0..=10.0).contains(&created), "{outcome}");
+    assert_eq!(outcome.number("contexts_bound"), 0.0);
 }
 
 /// 256 threads make their first call at the same instant (a barrier): no

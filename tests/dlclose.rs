@@ -35,13 +35,11 @@ fn dlclose_without_bound_threads_then_reload() {
     dlclose(&["unbound", &rounds], Some("none")).assert_ok();
 }
 
-/// Whether such a library really unloads. It does not today: the
-/// background init spawns its thread with `std::thread` from the load-time
-/// constructor, and std's spawn hooks register a thread-local destructor
-/// for the `dlopen`ing thread with `__cxa_thread_atexit_impl`, which makes
-/// glibc keep the object until that thread exits.
+/// Such a library really unloads: the background init's thread is started
+/// with `pthread_create`, so nothing registers a thread-local destructor on
+/// the `dlopen`ing thread (which would make glibc keep the object until that
+/// thread exits).
 #[test]
-#[ignore = "limitation: a library with a background init stays loaded while the thread that loaded it lives (see tests/SAFETY.md)"]
 fn dlclose_without_bound_threads_unloads() {
     dlclose(&["unbound", "2", "require-unload"], Some("none")).assert_ok();
 }

@@ -24,7 +24,7 @@ const fn site(name: &'static str, gate: GatePolicy) -> Site {
     }
 }
 
-unsafe extern "C" fn counted(x: i32) -> i32 {
+extern "C" fn counted(x: i32) -> i32 {
     static SITE: Site = site("counted", GatePolicy::Wait);
     cg::call(
         &SITE,
@@ -37,20 +37,19 @@ unsafe extern "C" fn counted(x: i32) -> i32 {
     )
 }
 
-unsafe extern "C" fn fail_fast(x: i32) -> i32 {
+extern "C" fn fail_fast(x: i32) -> i32 {
     static SITE: Site = site("fail_fast", GatePolicy::Fail);
     cg::call(&SITE, || -1, || -2, |_| cg::ok(x))
 }
 
-unsafe extern "C" fn ungated(x: i32) -> i32 {
+extern "C" fn ungated(x: i32) -> i32 {
     static SITE: Site = site("ungated", GatePolicy::Skip);
     cg::call(&SITE, || -1, || -2, |_| cg::ok(x))
 }
 
 fn slow_init() -> Result<(), Failure> {
     // A callback made by init code itself runs at once.
-    // SAFETY: a plain value argument.
-    CALL_FROM_INIT.store(unsafe { counted(7) }, Ordering::SeqCst);
+    CALL_FROM_INIT.store(counted(7), Ordering::SeqCst);
     while !FINISH_INIT.load(Ordering::SeqCst) {
         std::thread::sleep(Duration::from_millis(1));
     }
@@ -103,26 +102,18 @@ fn callers_wait_for_a_slow_init_then_all_run() {
         from_init,
         "a caller ran before init finished"
     );
-
-    // SAFETY: a plain value argument.
-    assert_eq!(
-        unsafe { fail_fast(3) },
-        -1,
-        "gate = fail returns on_error at once"
-    );
+    assert_eq!(fail_fast(3), -1, "gate = fail returns on_error at once");
     let message = callgate::last_error().unwrap();
     assert!(
         message.contains("before initialisation finished"),
         "{message}"
     );
-    // SAFETY: a plain value argument.
-    assert_eq!(unsafe { ungated(4) }, 4, "gate = skip never waits");
+    assert_eq!(ungated(4), 4, "gate = skip never waits");
 
     FINISH_INIT.store(true, Ordering::SeqCst);
     let results = waiters.join().unwrap();
     assert!(results.iter().all(|r| r.first == 0), "{results:?}");
     assert_eq!(BODIES_RUN.load(Ordering::SeqCst), from_init + 16);
     assert_eq!(callgate::init_state(), InitState::Ready);
-    // SAFETY: a plain value argument.
-    assert_eq!(unsafe { fail_fast(5) }, 5);
+    assert_eq!(fail_fast(5), 5);
 }

@@ -5,7 +5,7 @@ use callgate::__private::{self as cg, Attach, Failure, GatePolicy, Policy, Site}
 use callgate::InitState;
 use callgate_dev::{Spawn, run_threads};
 
-unsafe extern "C" fn gated(x: i32) -> i32 {
+extern "C" fn gated(x: i32) -> i32 {
     static SITE: Site = Site {
         name: "gated",
         attach: Attach::Bound,
@@ -28,9 +28,7 @@ fn a_failed_init_fails_every_call_with_its_message() {
         callgate::init_state(),
         InitState::Failed("`broken_init`: config file missing".into())
     );
-
-    // SAFETY: a plain value argument.
-    assert_eq!(unsafe { gated(1) }, -1);
+    assert_eq!(gated(1), -1);
     assert_eq!(callgate::last_error().as_deref(), Some(expected));
 
     let results = run_threads(gated, 4, 10, Spawn::default());

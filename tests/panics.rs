@@ -15,7 +15,7 @@ const fn site(name: &'static str) -> Site {
 }
 
 /// Panics on odd input, fails on negative input, else returns its context id.
-unsafe extern "C" fn moody(x: i32) -> i32 {
+extern "C" fn moody(x: i32) -> i32 {
     static SITE: Site = site("moody");
     cg::call(
         &SITE,
@@ -33,13 +33,13 @@ unsafe extern "C" fn moody(x: i32) -> i32 {
     )
 }
 
-unsafe extern "C" fn panics_with_a_number(_: i32) -> i32 {
+extern "C" fn panics_with_a_number(_: i32) -> i32 {
     static SITE: Site = site("panics_with_a_number");
     cg::call(&SITE, || -100, || -200, |_| std::panic::panic_any(42_u64))
 }
 
 /// Calls `moody(1)` (which panics) through C, then carries on.
-unsafe extern "C" fn outer(x: i32) -> i32 {
+extern "C" fn outer(x: i32) -> i32 {
     static SITE: Site = site("outer");
     cg::call(
         &SITE,
@@ -54,23 +54,15 @@ unsafe extern "C" fn outer(x: i32) -> i32 {
 
 #[test]
 fn a_panic_returns_the_fallback_and_records_the_message() {
-    // SAFETY: plain value arguments.
-    let id = unsafe { moody(0) };
+    let id = moody(0);
     assert!(id >= 0);
-    // SAFETY: as above.
-    assert_eq!(unsafe { moody(3) }, -200);
+    assert_eq!(moody(3), -200);
     assert_eq!(
         callgate::last_error().as_deref(),
         Some("callback `moody` panicked: odd input 3")
     );
-    // SAFETY: as above.
-    assert_eq!(
-        unsafe { moody(2) },
-        id,
-        "the thread keeps its context after a panic"
-    );
-    // SAFETY: as above.
-    assert_eq!(unsafe { moody(-5) }, -100);
+    assert_eq!(moody(2), id, "the thread keeps its context after a panic");
+    assert_eq!(moody(-5), -100);
     assert_eq!(callgate::last_error().as_deref(), Some("negative input -5"));
     callgate::clear_last_error();
     assert_eq!(callgate::last_error(), None);
@@ -78,8 +70,7 @@ fn a_panic_returns_the_fallback_and_records_the_message() {
 
 #[test]
 fn a_non_string_payload_is_reported_as_such() {
-    // SAFETY: a plain value argument.
-    assert_eq!(unsafe { panics_with_a_number(0) }, -200);
+    assert_eq!(panics_with_a_number(0), -200);
     let message = callgate::last_error().unwrap();
     assert!(message.contains("non-string"), "{message}");
 }
@@ -100,8 +91,7 @@ fn panics_on_c_threads_are_caught_and_threads_keep_working() {
 
 #[test]
 fn a_panic_in_a_nested_call_leaves_the_outer_call_intact() {
-    // SAFETY: a plain value argument.
-    assert_eq!(unsafe { outer(41) }, 42);
+    assert_eq!(outer(41), 42);
     let results = run_threads(outer, 2, 10, Spawn::default());
     assert!(
         results.iter().all(|r| r.first == 1 && r.changes == 9),

@@ -29,7 +29,7 @@ const fn site(name: &'static str, attach: Attach) -> Site {
 }
 
 /// Returns the id of the context the call runs on.
-unsafe extern "C" fn context_id(_: i32) -> i32 {
+extern "C" fn context_id(_: i32) -> i32 {
     static SITE: Site = site("context_id", Attach::Bound);
     cg::call(
         &SITE,
@@ -40,7 +40,7 @@ unsafe extern "C" fn context_id(_: i32) -> i32 {
 }
 
 /// The same, released when the outermost call returns.
-unsafe extern "C" fn context_id_per_call(_: i32) -> i32 {
+extern "C" fn context_id_per_call(_: i32) -> i32 {
     static SITE: Site = site("context_id_per_call", Attach::PerCall);
     cg::call(
         &SITE,
@@ -52,7 +52,7 @@ unsafe extern "C" fn context_id_per_call(_: i32) -> i32 {
 
 /// Calls `context_id` from C inside a callback and checks both ran on the
 /// same context.
-unsafe extern "C" fn nested_context_id(depth: i32) -> i32 {
+extern "C" fn nested_context_id(depth: i32) -> i32 {
     static SITE: Site = site("nested_context_id", Attach::Bound);
     cg::call(
         &SITE,

@@ -50,17 +50,18 @@ int bench_interleaved(bench_block *blocks, int count, int cycles);
  * alone, alternating with blocks on two threads at once. */
 typedef struct {
     bench_int_fn fn;
-    int64_t block_calls;   /* calls per thread per block */
-    int cycles;            /* one-thread blocks, and as many two-thread ones */
-    int64_t one_thread_ns; /* out: the time of the one-thread blocks */
-    int64_t two_threads_ns;/* out: first start to last end of each two-thread block, summed */
-    int64_t checksum;      /* out: the sum of all timed calls' results */
+    int64_t block_calls;    /* calls per thread per block */
+    int cycles;             /* one-thread blocks, and as many two-thread ones */
+    int64_t one_thread_ns;  /* out: the time of the one-thread blocks */
+    int64_t two_threads_ns; /* out: the two-thread blocks' time, each from
+                               the first start to the last end */
+    int64_t checksum;       /* out: the sum of all timed calls' results */
 } bench_scaling;
 
 /* Starts two pthreads; after an untimed block each, they alternate `cycles`
- * times between a block on the first thread alone and a block on both at
- * once, meeting at spinning barriers, so the two figures see the same
- * machine. Returns 0 (aborts if a thread cannot be created). */
+ * times between a block on one thread alone (each in turn) and a block on
+ * both at once, meeting at spinning barriers, so the two figures see the
+ * same machine. Returns 0 (aborts if a thread cannot be created). */
 int bench_scaling_pair(bench_scaling *spec);
 
 /* Creates and joins `threads` pthreads one after another; each times its

@@ -4,50 +4,115 @@
 //! `attach = per_call` callback hands its context back before C gets to read
 //! the message. Like `errno`, it is set by a failing call and not cleared by
 //! a successful one.
+//!
+//! The thread-local is a bare pointer without a destructor, so the message
+//! can be set and read at any point of thread teardown — including from
+//! pthread key destructors, after Rust's own thread-local destructors ran
+//! (a `thread_local!` with a destructor would register a new one then,
+//! which glibc never runs: a leak per thread). The message is freed by the
+//! runtime's pthread key destructor, which setting a message arms for
+//! threads that are not bound.
 
-use core::cell::RefCell;
+use core::cell::{Cell, UnsafeCell};
 use core::ffi::{c_char, c_int};
 
+/// Bytes kept of a message set while the thread is exiting.
+const EXIT_MESSAGE_CAPACITY: usize = 256;
+
 thread_local! {
-    static LAST_ERROR: RefCell<Option<String>> = const { RefCell::new(None) };
+    /// A `Box<String>` from `Box::into_raw`, or null.
+    static LAST_ERROR: Cell<*mut String> = const { Cell::new(core::ptr::null_mut()) };
+    /// Where messages go once the runtime's key destructor has run on this
+    /// thread: no hook is left that could free a heap message then, so it
+    /// is kept inline (truncated to `EXIT_MESSAGE_CAPACITY` bytes).
+    static EXIT_MESSAGE: ExitMessage = const {
+        ExitMessage { bytes: UnsafeCell::new([0; EXIT_MESSAGE_CAPACITY]), len: Cell::new(None) }
+    };
+}
+
+struct ExitMessage {
+    bytes: UnsafeCell<[u8; EXIT_MESSAGE_CAPACITY]>,
+    /// The length of the UTF-8 message in `bytes`, or `None`.
+    len: Cell<Option<usize>>,
+}
+
+/// Runs `f` on the calling thread's message.
+fn with_message<R>(f: impl FnOnce(Option<&str>) -> R) -> R {
+    let message = LAST_ERROR.with(Cell::get);
+    if !message.is_null() {
+        // SAFETY: a non-null pointer is a live box owned by this thread's
+        // slot; it is freed only by `replace`/`free_on_exit`, which no code
+        // inside `f` reaches.
+        return f(Some(unsafe { &*message }));
+    }
+    EXIT_MESSAGE.with(|exit| match exit.len.get() {
+        None => f(None),
+        Some(len) => {
+            // SAFETY: only this thread touches its buffer, and it is written
+            // only by `replace`, which no code inside `f` reaches.
+            let bytes = unsafe { &(&*exit.bytes.get())[..len] };
+            // `replace` stores whole UTF-8 characters only.
+            f(core::str::from_utf8(bytes).ok())
+        }
+    })
+}
+
+/// Replaces the calling thread's message, freeing the old one.
+fn replace(message: Option<String>) {
+    free_on_exit();
+    let Some(message) = message else { return };
+    if crate::thread::exiting() {
+        EXIT_MESSAGE.with(|exit| {
+            let mut len = message.len().min(EXIT_MESSAGE_CAPACITY);
+            while !message.is_char_boundary(len) {
+                len -= 1;
+            }
+            // SAFETY: only this thread touches its buffer, and no reference
+            // into it is alive (`with_message` does not call `replace`).
+            unsafe { (&mut *exit.bytes.get())[..len].copy_from_slice(&message.as_bytes()[..len]) };
+            exit.len.set(Some(len));
+        });
+        return;
+    }
+    LAST_ERROR.with(|slot| slot.set(Box::into_raw(Box::new(message))));
+    crate::thread::free_at_exit();
+}
+
+/// Frees the calling thread's message (the thread is exiting, or the
+/// message is being replaced).
+pub(crate) fn free_on_exit() {
+    let old = LAST_ERROR.with(|slot| slot.replace(core::ptr::null_mut()));
+    if !old.is_null() {
+        // SAFETY: the slot owned `old`, a pointer from `Box::into_raw`, and
+        // no longer refers to it.
+        drop(unsafe { Box::from_raw(old) });
+    }
+    EXIT_MESSAGE.with(|exit| exit.len.set(None));
 }
 
 /// The calling thread's last error message, if any.
 ///
 /// Set when a callback on this thread returned its fallback value (an `Err`,
 /// a panic, a NULL or invalid argument, a failed init); never cleared by a
-/// successful call. Returns `None` during thread teardown, once the
-/// thread's storage is gone.
+/// successful call.
 pub fn last_error() -> Option<String> {
-    LAST_ERROR
-        .try_with(|slot| slot.borrow().clone())
-        .ok()
-        .flatten()
+    with_message(|message| message.map(str::to_owned))
 }
 
 /// Sets the calling thread's last error message.
-///
-/// Ignored during thread teardown, once the thread's storage is gone.
 pub fn set_last_error(message: impl Into<String>) {
-    let message = message.into();
-    let _ = LAST_ERROR.try_with(|slot| *slot.borrow_mut() = Some(message));
+    replace(Some(message.into()));
 }
 
 /// Clears the calling thread's last error message.
 pub fn clear_last_error() {
-    let _ = LAST_ERROR.try_with(|slot| *slot.borrow_mut() = None);
+    replace(None);
 }
 
 /// Bytes needed for the last error including its NUL, or 0 if there is none.
 #[doc(hidden)]
 pub fn last_error_length() -> usize {
-    LAST_ERROR
-        .try_with(|slot| {
-            slot.borrow()
-                .as_ref()
-                .map_or(0, |message| message.len() + 1)
-        })
-        .unwrap_or(0)
+    with_message(|message| message.map_or(0, |message| message.len() + 1))
 }
 
 /// Copies the last error into `buf` like `snprintf`: at most `len - 1`
@@ -59,31 +124,27 @@ pub fn last_error_length() -> usize {
 /// `buf` must be NULL or valid for writing `len` bytes.
 #[doc(hidden)]
 pub unsafe fn last_error_message(buf: *mut c_char, len: usize) -> c_int {
-    LAST_ERROR
-        .try_with(|slot| {
-            let slot = slot.borrow();
-            let Some(message) = slot.as_ref() else {
+    with_message(|message| {
+        let Some(message) = message else { return -1 };
+        if len > 0 {
+            if buf.is_null() {
                 return -1;
-            };
-            if len > 0 {
-                if buf.is_null() {
-                    return -1;
-                }
-                let copied = message.len().min(len - 1);
-                // SAFETY: `buf` is valid for `len` bytes (caller obligation) and
-                // `copied + 1 <= len`; the message is a separate allocation.
-                unsafe {
-                    core::ptr::copy_nonoverlapping(message.as_ptr().cast::<c_char>(), buf, copied);
-                    *buf.add(copied) = 0;
-                }
             }
-            c_int::try_from(message.len()).unwrap_or(c_int::MAX)
-        })
-        .unwrap_or(-1)
+            let copied = message.len().min(len - 1);
+            // SAFETY: `buf` is valid for `len` bytes (caller obligation) and
+            // `copied + 1 <= len`; the message is a separate allocation.
+            unsafe {
+                core::ptr::copy_nonoverlapping(message.as_ptr().cast::<c_char>(), buf, copied);
+                *buf.add(copied) = 0;
+            }
+        }
+        c_int::try_from(message.len()).unwrap_or(c_int::MAX)
+    })
 }
 
 /// Emits the last-error API for C into the calling crate, with its own
-/// symbol prefix so two callgate libraries can share a process:
+/// symbol prefix so two callgate libraries can share a process, and records
+/// its declarations for [`callgate::header`](crate::header):
 ///
 /// ```c
 /// size_t prefix_last_error_length(void);            /* bytes incl. NUL, 0 if none */
@@ -125,6 +186,64 @@ macro_rules! export_error_api {
             pub extern "C" fn clear_last_error() {
                 $crate::clear_last_error()
             }
+
+            // The C declarations of the three functions, recorded for
+            // `callgate::header` in the format `#[c_callback]` writes.
+            const DECLARATIONS: &str = concat!(
+                "\0callgate-decl\0",
+                "1\0export\0",
+                stringify!($prefix),
+                "_last_error_length\0",
+                "size_t @(void)\0\0",
+                "Bytes needed for the calling thread's last error message, including\n",
+                "its NUL; 0 if there is none.\0",
+                "callgate-end\0",
+                "\0callgate-decl\0",
+                "1\0export\0",
+                stringify!($prefix),
+                "_last_error_message\0",
+                "int @(char *buf, size_t len)\0\0",
+                "Copies the calling thread's last error message into `buf` like\n",
+                "`snprintf`: at most `len - 1` bytes and a NUL. Returns the message's\n",
+                "full length (without the NUL), or -1 if there is no last error or\n",
+                "`buf` is NULL while `len > 0`. `buf` must be NULL or valid for\n",
+                "writing `len` bytes.\0",
+                "callgate-end\0",
+                "\0callgate-decl\0",
+                "1\0export\0",
+                stringify!($prefix),
+                "_clear_last_error\0",
+                "void @(void)\0\0",
+                "Clears the calling thread's last error message.\0",
+                "callgate-end\0",
+            );
+
+            const fn declaration_bytes<const N: usize>(text: &str) -> [u8; N] {
+                let text = text.as_bytes();
+                let mut bytes = [0; N];
+                let mut index = 0;
+                while index < N {
+                    bytes[index] = text[index];
+                    index += 1;
+                }
+                bytes
+            }
+
+            #[used]
+            #[cfg_attr(
+                any(
+                    target_os = "linux",
+                    target_os = "android",
+                    target_os = "freebsd",
+                    target_os = "netbsd",
+                    target_os = "openbsd",
+                    target_os = "dragonfly",
+                    target_os = "illumos",
+                    target_os = "solaris",
+                ),
+                unsafe(link_section = ".callgate_decls")
+            )]
+            static DECLARATION_RECORDS: [u8; DECLARATIONS.len()] = declaration_bytes(DECLARATIONS);
         };
     };
 }

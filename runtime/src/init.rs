@@ -32,12 +32,59 @@ pub fn run_init(name: &'static str, background: bool, init: fn() -> Result<(), F
         run(name, init);
         return;
     }
-    let spawned = std::thread::Builder::new()
-        .name(format!("callgate-init-{name}"))
-        .spawn(move || run(name, init));
-    if let Err(error) = spawned {
+    if let Err(error) = spawn_detached(Box::new(move || run(name, init))) {
         GATE.finish(Err(format!("`{name}` could not start its thread: {error}")));
     }
+}
+
+/// Starts `task` on a detached thread of its own.
+///
+/// `pthread_create` directly rather than `std::thread`: spawning through std
+/// registers a thread-local destructor on the *calling* thread (the one
+/// running `dlopen`), and glibc keeps a library loaded while such a
+/// destructor is pending, so `dlclose` could never unload it.
+#[cfg(unix)]
+fn spawn_detached(task: Box<dyn FnOnce() + Send>) -> Result<(), std::io::Error> {
+    use core::ffi::c_void;
+
+    extern "C" fn start(arg: *mut c_void) -> *mut c_void {
+        // SAFETY: `arg` is the `Box<Box<dyn FnOnce>>` leaked below, handed to
+        // exactly one thread.
+        let task = unsafe { Box::from_raw(arg.cast::<Box<dyn FnOnce() + Send>>()) };
+        task();
+        core::ptr::null_mut()
+    }
+
+    let arg = Box::into_raw(Box::new(task)).cast::<c_void>();
+    let mut attr = core::mem::MaybeUninit::<libc::pthread_attr_t>::uninit();
+    // SAFETY: `attr` is a valid out-pointer, initialised before use and
+    // destroyed after; `start` has the signature pthread_create expects and
+    // takes ownership of `arg` only if the thread starts.
+    let rc = unsafe {
+        let rc = libc::pthread_attr_init(attr.as_mut_ptr());
+        debug_assert_eq!(rc, 0);
+        let rc =
+            libc::pthread_attr_setdetachstate(attr.as_mut_ptr(), libc::PTHREAD_CREATE_DETACHED);
+        debug_assert_eq!(rc, 0);
+        let mut thread = core::mem::MaybeUninit::<libc::pthread_t>::uninit();
+        let rc = libc::pthread_create(thread.as_mut_ptr(), attr.as_ptr(), start, arg);
+        libc::pthread_attr_destroy(attr.as_mut_ptr());
+        rc
+    };
+    if rc != 0 {
+        // SAFETY: the thread did not start, so `arg` is still ours.
+        drop(unsafe { Box::from_raw(arg.cast::<Box<dyn FnOnce() + Send>>()) });
+        return Err(std::io::Error::from_raw_os_error(rc));
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn spawn_detached(task: Box<dyn FnOnce() + Send>) -> Result<(), std::io::Error> {
+    std::thread::Builder::new()
+        .name("callgate-init".into())
+        .spawn(task)
+        .map(drop)
 }
 
 fn run(name: &'static str, init: fn() -> Result<(), Failure>) {

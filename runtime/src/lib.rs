@@ -2,8 +2,8 @@
 //!
 //! One attribute, [`#[c_callback]`](c_callback), turns a plain Rust `fn` into
 //! an `extern "C"` trampoline that C can call — as an exported symbol of a
-//! `cdylib`/`staticlib`, or as a function pointer handed to a C API. Every
-//! call through it:
+//! `cdylib`/`staticlib`, or as a function pointer handed to a C API (`qsort`,
+//! a thread pool, an event loop, an audio driver). Every call through it:
 //!
 //! 1. **passes the init gate**: a callback that arrives before the library's
 //!    [`#[callgate::init]`](init) code has finished waits for it; once it
@@ -37,27 +37,75 @@
 //!     Ok(0)
 //! }
 //!
+//! // C reads the last error with `numbers_last_error_message(buf, len)`.
 //! callgate::export_error_api!(numbers);
 //!
 //! # fn main() {
 //! // What a C caller sees:
 //! let mut out = 0.0;
+//! // SAFETY: a C string and a valid `double *`, as C would pass them.
 //! let status = unsafe { parse_number(c"2.5".as_ptr(), &mut out) };
 //! assert_eq!((status, out), (0, 2.5));
 //!
+//! // SAFETY: as above.
 //! let status = unsafe { parse_number(c"abc".as_ptr(), &mut out) };
 //! assert_eq!(status, -1);
 //! assert_eq!(callgate::last_error().as_deref(), Some("not a number"));
 //!
+//! // SAFETY: NULL is allowed: the boundary turns it into an error.
 //! let status = unsafe { parse_number(std::ptr::null(), &mut out) };
 //! assert_eq!(status, -1);
 //! assert_eq!(callgate::last_error().as_deref(), Some("argument `text` is NULL"));
 //! # }
 //! ```
 //!
-//! Settings come from the `CALLGATE` environment variable (see
-//! [`settings()`]); [`stats()`] reports what the runtime did; [`env`](mod@env) keeps
-//! those settings in sync when a program rewrites its environment.
+//! # What C sees
+//!
+//! | you write | C gets |
+//! |---|---|
+//! | `#[c_callback] fn name(…)` | an exported function `name` (another name with `export = "…"`) |
+//! | `#[c_callback(local)] fn name(…)` | no symbol: `name` is an `extern "C" fn` value to pass as a function pointer |
+//! | [`#[callgate::init]`](init) `fn setup()` | nothing to call: it runs when the library is loaded, and callbacks wait for it |
+//! | [`export_error_api!(prefix)`](export_error_api) | `prefix_last_error_length`, `prefix_last_error_message` and `prefix_clear_last_error` |
+//!
+//! Parameters map to C types as [`c_callback`] describes: `&T` is checked
+//! for NULL and alignment, `&CStr` for NULL, `&str` also for UTF-8, and a
+//! `#[local]` parameter is per-thread state of a [`Local`] type that is not
+//! part of the C signature. The trampoline is an `unsafe extern "C" fn`
+//! when it takes a reference or a string (C must pass NULL or a valid
+//! pointer), a safe one otherwise.
+//!
+//! # Threads
+//!
+//! A thread is bound to a runtime context on its first call and stays bound
+//! until it exits; its context, with its [`Local`] values, then goes back to
+//! a free list for the next new thread. Threads C created (`pthread_create`,
+//! an OpenMP team, a driver's callback thread) need no setup. With
+//! `attach = per_call` a callback releases the context when its outermost
+//! call returns, for threads that call once; on targets without pthread
+//! keys (not unix) every call works that way.
+//!
+//! # Settings and statistics
+//!
+//! The `CALLGATE` environment variable, read once, changes the defaults of
+//! the whole process, like Go's `GODEBUG`: `CALLGATE=attach=per_call`,
+//! `CALLGATE=panic=abort` (see [`settings()`]); [`env`](mod@env) keeps the
+//! settings in sync when a program rewrites its environment. [`stats()`]
+//! reports what the runtime did: binds, calls, panics caught, errors
+//! returned, gate waits.
+//!
+//! # What the boundary cannot catch
+//!
+//! - A panic in a crate built with `panic = "abort"`: it aborts the process
+//!   before anything can catch it.
+//! - A pointer that is non-NULL and aligned but dangling, or points to less
+//!   than its type: C must pass NULL or a valid pointer, which is why such
+//!   trampolines are `unsafe extern "C" fn`.
+//! - C calling through a prototype that does not match the function.
+//! - Failures that are not panics: a stack overflow, an `abort`, a fault in
+//!   the body's own `unsafe` code.
+//! - State a panicking body left half-updated: nothing is rolled back, and a
+//!   `Mutex` it held is poisoned for the next call.
 #![cfg_attr(not(callgate_loom), deny(missing_docs))]
 #![deny(unsafe_op_in_unsafe_fn)]
 // Under loom only the gate and the free list are compiled, for their models.
@@ -76,6 +124,8 @@ pub mod env;
 mod error;
 mod freelist;
 mod gate;
+#[cfg(not(callgate_loom))]
+pub mod header;
 #[cfg(not(callgate_loom))]
 mod init;
 #[cfg(not(callgate_loom))]
@@ -113,8 +163,21 @@ pub use settings::{AttachMode, PanicMode, Settings};
 #[cfg(not(callgate_loom))]
 pub use stats::{Stats, stats};
 
-/// The runtime settings in force (from the `CALLGATE` environment
-/// variable, read on first use; see the crate docs).
+/// The runtime settings in force.
+///
+/// They come from the `CALLGATE` environment variable, a comma-separated
+/// list of `key=value` pairs read once, on first use (a thread's first
+/// callback, or this call), like Go's `GODEBUG`:
+///
+/// | key | values | effect on every callback of the process |
+/// |---|---|---|
+/// | `attach` | `bound` (default), `per_call` | `per_call`: attach and release the thread around every outermost call, as `attach = per_call` does |
+/// | `panic` | `catch` (default), `abort` | `abort`: a panic aborts the process with its message, as `on_panic = abort` does |
+///
+/// For example `CALLGATE=attach=per_call,panic=abort`. This never fails:
+/// unknown keys and values are ignored, and the first malformed value of
+/// the process is reported on standard error. A change to `CALLGATE` after
+/// the first read is seen only when made through [`env`](mod@env).
 #[cfg(not(callgate_loom))]
 pub fn settings() -> Settings {
     settings::current()

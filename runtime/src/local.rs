@@ -46,51 +46,98 @@ pub trait Local: Default + Send + 'static {
     fn release(&mut self) {}
 }
 
-/// A type-erased `Slot<T>`.
-trait ErasedSlot: Send {
-    /// Runs `Local::release` if the value is bound. Returns the panic message
-    /// if it panicked.
-    fn release(&mut self) -> Result<(), String>;
-    fn type_name(&self) -> &'static str;
-}
-
 struct Slot<T> {
     value: T,
+    /// A call (or `bind`/`release`) holds `&mut value` right now.
     in_use: bool,
+    /// `bind` ran for the thread the context serves now.
     bound: bool,
 }
 
-impl<T: Local> ErasedSlot for Slot<T> {
-    fn release(&mut self) -> Result<(), String> {
-        if !core::mem::take(&mut self.bound) {
-            return Ok(());
+/// The per-type operations on a type-erased `*mut Slot<T>`.
+struct SlotVtable {
+    release: unsafe fn(*mut ()) -> Result<(), String>,
+    drop: unsafe fn(*mut ()),
+    type_name: fn() -> &'static str,
+}
+
+impl<T: Local> Slot<T> {
+    const VTABLE: SlotVtable = SlotVtable {
+        release: Self::release,
+        drop: Self::drop,
+        type_name: core::any::type_name::<T>,
+    };
+
+    /// Runs `Local::release` if the value is bound; returns the panic
+    /// message if it panicked. The slot is marked in use meanwhile, so a
+    /// callback made from `release` cannot borrow the value a second time.
+    ///
+    /// # Safety
+    ///
+    /// `slot` is a live `Slot<T>` of the calling thread's context.
+    unsafe fn release(slot: *mut ()) -> Result<(), String> {
+        let slot = slot.cast::<Slot<T>>();
+        // SAFETY: live and ours (caller obligation); only fields are touched
+        // through the raw pointer, and `&mut value` only while `in_use`.
+        unsafe {
+            if !(*slot).bound || (*slot).in_use {
+                return Ok(());
+            }
+            (*slot).in_use = true;
+            let outcome = catch_unwind(AssertUnwindSafe(|| (*slot).value.release()));
+            (*slot).in_use = false;
+            (*slot).bound = false;
+            outcome.map_err(crate::boundary::payload_message)
         }
-        catch_unwind(AssertUnwindSafe(|| self.value.release()))
-            .map_err(crate::boundary::payload_message)
     }
 
-    fn type_name(&self) -> &'static str {
-        core::any::type_name::<T>()
+    /// # Safety
+    ///
+    /// `slot` came from `Box::into_raw(Box<Slot<T>>)` and is not used again.
+    unsafe fn drop(slot: *mut ()) {
+        // SAFETY: caller obligation.
+        drop(unsafe { Box::from_raw(slot.cast::<Slot<T>>()) });
     }
+}
+
+#[derive(Clone, Copy)]
+struct Entry {
+    id: TypeId,
+    slot: *mut (),
+    vtable: &'static SlotVtable,
 }
 
 /// The `#[local]` values of one context.
 ///
-/// Slots are boxed and referred to by raw pointer, so a `LocalRef` held by an
-/// outer call stays valid while a nested call adds slots.
+/// Slots are boxed and referred to by raw pointer, and the `Vec`s are only
+/// borrowed for short moments in which no user code runs: a `LocalRef` held
+/// by an outer call stays valid while `Default`, `bind`, `release` or a
+/// nested callback adds slots.
 pub(crate) struct Locals {
-    slots: UnsafeCell<Vec<(TypeId, *mut dyn ErasedSlot)>>,
+    slots: UnsafeCell<Vec<Entry>>,
+    /// Types whose `Default::default` is running, to refuse a re-entrant
+    /// request for the same type (it would recurse forever).
+    constructing: UnsafeCell<Vec<TypeId>>,
 }
 
-// SAFETY: the slots are owned boxes of `Send` values (`ErasedSlot: Send`);
-// the raw pointers only avoid `Box`'s uniqueness so a `LocalRef` can coexist
+// SAFETY: the slots are owned boxes of `Send` values (`Local: Send`); the
+// raw pointers only avoid `Box`'s uniqueness so a `LocalRef` can coexist
 // with a nested lookup. Moving `Locals` to another thread moves the boxes.
 unsafe impl Send for Locals {}
+
+#[cold]
+fn in_use<T>() -> Failure {
+    Failure::new(format!(
+        "#[local] value `{}` is already in use by an outer call on this thread",
+        core::any::type_name::<T>()
+    ))
+}
 
 impl Locals {
     pub(crate) const fn new() -> Locals {
         Locals {
             slots: UnsafeCell::new(Vec::new()),
+            constructing: UnsafeCell::new(Vec::new()),
         }
     }
 
@@ -101,43 +148,35 @@ impl Locals {
     /// Only the thread that owns the context may call this.
     pub(crate) unsafe fn get<T: Local>(&self) -> Result<LocalRef<'_, T>, Failure> {
         let id = TypeId::of::<T>();
-        // SAFETY: the owning thread is the only one touching `slots` (caller
-        // obligation), and no reference into the Vec outlives this function.
-        let slots = unsafe { &mut *self.slots.get() };
-        let slot = match slots.iter().find(|(slot_id, _)| *slot_id == id) {
-            Some(&(_, slot)) => slot.cast::<Slot<T>>(),
-            None => {
-                let slot: Box<Slot<T>> = Box::new(Slot {
-                    value: T::default(),
-                    in_use: false,
-                    bound: false,
-                });
-                let slot = Box::into_raw(slot);
-                slots.push((id, slot as *mut dyn ErasedSlot));
-                slot
-            }
+        // SAFETY: owning thread (caller obligation); the borrow ends before
+        // any user code runs.
+        let found = unsafe { &*self.slots.get() }
+            .iter()
+            .find(|entry| entry.id == id)
+            .map(|entry| entry.slot);
+        let slot = match found {
+            // SAFETY: the entry's TypeId is `T`'s, so it holds a `Slot<T>`.
+            Some(slot) => slot.cast::<Slot<T>>(),
+            // SAFETY: owning thread (caller obligation).
+            None => unsafe { self.create::<T>() }?,
         };
-        // SAFETY: the slot's TypeId is `T`'s, so the cast above is right; the
-        // slot is boxed, freed only by `Drop` of `Locals`, and only this
-        // thread touches it. An outer call may hold a `LocalRef` to it, so
-        // only the `in_use` field is read (no reference to the whole slot)
-        // until we know nobody borrows the value.
-        if unsafe { (*slot).in_use } {
-            return Err(Failure::new(format!(
-                "#[local] value `{}` is already in use by an outer call on this thread",
-                core::any::type_name::<T>()
-            )));
-        }
-        // SAFETY: as above, and `in_use` is false, so no `LocalRef` exists.
-        let state = unsafe { &mut *slot };
-        // Marked in use before `bind` runs: `bind` may call back into Rust.
-        state.in_use = true;
-        if !state.bound {
-            if let Err(payload) = catch_unwind(AssertUnwindSafe(|| state.value.bind())) {
-                state.in_use = false;
-                std::panic::resume_unwind(payload);
+        // SAFETY: the slot is live (freed only by `Drop` or `release_all` of
+        // `Locals`) and only this thread touches it. An outer call may hold a
+        // `LocalRef` to it, so only fields are accessed through the raw
+        // pointer, and `&mut value` is created only when it is not in use.
+        unsafe {
+            if (*slot).in_use {
+                return Err(in_use::<T>());
             }
-            state.bound = true;
+            // In use before `bind` runs: `bind` may call back into Rust.
+            (*slot).in_use = true;
+            if !(*slot).bound {
+                if let Err(payload) = catch_unwind(AssertUnwindSafe(|| (*slot).value.bind())) {
+                    (*slot).in_use = false;
+                    std::panic::resume_unwind(payload);
+                }
+                (*slot).bound = true;
+            }
         }
         Ok(LocalRef {
             slot,
@@ -145,44 +184,85 @@ impl Locals {
         })
     }
 
+    /// Creates this context's `T` with `Default` and adds its slot.
+    ///
+    /// # Safety
+    ///
+    /// Only the thread that owns the context may call this.
+    #[cold]
+    unsafe fn create<T: Local>(&self) -> Result<*mut Slot<T>, Failure> {
+        let id = TypeId::of::<T>();
+        {
+            // SAFETY: owning thread; a short borrow with no user code inside.
+            let constructing = unsafe { &mut *self.constructing.get() };
+            if constructing.contains(&id) {
+                return Err(in_use::<T>());
+            }
+            constructing.push(id);
+        }
+        let value = catch_unwind(T::default);
+        // SAFETY: as above.
+        unsafe { &mut *self.constructing.get() }.retain(|constructing| *constructing != id);
+        let value = value.unwrap_or_else(|payload| std::panic::resume_unwind(payload));
+        let slot = Box::into_raw(Box::new(Slot {
+            value,
+            in_use: false,
+            bound: false,
+        }));
+        let entry = Entry {
+            id,
+            slot: slot.cast(),
+            vtable: &Slot::<T>::VTABLE,
+        };
+        // SAFETY: as above.
+        unsafe { &mut *self.slots.get() }.push(entry);
+        Ok(slot)
+    }
+
     /// Runs `Local::release` on every bound value. A value whose `release`
     /// panicked is dropped (its state is unknown) and the message printed.
     ///
     /// # Safety
     ///
-    /// Only the thread that owns the context may call this, and no
-    /// `LocalRef` of this context may be alive.
+    /// Only the thread that owns the context may call this.
     pub(crate) unsafe fn release_all(&self) {
-        // SAFETY: owning thread, no outstanding `LocalRef` (caller obligations).
-        let slots = unsafe { &mut *self.slots.get() };
-        slots.retain(|&(_, slot)| {
-            // SAFETY: the slot is live and exclusively ours (see above).
-            let state = unsafe { &mut *slot };
-            match state.release() {
-                Ok(()) => true,
+        let mut index = 0;
+        loop {
+            // SAFETY: owning thread (caller obligation); a short borrow. A
+            // `release` may call back and add slots: they are visited too.
+            let Some(entry) = unsafe { &*self.slots.get() }.get(index).copied() else {
+                return;
+            };
+            // SAFETY: the entry's slot is live and of the vtable's type.
+            match unsafe { (entry.vtable.release)(entry.slot) } {
+                Ok(()) => index += 1,
                 Err(message) => {
                     crate::boundary::report(&format!(
                         "callgate: Local::release of `{}` panicked: {message}; the value was dropped",
-                        state.type_name()
+                        (entry.vtable.type_name)()
                     ));
-                    // SAFETY: the slot came from `Box::into_raw` and is removed
-                    // from the Vec by this `retain`, so it is freed once.
-                    let dropped = catch_unwind(AssertUnwindSafe(|| drop(unsafe { Box::from_raw(slot) })));
+                    // SAFETY: owning thread; a short borrow.
+                    unsafe { &mut *self.slots.get() }.remove(index);
+                    // SAFETY: the slot was just removed from the list, so it
+                    // is freed exactly once.
+                    let dropped = catch_unwind(AssertUnwindSafe(|| unsafe {
+                        (entry.vtable.drop)(entry.slot)
+                    }));
                     if dropped.is_err() {
                         crate::abort_with("callgate: dropping a #[local] value panicked; aborting");
                     }
-                    false
                 }
             }
-        });
+        }
     }
 }
 
 impl Drop for Locals {
     fn drop(&mut self) {
-        for &(_, slot) in self.slots.get_mut().iter() {
-            // SAFETY: every slot came from `Box::into_raw` and is freed only here.
-            drop(unsafe { Box::from_raw(slot) });
+        for entry in self.slots.get_mut().drain(..) {
+            // SAFETY: every slot is freed only here or in `release_all`,
+            // which removes it from the list first.
+            unsafe { (entry.vtable.drop)(entry.slot) };
         }
     }
 }

@@ -26,7 +26,9 @@ pub struct Stats {
     pub binds: u64,
     /// Releases of a context (thread exits, per-call returns).
     pub releases: u64,
-    /// Callbacks that ran their body.
+    /// Calls that passed the init gate, whatever their outcome: a rejected
+    /// argument, an `Err` and a panic count too. Calls the gate turned away
+    /// count only in `errors_returned`.
     pub calls: u64,
     /// Panics caught at the boundary.
     pub panics_caught: u64,

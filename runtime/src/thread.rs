@@ -154,6 +154,18 @@ pub(crate) fn attach(attach: Attach) -> &'static ContextNode {
     node
 }
 
+/// True once the runtime's key destructor ran on this thread.
+pub(crate) fn exiting() -> bool {
+    EXITING.with(Cell::get)
+}
+
+/// Makes sure the thread's exit hook runs even if the thread is not bound,
+/// so the last-error message it just got is freed when it exits.
+#[cold]
+pub(crate) fn free_at_exit() {
+    imp::free_at_exit();
+}
+
 /// A call returned on `node`'s thread; releases it if it was the outermost
 /// call of a per-call attachment.
 #[inline(always)]
@@ -183,6 +195,8 @@ mod imp {
     use core::ffi::c_void;
     use std::sync::Once;
 
+    use core::ptr;
+
     use super::{EXITING, release};
     use crate::context::ContextNode;
     use crate::sync::{AtomicUsize, Ordering};
@@ -192,6 +206,26 @@ mod imp {
     /// `pthread_key_t + 1`, or 0 before the key exists (keys may be 0).
     static KEY: AtomicUsize = AtomicUsize::new(0);
     static PIN: Once = Once::new();
+
+    /// The key value of a thread that is not bound but has a last-error
+    /// message to free at exit.
+    static ERROR_ONLY: u8 = 0;
+
+    fn error_only() -> *const c_void {
+        (&raw const ERROR_ONLY).cast()
+    }
+
+    pub(super) fn free_at_exit() {
+        let key = key();
+        // SAFETY: `key` is a live key created by `key()` and never deleted.
+        if unsafe { libc::pthread_getspecific(key) }.is_null() {
+            // SAFETY: as above.
+            let rc = unsafe { libc::pthread_setspecific(key, error_only()) };
+            if rc != 0 {
+                crate::abort_with("callgate: pthread_setspecific failed (out of memory); aborting");
+            }
+        }
+    }
 
     /// Stores `node` in the pthread key so `on_thread_exit` releases it.
     pub(super) fn register_exit_hook(node: &'static ContextNode) {
@@ -242,11 +276,17 @@ mod imp {
         }
     }
 
-    /// The key destructor: the thread is exiting, release its context.
+    /// The key destructor: the thread is exiting; free its last error and
+    /// release its context.
     unsafe extern "C" fn on_thread_exit(value: *mut c_void) {
         EXITING.with(|exiting| exiting.set(true));
-        // SAFETY: the key only ever holds nodes of `CONTEXTS` (never freed),
-        // stored by `register_exit_hook` on this thread.
+        crate::error::free_on_exit();
+        if ptr::eq(value.cast_const(), error_only()) {
+            return;
+        }
+        // SAFETY: the key holds either `error_only()` (handled above) or a
+        // node of `CONTEXTS` (never freed) stored by `register_exit_hook` on
+        // this thread.
         let node = unsafe { &*value.cast::<ContextNode>() };
         if node.value.depth() != 0 {
             // Unreachable in practice: a thread cannot exit in the middle of
@@ -296,5 +336,23 @@ mod imp {
 
     pub(super) fn register_exit_hook(_node: &'static ContextNode) {
         unreachable!("per-call only on this platform")
+    }
+
+    /// Frees the last error when the thread's Rust thread-locals are
+    /// destroyed (a message set after that leaks: there is no later hook).
+    struct FreeOnExit;
+
+    impl Drop for FreeOnExit {
+        fn drop(&mut self) {
+            crate::error::free_on_exit();
+        }
+    }
+
+    thread_local! {
+        static FREE_ON_EXIT: FreeOnExit = const { FreeOnExit };
+    }
+
+    pub(super) fn free_at_exit() {
+        let _ = FREE_ON_EXIT.try_with(|_| ());
     }
 }

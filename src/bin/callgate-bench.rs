@@ -27,6 +27,9 @@
 // lib target only; linking that crate brings it along.
 extern crate callgate_dev;
 
+// The `env.*` figures.
+#[path = "../../bench/env.rs"]
+mod env_bench;
 // A crate root looks for modules beside itself; these live in a directory
 // named after the binary.
 #[path = "callgate-bench/fixture.rs"]
@@ -40,10 +43,11 @@ mod load;
 #[path = "callgate-bench/report.rs"]
 mod report;
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use harness::{Block, Callback, CstrFn, IntFn};
-use report::{Check, Row, Summary, Target};
+use report::{Check, NO_PLACE, Row, Summary, Target};
 
 /// The benchmark callbacks of one place (the `cdylib` or this binary).
 #[derive(Clone, Copy)]
@@ -67,8 +71,12 @@ pub struct Callbacks {
 const ROUNDS: usize = 21;
 /// How long one sample of a call loop should take.
 const SAMPLE_NS: f64 = 10_000_000.0;
-/// How long one block of calls should take where blocks take turns.
+/// How long one block of calls should take where blocks of different
+/// callbacks take turns on one thread.
 const BLOCK_NS: f64 = 100_000.0;
+/// How long one block of calls should take where one thread and two take
+/// turns (longer: the threads meet at a barrier between blocks).
+const SCALING_BLOCK_NS: f64 = 500_000.0;
 /// Threads created for one `first_call_ns` sample.
 const FIRST_CALL_THREADS: usize = 200;
 /// Threads created for one `churn.*` sample.
@@ -138,7 +146,8 @@ impl Job {
                 vec![harness::call_loop(name, callback, calls) / calls as f64]
             }
             &Probe::Scaling(cb, calls) => {
-                let rates = harness::scaling(name, cb, calls, (SAMPLE_NS / BLOCK_NS) as usize);
+                let cycles = (SAMPLE_NS / SCALING_BLOCK_NS) as usize;
+                let rates = harness::scaling(name, cb, calls, cycles);
                 vec![rates.one_thread, rates.two_threads]
             }
             &Probe::FirstCall(cb) => {
@@ -170,23 +179,17 @@ fn calls_taking(name: &str, callback: Callback, target_ns: f64) -> i64 {
 /// row's index in the report.
 fn plan(places: &[(&'static str, Callbacks)], row: impl Fn(&str, usize) -> usize) -> Vec<Job> {
     let mut jobs = Vec::new();
-    let mut interleaved = Job {
-        probe: Probe::Interleaved(Vec::new()),
-        rows: Vec::new(),
-    };
+    let (mut turns, mut turn_rows) = (Vec::new(), Vec::new());
     for (place, (_, c)) in places.iter().enumerate() {
-        let turns = [
+        for (key, callback) in [
             ("cthread.raw_ns", Callback::Int(c.raw)),
             ("cthread.raw_cstr_ns", Callback::Cstr(c.raw_cstr)),
             ("cthread.bound_ns", Callback::Int(c.bound)),
             ("cthread.local_ns", Callback::Int(c.local)),
             ("cthread.cstr_ns", Callback::Cstr(c.cstr)),
-        ];
-        for (key, callback) in turns {
-            if let Probe::Interleaved(blocks) = &mut interleaved.probe {
-                blocks.push((callback, calls_taking(key, callback, BLOCK_NS)));
-            }
-            interleaved.rows.push(row(key, place));
+        ] {
+            turns.push((callback, calls_taking(key, callback, BLOCK_NS)));
+            turn_rows.push(row(key, place));
         }
         let per_call = Callback::Int(c.per_call);
         jobs.push(Job {
@@ -198,7 +201,7 @@ fn plan(places: &[(&'static str, Callbacks)], row: impl Fn(&str, usize) -> usize
         });
         for (name, cb) in [("raw", c.raw), ("bound", c.bound)] {
             let one = format!("scaling.{name}_1t_ops");
-            let calls = calls_taking(&one, Callback::Int(cb), BLOCK_NS * 5.0);
+            let calls = calls_taking(&one, Callback::Int(cb), SCALING_BLOCK_NS);
             jobs.push(Job {
                 probe: Probe::Scaling(cb, calls),
                 rows: vec![
@@ -220,7 +223,13 @@ fn plan(places: &[(&'static str, Callbacks)], row: impl Fn(&str, usize) -> usize
             rows: vec![row("first_call_ns", place)],
         });
     }
-    jobs.insert(0, interleaved);
+    jobs.insert(
+        0,
+        Job {
+            probe: Probe::Interleaved(turns),
+            rows: turn_rows,
+        },
+    );
     jobs
 }
 
@@ -278,39 +287,143 @@ fn checks(rows: &[Row], places: &[&'static str]) -> Vec<Check> {
         figure("first_call_ns", " ns", Some(Target::AtMost(1000.0)), &|p| {
             median("first_call_ns", p)
         }),
+        Check {
+            what: "env.remove_loop_10000_ns / env.clear_10000_ns",
+            values: vec![(
+                NO_PLACE,
+                median("env.remove_loop_10000_ns", NO_PLACE)
+                    / median("env.clear_10000_ns", NO_PLACE),
+            )],
+            unit: "",
+            target: None,
+        },
     ]
 }
 
 const USAGE: &str = "usage: callgate-bench [--json]
+       callgate-bench --loop <callback> [<calls>] [--linked]
 
 Measures callbacks from C threads into Rust, with and without callgate, and
 prints a table (or, with --json, one JSON object of the medians).
+
+--loop makes <calls> (default 10000000) calls of one callback of the cdylib
+(--linked: of this binary) from one C thread and prints the time per call:
+a workload for profilers (perf, valgrind --tool=callgrind). <callback> is
+raw, raw_cstr, bound, per_call, local or cstr.
+
 CALLGATE_BENCH_FIXTURE=<path> loads that build of the cdylib fixture instead
 of building it with cargo.";
 
-fn main() -> ExitCode {
+/// What the command line asks for.
+enum Command {
+    /// The whole benchmark, as a table or as JSON.
+    Measure { json: bool },
+    /// One call loop of one callback, for profilers.
+    Loop {
+        callback: String,
+        calls: i64,
+        linked: bool,
+    },
+    /// Print the usage.
+    Help,
+}
+
+fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, String> {
     let mut json = false;
-    for arg in std::env::args().skip(1) {
+    let mut linked = false;
+    let mut looped: Option<(String, Option<i64>)> = None;
+    let mut args = args.into_iter().peekable();
+    while let Some(arg) = args.next() {
         match arg.as_str() {
             "--json" => json = true,
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                return ExitCode::SUCCESS;
+            "--linked" => linked = true,
+            "-h" | "--help" => return Ok(Command::Help),
+            "--loop" => {
+                let callback = args.next().ok_or("--loop needs a callback name")?;
+                let calls = match args.peek().map(|next| next.parse::<i64>()) {
+                    Some(Ok(calls)) => {
+                        args.next();
+                        Some(calls)
+                    }
+                    _ => None,
+                };
+                looped = Some((callback, calls));
             }
-            _ => {
-                eprintln!("callgate-bench: unknown argument `{arg}`\n\n{USAGE}");
-                return ExitCode::from(2);
-            }
+            _ => return Err(format!("unknown argument `{arg}`")),
         }
     }
-    let loaded = fixture::locate().and_then(|path| Ok((fixture::load(&path)?, path)));
-    let (cdylib, path) = match loaded {
-        Ok(loaded) => loaded,
+    Ok(match looped {
+        Some((callback, calls)) => Command::Loop {
+            callback,
+            calls: calls.unwrap_or(10_000_000),
+            linked,
+        },
+        None => Command::Measure { json },
+    })
+}
+
+/// `--loop`: one call loop of one callback, for profilers.
+fn run_loop(callbacks: &Callbacks, callback: &str, calls: i64) -> Result<(), String> {
+    let chosen = match callback {
+        "raw" => Callback::Int(callbacks.raw),
+        "raw_cstr" => Callback::Cstr(callbacks.raw_cstr),
+        "bound" => Callback::Int(callbacks.bound),
+        "per_call" => Callback::Int(callbacks.per_call),
+        "local" => Callback::Int(callbacks.local),
+        "cstr" => Callback::Cstr(callbacks.cstr),
+        _ => return Err(format!("unknown callback `{callback}`")),
+    };
+    let ns = harness::call_loop(callback, chosen, calls);
+    println!(
+        "{callback}: {calls} calls, {:.3} ns per call",
+        ns / calls as f64
+    );
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let result = match parse_args(std::env::args().skip(1)) {
+        Err(message) => {
+            eprintln!("callgate-bench: {message}\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+        Ok(Command::Help) => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        Ok(Command::Loop {
+            callback,
+            calls,
+            linked,
+        }) => {
+            let callbacks = if linked {
+                Ok(linked::callbacks())
+            } else {
+                load_fixture().map(|(callbacks, _)| callbacks)
+            };
+            callbacks.and_then(|callbacks| run_loop(&callbacks, &callback, calls))
+        }
+        Ok(Command::Measure { json }) => measure(json),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("callgate-bench: {message}");
-            return ExitCode::FAILURE;
+            ExitCode::FAILURE
         }
-    };
+    }
+}
+
+/// Finds (or builds) and loads the `cdylib` fixture; returns its callbacks
+/// and where it is.
+fn load_fixture() -> Result<(Callbacks, PathBuf), String> {
+    let path = fixture::locate()?;
+    Ok((fixture::load(&path)?, path))
+}
+
+/// The whole benchmark: prints the table, or with `json` the JSON object.
+fn measure(json: bool) -> Result<(), String> {
+    let (cdylib, path) = load_fixture()?;
     let places = [("cdylib", cdylib), ("binary", linked::callbacks())];
     let cpus = std::thread::available_parallelism().map_or(1, usize::from);
 
@@ -323,7 +436,7 @@ fn main() -> ExitCode {
         let i = ROWS.iter().position(|(k, _)| *k == key);
         i.unwrap_or_else(|| panic!("no row {key}")) * places.len() + place
     };
-    eprintln!("callgate-bench: measuring ({ROUNDS} rounds over all rows)…");
+    eprintln!("callgate-bench: measuring ({ROUNDS} rounds over all rows, then the environment)…");
     let start = load::CpuClock::now();
     let jobs = plan(&places, row);
     let mut samples: Vec<Vec<f64>> = vec![Vec::with_capacity(ROUNDS); names.len()];
@@ -340,11 +453,13 @@ fn main() -> ExitCode {
             jobs.iter().rev().for_each(&mut run);
         }
     }
+    // Every C thread has been joined: nothing else touches the environment.
+    let environment = env_bench::measure(ROUNDS);
     let interference = start
         .zip(load::CpuClock::now())
         .map(|(start, end)| start.interference(&end, cpus));
 
-    let rows: Vec<Row> = samples
+    let mut rows: Vec<Row> = samples
         .iter()
         .enumerate()
         .map(|(i, samples)| {
@@ -359,6 +474,17 @@ fn main() -> ExitCode {
             }
         })
         .collect();
+    rows.extend(
+        environment
+            .into_iter()
+            .map(|(key, [min, median, max])| Row {
+                key,
+                place: NO_PLACE,
+                unit: "ns",
+                summary: Summary { min, median, max },
+                in_json: true,
+            }),
+    );
     let warning = interference.and_then(|i| {
         (i.others + i.steal > 0.05).then(|| {
             format!(
@@ -374,7 +500,7 @@ fn main() -> ExitCode {
             eprintln!("callgate-bench: {warning}");
         }
         println!("{}", report::json(&rows));
-        return ExitCode::SUCCESS;
+        return Ok(());
     }
     let others = match interference {
         Some(i) => format!(
@@ -395,5 +521,5 @@ fn main() -> ExitCode {
     }
     let checks = checks(&rows, &places.map(|(place, _)| place));
     print!("{}", report::table(&header, &rows, &checks));
-    ExitCode::SUCCESS
+    Ok(())
 }

@@ -49,6 +49,21 @@ pub unsafe extern "C" fn parse(
         on_panic: ::callgate::__private::Policy::Return,
         on_error: ::callgate::__private::Policy::Return,
     };
+    #[used]
+    #[cfg_attr(
+        any(
+            target_os = "linux",
+            target_os = "android",
+            target_os = "freebsd",
+            target_os = "netbsd",
+            target_os = "openbsd",
+            target_os = "dragonfly",
+            target_os = "illumos",
+            target_os = "solaris",
+        ),
+        unsafe(link_section = ".callgate_decls")
+    )]
+    static __CALLGATE_DECL: [u8; 236] = *b"\0callgate-decl\x001\0export\0parse\0int32_t @(const char *text, double *out, const char *unit)\0\0Parses `text` into `*out`, using this thread's scratch buffer.\n\nC: `int32_t parse(const char *text, double *out, const char *unit);`\0callgate-end\0";
     let __callgate_on_error = || -> i32 { -1 };
     let __callgate_on_panic = || -> i32 { -2 };
     ::callgate::__private::call(

@@ -13,6 +13,7 @@ use syn::{Attribute, FnArg, Ident, Type};
 
 use super::ast::{Binding, Callback, Kind, Output, Param, peel};
 use super::attr::{Attach, Fallback, Gate, Options};
+use super::decl;
 
 pub(crate) fn expand(callback: &Callback, options: &Options) -> TokenStream {
     let item = callback.item;
@@ -111,6 +112,7 @@ pub(crate) fn expand(callback: &Callback, options: &Options) -> TokenStream {
         Gate::Fail => quote!(Fail),
         Gate::Skip => quote!(Skip),
     };
+    let decl = decl::record_static(callback, options);
     let frame_pat = if callback
         .params
         .iter()
@@ -138,6 +140,8 @@ pub(crate) fn expand(callback: &Callback, options: &Options) -> TokenStream {
                 on_panic: #rt::Policy::#panic_policy,
                 on_error: #rt::Policy::#error_policy,
             };
+            // The C declaration, for `callgate::header`.
+            #decl
             #fallback_setup
             #rt::call(&__CALLGATE_SITE, #on_error, #on_panic, |#frame_pat: &#rt::Frame| {
                 #(#conversions)*

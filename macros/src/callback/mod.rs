@@ -2,6 +2,7 @@
 
 mod ast;
 mod attr;
+mod decl;
 mod expand;
 mod ffi;
 mod valid;

@@ -37,7 +37,10 @@ pub fn locate() -> Result<PathBuf, String> {
         .status()
         .map_err(|e| format!("cannot run cargo to build {PACKAGE}: {e}"))?;
     if !status.success() {
-        return Err(format!("building {PACKAGE} failed ({status})"));
+        return Err(format!(
+            "building {PACKAGE} failed ({status}); to load an existing build, set \
+             CALLGATE_BENCH_FIXTURE=<path to {FILE}>"
+        ));
     }
     Ok(profile_dir.join(FILE))
 }

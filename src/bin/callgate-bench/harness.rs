@@ -209,7 +209,7 @@ pub fn scaling(name: &str, cb: IntFn, calls: i64, cycles: usize) -> Scaling {
     // SAFETY: `spec` is valid for the call and `cb` is a valid callback.
     let rc = unsafe { bench_scaling_pair(&mut spec) };
     assert_eq!(rc, 0, "the C harness could not create its threads");
-    // Per cycle: one block on thread 0 alone, one on each thread together.
+    // Per cycle: one block on one thread alone, one on each thread together.
     let blocks = 3 * cycles as i64;
     assert_eq!(
         spec.checksum,

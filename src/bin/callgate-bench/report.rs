@@ -34,11 +34,14 @@ impl Summary {
     }
 }
 
+/// The place of rows that involve no callback (the `env.*` ones).
+pub const NO_PLACE: &str = "-";
+
 /// One line of the report.
 pub struct Row {
     /// The measurement's name: its JSON key when `in_json`.
     pub key: String,
-    /// Where the callbacks live (`cdylib`, `binary`), or `-` if nowhere.
+    /// Where the callbacks live (`cdylib`, `binary`), or [`NO_PLACE`].
     pub place: &'static str,
     /// The unit of the numbers.
     pub unit: &'static str,
@@ -102,19 +105,19 @@ fn number(value: f64) -> String {
 /// The human-readable report.
 pub fn table(header: &str, rows: &[Row], checks: &[Check]) -> String {
     let mut out = String::new();
-    let name_width = rows.iter().map(|row| row.key.len()).max().unwrap_or(0) + 2;
+    let name_width = rows.iter().map(|row| row.key.len()).max().unwrap_or(0) + 4;
     let _ = writeln!(out, "{header}\n");
     let _ = writeln!(
         out,
         "{:name_width$}{:<9}{:>14}{:>14}{:>14}  unit",
-        "measurement", "callbacks", "min", "median", "max"
+        "  measurement", "callbacks", "min", "median", "max"
     );
     for row in rows {
         let marker = if row.in_json { ' ' } else { '+' };
         let _ = writeln!(
             out,
-            "{:name_width$}{:<9}{:>14}{:>14}{:>14}  {}{marker}",
-            row.key,
+            "{:name_width$}{:<9}{:>14}{:>14}{:>14}  {}",
+            format!("{marker} {}", row.key),
             row.place,
             number(row.summary.min),
             number(row.summary.median),
@@ -132,17 +135,27 @@ pub fn table(header: &str, rows: &[Row], checks: &[Check]) -> String {
         .max()
         .unwrap_or(0)
         + 2;
+    let values: Vec<String> = checks
+        .iter()
+        .map(|check| {
+            let values: Vec<String> = check
+                .values
+                .iter()
+                .map(|(place, value)| {
+                    let place = if *place == NO_PLACE { "" } else { place };
+                    format!("{}{} {place}", number(*value), check.unit)
+                })
+                .collect();
+            values.join(", ").trim_end().to_owned()
+        })
+        .collect();
+    let value_width = values.iter().map(|v| v.chars().count()).max().unwrap_or(0) + 2;
     let _ = writeln!(
         out,
-        "{:what_width$}{:<28}target",
+        "{:what_width$}{:value_width$}target",
         "from the medians", "value"
     );
-    for check in checks {
-        let values: Vec<String> = check
-            .values
-            .iter()
-            .map(|(place, value)| format!("{}{} {place}", number(*value), check.unit))
-            .collect();
+    for (check, values) in checks.iter().zip(&values) {
         let target = match check.target {
             None => "(reported)".to_owned(),
             Some(target) => {
@@ -161,9 +174,8 @@ pub fn table(header: &str, rows: &[Row], checks: &[Check]) -> String {
         };
         let _ = writeln!(
             out,
-            "{:what_width$}{:<28}{target}",
-            check.what,
-            values.join(", ")
+            "{:what_width$}{values:value_width$}{target}",
+            check.what
         );
     }
     out

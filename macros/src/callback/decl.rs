@@ -1,0 +1,624 @@
+//! The C declaration of a `#[c_callback]`, recorded in the compiled library
+//! for `callgate::header` to read back.
+//!
+//! rustc keeps a `#[used]` static in every object file, rlib, staticlib and
+//! cdylib built from this crate, and drops it with the callback when a `cfg`
+//! removes the callback — so a header generated from the built library
+//! declares exactly what was compiled, under the symbol names it exports.
+//!
+//! The C text is derived from the Rust signature syntactically, parameter by
+//! parameter as the trampoline's C signature is (`expand::c_type`):
+//! `i32` → `int32_t`, `&mut f64` → `double *`, `&str` → `const char *`,
+//! `Option<extern "C" fn(i32)>` → `void (*f)(int32_t)`. A type it does not
+//! know is a type defined in Rust (`#[repr(C)]` struct, opaque handle, alias)
+//! and keeps its Rust name; the record lists those names so the header can
+//! forward-declare them. Types from the `libc` crate keep their C names and
+//! are left to the system headers.
+//!
+//! The record is the bytes of the static, NUL-separated fields between two
+//! markers (the runtime's `header` module documents and reads the format):
+//!
+//! ```text
+//! \0callgate-decl\0 1\0 KIND\0 NAME\0 SIGNATURE\0 TYPES\0 DOCS\0 callgate-end\0
+//! ```
+
+use proc_macro2::{Literal, Span, TokenStream};
+use quote::{ToTokens, quote};
+use syn::ext::IdentExt;
+use syn::{
+    Attribute, Expr, ExprLit, Lit, LitByteStr, Meta, ReturnType, Type, TypeBareFn, TypePath,
+};
+
+use super::ast::{Binding, Callback, Kind, generic_arg, is_plain, peel};
+use super::attr::Options;
+
+/// Opens a record. Starts and ends with NUL so that it cannot be the middle
+/// of an ordinary string.
+const START: &[u8] = b"\0callgate-decl\0";
+/// The record format this macro writes.
+const VERSION: u32 = 1;
+/// Closes a record.
+const END: &[u8] = b"callgate-end\0";
+/// Stands for the declarator's name in the signature: the header writes the
+/// symbol there for the prototype, `(*name_fn)` for the pointer typedef.
+const NAME_SLOT: &str = "@";
+
+/// The `#[used]` static holding the callback's record, placed in the
+/// trampoline's body so that it shares the trampoline's `cfg`.
+pub(crate) fn record_static(callback: &Callback, options: &Options) -> TokenStream {
+    let bytes = record(callback, options);
+    let len = Literal::usize_unsuffixed(bytes.len());
+    let literal = LitByteStr::new(&bytes, Span::call_site());
+    quote! {
+        #[used]
+        #[cfg_attr(
+            any(
+                target_os = "linux",
+                target_os = "android",
+                target_os = "freebsd",
+                target_os = "netbsd",
+                target_os = "openbsd",
+                target_os = "dragonfly",
+                target_os = "illumos",
+                target_os = "solaris",
+            ),
+            unsafe(link_section = ".callgate_decls")
+        )]
+        static __CALLGATE_DECL: [u8; #len] = *#literal;
+    }
+}
+
+fn record(callback: &Callback, options: &Options) -> Vec<u8> {
+    let (kind, name) = match (&options.export, options.local) {
+        (_, true) => ("local", callback.item.sig.ident.unraw().to_string()),
+        (Some(symbol), false) => ("export", symbol.value()),
+        (None, false) => ("export", callback.item.sig.ident.unraw().to_string()),
+    };
+    let mut types = TypeUses::default();
+    let signature = signature(callback, &mut types);
+    let docs = docs(&callback.item.attrs);
+    let mut bytes = START.to_vec();
+    let version = VERSION.to_string();
+    for field in [
+        version.as_str(),
+        kind,
+        &name,
+        &signature,
+        &types.to_field(),
+        &docs,
+    ] {
+        // NUL separates fields; no text of ours contains one, docs could.
+        bytes.extend(field.bytes().filter(|&byte| byte != 0));
+        bytes.push(0);
+    }
+    bytes.extend_from_slice(END);
+    bytes
+}
+
+/// The C declaration with [`NAME_SLOT`] for its name, e.g.
+/// `int32_t @(const char *text, double *out)`.
+fn signature(callback: &Callback, types: &mut TypeUses) -> String {
+    let params = callback
+        .params
+        .iter()
+        .filter_map(|param| {
+            let ty = match param.kind {
+                Kind::Local { .. } => return None,
+                Kind::Value => c_type(param.ty, types, false),
+                Kind::Ref { mutable, elem, .. } => {
+                    CType::pointer(c_type(elem, types, true).qualified(!mutable))
+                }
+                Kind::CStr { .. } | Kind::Str { .. } => const_char_pointer(),
+            };
+            let name = match param.binding {
+                Binding::Ident(ident) => Some(c_identifier(&ident.unraw().to_string())),
+                Binding::Wild | Binding::Pattern(_) => None,
+            };
+            Some((name, ty))
+        })
+        .collect();
+    let ret = match callback.output.c_type() {
+        Some(ty) => c_type(ty, types, false),
+        None => CType::named("void"),
+    };
+    let function = CType::Function {
+        ret: Box::new(ret),
+        params,
+        variadic: false,
+    };
+    function.declare(NAME_SLOT)
+}
+
+/// The `///` lines, as written (one leading space removed).
+fn docs(attrs: &[Attribute]) -> String {
+    let mut lines = Vec::new();
+    for attr in attrs {
+        let Meta::NameValue(meta) = &attr.meta else {
+            continue;
+        };
+        if !meta.path.is_ident("doc") {
+            continue;
+        }
+        // `#[doc = include_str!(..)]` and other non-literal docs are skipped:
+        // the macro cannot evaluate them.
+        if let Expr::Lit(ExprLit {
+            lit: Lit::Str(text),
+            ..
+        }) = &meta.value
+        {
+            let text = text.value();
+            lines.extend(text.split('\n').map(|line| {
+                let line = line.strip_prefix(' ').unwrap_or(line);
+                line.trim_end().to_owned()
+            }));
+        }
+    }
+    while lines.last().is_some_and(String::is_empty) {
+        lines.pop();
+    }
+    lines.join("\n")
+}
+
+/// The Rust-defined types a signature names, and whether C only ever sees
+/// them behind a pointer.
+#[derive(Default)]
+struct TypeUses {
+    /// `(name, by_value)`, in order of first use.
+    uses: Vec<(String, bool)>,
+}
+
+impl TypeUses {
+    fn add(&mut self, name: &str, behind_pointer: bool) {
+        match self.uses.iter_mut().find(|(known, _)| known == name) {
+            Some((_, by_value)) => *by_value |= !behind_pointer,
+            None => self.uses.push((name.to_owned(), !behind_pointer)),
+        }
+    }
+
+    /// `Point *Session`: `*` marks a type only used behind pointers.
+    fn to_field(&self) -> String {
+        let mut names: Vec<String> = self
+            .uses
+            .iter()
+            .map(|(name, by_value)| {
+                if *by_value {
+                    name.clone()
+                } else {
+                    format!("*{name}")
+                }
+            })
+            .collect();
+        names.sort_by(|a, b| a.trim_start_matches('*').cmp(b.trim_start_matches('*')));
+        names.join(" ")
+    }
+}
+
+/// A C type, enough to write declarators: `const char *`, `int32_t (*)[4]`,
+/// `void (*)(int32_t)`.
+enum CType {
+    Named {
+        name: String,
+        constant: bool,
+    },
+    Pointer {
+        to: Box<CType>,
+        /// The pointer itself is `const` (`*const *mut T` → `T *const *`).
+        constant: bool,
+    },
+    Array {
+        of: Box<CType>,
+        len: String,
+    },
+    Function {
+        ret: Box<CType>,
+        params: Vec<(Option<String>, CType)>,
+        variadic: bool,
+    },
+}
+
+impl CType {
+    fn named(name: &str) -> CType {
+        CType::Named {
+            name: name.to_owned(),
+            constant: false,
+        }
+    }
+
+    fn pointer(to: CType) -> CType {
+        CType::Pointer {
+            to: Box::new(to),
+            constant: false,
+        }
+    }
+
+    /// `const`-qualified when `yes`. A `const` array is an array of `const`
+    /// elements in C; a function cannot be qualified.
+    fn qualified(self, yes: bool) -> CType {
+        if !yes {
+            return self;
+        }
+        match self {
+            CType::Named { name, .. } => CType::Named {
+                name,
+                constant: true,
+            },
+            CType::Pointer { to, .. } => CType::Pointer { to, constant: true },
+            CType::Array { of, len } => CType::Array {
+                of: Box::new(of.qualified(true)),
+                len,
+            },
+            function @ CType::Function { .. } => function,
+        }
+    }
+
+    /// The C declaration of `declarator` (a name, or empty for a type name)
+    /// with this type: C's inside-out declarator syntax.
+    fn declare(&self, declarator: &str) -> String {
+        match self {
+            CType::Named { name, constant } => {
+                let constant = if *constant { "const " } else { "" };
+                if declarator.is_empty() {
+                    format!("{constant}{name}")
+                } else {
+                    format!("{constant}{name} {declarator}")
+                }
+            }
+            CType::Pointer { to, constant } => {
+                let mut inner = String::from("*");
+                if *constant {
+                    inner.push_str("const");
+                    if !declarator.is_empty() {
+                        inner.push(' ');
+                    }
+                }
+                inner.push_str(declarator);
+                if matches!(**to, CType::Array { .. } | CType::Function { .. }) {
+                    inner = format!("({inner})");
+                }
+                to.declare(&inner)
+            }
+            CType::Array { of, len } => of.declare(&format!("{declarator}[{len}]")),
+            CType::Function {
+                ret,
+                params,
+                variadic,
+            } => {
+                let mut list: Vec<String> = params
+                    .iter()
+                    .map(|(name, ty)| ty.declare(name.as_deref().unwrap_or("")))
+                    .collect();
+                if *variadic {
+                    list.push("...".to_owned());
+                }
+                let list = if list.is_empty() {
+                    "void".to_owned()
+                } else {
+                    list.join(", ")
+                };
+                ret.declare(&format!("{declarator}({list})"))
+            }
+        }
+    }
+}
+
+fn const_char_pointer() -> CType {
+    CType::pointer(CType::named("char").qualified(true))
+}
+
+/// The C type of `ty`; `behind_pointer` when C reaches it through a pointer
+/// (it may then stay opaque).
+fn c_type(ty: &Type, types: &mut TypeUses, behind_pointer: bool) -> CType {
+    match peel(ty) {
+        Type::Tuple(tuple) if tuple.elems.is_empty() => CType::named("void"),
+        Type::Never(_) => CType::named("void"),
+        Type::Ptr(pointer) => {
+            let to = c_type(&pointer.elem, types, true).qualified(pointer.const_token.is_some());
+            CType::pointer(to)
+        }
+        Type::Reference(reference) => match peel(&reference.elem) {
+            Type::Path(path) if is_plain(path, "CStr") || is_plain(path, "str") => {
+                const_char_pointer()
+            }
+            elem => {
+                let to = c_type(elem, types, true).qualified(reference.mutability.is_none());
+                CType::pointer(to)
+            }
+        },
+        Type::Array(array) => CType::Array {
+            of: Box::new(c_type(&array.elem, types, behind_pointer)),
+            len: match &array.len {
+                Expr::Lit(ExprLit {
+                    lit: Lit::Int(int), ..
+                }) => int.base10_digits().to_owned(),
+                other => other.to_token_stream().to_string(),
+            },
+        },
+        Type::BareFn(function) => CType::pointer(bare_fn(function, types)),
+        Type::Path(path) => path_type(path, ty, types, behind_pointer),
+        // Everything else is rejected by `valid` or rustc; keep the Rust
+        // spelling so a C compiler names it.
+        other => CType::named(&other.to_token_stream().to_string()),
+    }
+}
+
+fn bare_fn(function: &TypeBareFn, types: &mut TypeUses) -> CType {
+    let ret = match &function.output {
+        ReturnType::Default => CType::named("void"),
+        ReturnType::Type(_, ty) => c_type(ty, types, false),
+    };
+    let params = function
+        .inputs
+        .iter()
+        .map(|arg| {
+            let name = arg
+                .name
+                .as_ref()
+                .map(|(ident, _)| ident.unraw().to_string())
+                .filter(|name| name != "_")
+                .map(|name| c_identifier(&name));
+            (name, c_type(&arg.ty, types, false))
+        })
+        .collect();
+    CType::Function {
+        ret: Box::new(ret),
+        params,
+        variadic: function.variadic.is_some(),
+    }
+}
+
+fn path_type(path: &TypePath, ty: &Type, types: &mut TypeUses, behind_pointer: bool) -> CType {
+    let Some(last) = path.path.segments.last() else {
+        return CType::named(&ty.to_token_stream().to_string());
+    };
+    let ident = last.ident.to_string();
+    // Same layout as their argument (niche-optimised or transparent).
+    if let "Option" | "NonZero" | "MaybeUninit" | "ManuallyDrop" = ident.as_str() {
+        if let Some(inner) = generic_arg(ty, &ident) {
+            return c_type(inner, types, behind_pointer);
+        }
+    }
+    if let "Box" | "NonNull" = ident.as_str() {
+        if let Some(inner) = generic_arg(ty, &ident) {
+            return CType::pointer(c_type(inner, types, true));
+        }
+    }
+    if last.arguments.is_none() {
+        if let Some(name) = scalar(&ident) {
+            return CType::named(name);
+        }
+    }
+    let from_libc = path.qself.is_none()
+        && path.path.segments.len() > 1
+        && path
+            .path
+            .segments
+            .first()
+            .is_some_and(|s| s.ident == "libc");
+    if !from_libc {
+        types.add(&ident, behind_pointer);
+    }
+    CType::named(&ident)
+}
+
+/// The C spelling of a Rust scalar or C-named type.
+fn scalar(ident: &str) -> Option<&'static str> {
+    Some(match ident {
+        "i8" | "int8_t" => "int8_t",
+        "i16" | "int16_t" => "int16_t",
+        "i32" | "int32_t" => "int32_t",
+        "i64" | "int64_t" => "int64_t",
+        "u8" | "uint8_t" => "uint8_t",
+        "u16" | "uint16_t" => "uint16_t",
+        "u32" | "uint32_t" => "uint32_t",
+        "u64" | "uint64_t" => "uint64_t",
+        "i128" => "__int128",
+        "u128" => "unsigned __int128",
+        "NonZeroI8" => "int8_t",
+        "NonZeroI16" => "int16_t",
+        "NonZeroI32" => "int32_t",
+        "NonZeroI64" => "int64_t",
+        "NonZeroU8" => "uint8_t",
+        "NonZeroU16" => "uint16_t",
+        "NonZeroU32" => "uint32_t",
+        "NonZeroU64" => "uint64_t",
+        // Rust guarantees `usize` has the size of a pointer; every target
+        // callgate supports has `size_t` and `ptrdiff_t` of that size too.
+        "usize" | "size_t" | "c_size_t" | "NonZeroUsize" => "size_t",
+        "isize" | "ssize_t" | "c_ssize_t" | "ptrdiff_t" | "c_ptrdiff_t" | "NonZeroIsize" => {
+            "ptrdiff_t"
+        }
+        "intptr_t" => "intptr_t",
+        "uintptr_t" => "uintptr_t",
+        "f32" | "c_float" => "float",
+        "f64" | "c_double" => "double",
+        "bool" => "bool",
+        "c_void" => "void",
+        "c_char" => "char",
+        "c_schar" => "signed char",
+        "c_uchar" => "unsigned char",
+        "c_short" => "short",
+        "c_ushort" => "unsigned short",
+        "c_int" => "int",
+        "c_uint" => "unsigned int",
+        "c_long" => "long",
+        "c_ulong" => "unsigned long",
+        "c_longlong" => "long long",
+        "c_ulonglong" => "unsigned long long",
+        _ => return None,
+    })
+}
+
+/// A parameter name C and C++ accept: keywords, and the names GNU C
+/// predefines as macros, get a trailing `_`.
+fn c_identifier(name: &str) -> String {
+    const RESERVED: &[&str] = &[
+        // C
+        "auto",
+        "break",
+        "case",
+        "char",
+        "const",
+        "continue",
+        "default",
+        "do",
+        "double",
+        "else",
+        "enum",
+        "extern",
+        "float",
+        "for",
+        "goto",
+        "if",
+        "inline",
+        "int",
+        "long",
+        "register",
+        "restrict",
+        "return",
+        "short",
+        "signed",
+        "sizeof",
+        "static",
+        "struct",
+        "switch",
+        "typedef",
+        "union",
+        "unsigned",
+        "void",
+        "volatile",
+        "while",
+        "bool",
+        "true",
+        "false",
+        "alignas",
+        "alignof",
+        "nullptr",
+        "static_assert",
+        "thread_local",
+        "typeof",
+        // C++
+        "and",
+        "asm",
+        "catch",
+        "class",
+        "constexpr",
+        "const_cast",
+        "decltype",
+        "delete",
+        "dynamic_cast",
+        "explicit",
+        "export",
+        "friend",
+        "mutable",
+        "namespace",
+        "new",
+        "noexcept",
+        "not",
+        "operator",
+        "or",
+        "private",
+        "protected",
+        "public",
+        "reinterpret_cast",
+        "static_cast",
+        "template",
+        "this",
+        "throw",
+        "try",
+        "typeid",
+        "typename",
+        "using",
+        "virtual",
+        "xor",
+        "wchar_t",
+        "char8_t",
+        "char16_t",
+        "char32_t",
+        "concept",
+        "requires",
+        "co_await",
+        "co_return",
+        "co_yield",
+        // Predefined macros in GNU C modes.
+        "linux",
+        "unix",
+        "i386",
+    ];
+    if RESERVED.contains(&name) {
+        format!("{name}_")
+    } else {
+        name.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn declare(rust: &str) -> (String, String) {
+        let ty: Type = syn::parse_str(rust).expect("a type");
+        let mut types = TypeUses::default();
+        let c = c_type(&ty, &mut types, false).declare("x");
+        (c, types.to_field())
+    }
+
+    #[test]
+    fn scalars_and_pointers() {
+        assert_eq!(declare("i32").0, "int32_t x");
+        assert_eq!(declare("usize").0, "size_t x");
+        assert_eq!(declare("isize").0, "ptrdiff_t x");
+        assert_eq!(declare("std::os::raw::c_ulong").0, "unsigned long x");
+        assert_eq!(declare("*const c_void").0, "const void *x");
+        assert_eq!(declare("*mut *const u8").0, "const uint8_t **x");
+        assert_eq!(declare("*const *mut u8").0, "uint8_t *const *x");
+        assert_eq!(declare("&mut f64").0, "double *x");
+        assert_eq!(declare("Option<&CStr>").0, "const char *x");
+        assert_eq!(declare("&'static str").0, "const char *x");
+        assert_eq!(declare("&[u8; 4]").0, "const uint8_t (*x)[4]");
+        assert_eq!(declare("Option<NonZeroU32>").0, "uint32_t x");
+        assert_eq!(declare("()").0, "void x");
+    }
+
+    #[test]
+    fn function_pointers() {
+        assert_eq!(
+            declare("Option<extern \"C\" fn(i32) -> i32>").0,
+            "int32_t (*x)(int32_t)"
+        );
+        assert_eq!(
+            declare("Option<unsafe extern \"C\" fn(data: *mut c_void, class: usize)>").0,
+            "void (*x)(void *data, size_t class_)"
+        );
+        assert_eq!(
+            declare("extern \"C\" fn() -> extern \"C\" fn(f64) -> f64").0,
+            "double (*(*x)(void))(double)"
+        );
+        assert_eq!(
+            declare("*const extern \"C\" fn(i32, ...)").0,
+            "void (*const *x)(int32_t, ...)"
+        );
+    }
+
+    #[test]
+    fn rust_types_are_named_and_listed() {
+        assert_eq!(
+            declare("Option<Box<Session>>"),
+            ("Session *x".to_owned(), "*Session".to_owned())
+        );
+        assert_eq!(
+            declare("&crate::geometry::Point"),
+            ("const Point *x".to_owned(), "*Point".to_owned())
+        );
+        assert_eq!(
+            declare("Option<extern \"C\" fn(Point, *mut Session)>"),
+            (
+                "void (*x)(Point, Session *)".to_owned(),
+                "Point *Session".to_owned()
+            )
+        );
+        assert_eq!(
+            declare("libc::pid_t"),
+            ("pid_t x".to_owned(), String::new())
+        );
+    }
+}

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# valgrind over the C host programs of tests/c/hosts driving the debug build
+# of the fixture library (fixtures/plugin), at a reduced size:
+#
+#   memcheck  no definite leak, no invalid read or write: thread churn (plain
+#             and in barrier-synchronised waves), 1 000-deep nesting (bound
+#             and per-call), callbacks from a 64 KiB stack and a swapcontext
+#             stack, the bad-input cases (panics, errors, panicking Local
+#             hooks), calls at exit
+#   helgrind  no data race: contexts reused across threads in churn waves,
+#             and the nesting harness
+#
+# Suppressions (scripts/valgrind.supp) cover only false positives of the
+# tools' model of glibc or std, each documented there. CALLGATE_FULL=1
+# (scripts/test.sh --full) runs larger sizes. Exits non-zero if any run
+# reports an error.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v valgrind >/dev/null; then
+    if [[ "${CI:-}" == "true" ]]; then
+        echo "valgrind.sh: valgrind is not installed" >&2
+        exit 1
+    fi
+    echo "valgrind.sh: valgrind is not installed; skipping (apt-get install valgrind)" >&2
+    exit 0
+fi
+
+# The hosts are built by the dev package's build script into its OUT_DIR;
+# ask cargo where that is. The fixture is built next to it.
+cargo build --workspace --lib --quiet
+out_dir=$(cargo build -p callgate-dev --lib --message-format=json 2>/dev/null |
+    grep '"reason":"build-script-executed"' |
+    grep '"package_id":"[^"]*callgate-dev' |
+    grep -o '"out_dir":"[^"]*"' | cut -d'"' -f4 | tail -1)
+hosts="$out_dir/hosts"
+fixture="$out_dir/../../../libcallgate_fixture.so"
+if [[ ! -x "$hosts/churn" || ! -f "$fixture" ]]; then
+    echo "valgrind.sh: hosts ($hosts) or fixture ($fixture) missing" >&2
+    exit 1
+fi
+
+if [[ "${CALLGATE_FULL:-}" == "1" ]]; then
+    churn=4000 together=1000 depth=1000
+else
+    churn=400 together=200 depth=1000
+fi
+
+export RUST_BACKTRACE=0
+log=$(mktemp -d)
+trap 'rm -rf "$log"' EXIT
+failures=0
+
+# run TOOL NAME HOST ARGS...: one valgrind run, its output kept in $log.
+run() {
+    local tool=$1 name=$2 host=$3
+    shift 3
+    local options=(--error-exitcode=99 --suppressions=scripts/valgrind.supp)
+    case $tool in
+        memcheck) options+=(--leak-check=full --errors-for-leak-kinds=definite
+                            --show-leak-kinds=definite) ;;
+        helgrind) options+=(--history-level=approx) ;;
+    esac
+    local started=$SECONDS status=0
+    valgrind --tool="$tool" "${options[@]}" "$hosts/$host" "$fixture" "$@" \
+        >"$log/$name.out" 2>"$log/$name.err" || status=$?
+    local summary
+    summary=$(grep -h "ERROR SUMMARY" "$log/$name.err" | tail -1 | sed 's/^==[0-9]*== //')
+    if [[ $status -eq 0 ]] && grep -q '^result=ok$' "$log/$name.out"; then
+        printf '  ok    %-9s %-26s %3ss  %s\n' "$tool" "$name" $((SECONDS - started)) "$summary"
+    else
+        printf '  FAIL  %-9s %-26s exit %s  %s\n' "$tool" "$name" "$status" "$summary"
+        sed 's/^/        /' "$log/$name.err" | grep -v '^ *$' | head -120
+        tail -5 "$log/$name.out" | sed 's/^/        /'
+        failures=$((failures + 1))
+    fi
+}
+
+echo "memcheck: no definite leaks, no invalid reads or writes"
+run memcheck churn churn churn "$churn" 8 no-rss
+run memcheck churn-together churn together "$together" 8 no-rss
+run memcheck nest depth nest "$depth"
+run memcheck nest-per-call depth nest-per-call "$depth"
+run memcheck small-stack depth small-stack 64
+run memcheck swapcontext depth swapcontext 64
+run memcheck bad-input bad_input returns
+run memcheck exit-handlers teardown exit bound
+
+# The background init's thread exits detached: the context it used goes back
+# to the free list ordered only by the list's atomics, which helgrind cannot
+# see (valgrind.supp). FIXTURE_INIT=none keeps that thread from binding, so
+# every context that moves between threads does so across a pthread_join and
+# pthread_create, and any race helgrind reports on a context is real.
+echo "helgrind: no data race on contexts reused across threads"
+FIXTURE_INIT=none run helgrind churn-together churn together "$together" 8 no-rss
+FIXTURE_INIT=none run helgrind nest depth nest "$depth"
+FIXTURE_INIT=none run helgrind nest-per-call depth nest-per-call "$depth"
+
+if [[ $failures -ne 0 ]]; then
+    echo "valgrind.sh: $failures run(s) failed" >&2
+    exit 1
+fi
+echo "valgrind.sh: all runs clean"

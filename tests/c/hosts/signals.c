@@ -1,0 +1,224 @@
+/* Signal storms while threads make their first calls (bind) or wait for
+ * the init, and the caller's signal mask across calls.
+ *
+ *   signals FIXTURE binds THREADS   THREADS threads in waves of 50 make their
+ *                                   first calls under a SIGUSR1 (pthread_kill)
+ *                                   and SIGPROF (ITIMER_PROF) storm
+ *   signals FIXTURE gate THREADS    (FIXTURE_INIT=slow) THREADS threads are
+ *                                   stormed while they wait at the init gate
+ *
+ * SIGUSR1's handler is installed without SA_RESTART, so interrupted system
+ * calls see EINTR. Each worker blocks a different set of signals before
+ * calling and checks the mask is exactly the same after every call. */
+#include "fixture_host.h"
+
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/time.h>
+
+#define WAVE 50
+
+static fixture lib;
+static atomic_long usr1_handled, prof_handled;
+
+static void on_usr1(int sig) {
+    (void)sig;
+    atomic_fetch_add(&usr1_handled, 1);
+}
+
+static void on_prof(int sig) {
+    (void)sig;
+    atomic_fetch_add(&prof_handled, 1);
+}
+
+static void install(int sig, void (*handler)(int), int flags) {
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = handler;
+    action.sa_flags = flags;
+    sigemptyset(&action.sa_mask);
+    CHECK(sigaction(sig, &action, NULL) == 0, "sigaction: %s", strerror(errno));
+}
+
+static void prof_timer(long interval_us) {
+    struct itimerval timer = {{0, interval_us}, {0, interval_us}};
+    CHECK(setitimer(ITIMER_PROF, &timer, NULL) == 0, "setitimer: %s", strerror(errno));
+}
+
+static int same_mask(const sigset_t *a, const sigset_t *b) {
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sigismember(a, sig) != sigismember(b, sig)) return 0;
+    return 1;
+}
+
+/* Blocks a different set per worker: nothing extra, SIGUSR2 + SIGPROF, or
+ * SIGUSR1 (that worker is then only hit by SIGPROF). */
+static void choose_mask(int index, sigset_t *mask) {
+    sigemptyset(mask);
+    if (index % 3 == 1) {
+        sigaddset(mask, SIGUSR2);
+        sigaddset(mask, SIGPROF);
+    } else if (index % 3 == 2) {
+        sigaddset(mask, SIGUSR1);
+    }
+    CHECK(pthread_sigmask(SIG_SETMASK, mask, NULL) == 0, "pthread_sigmask");
+    CHECK(pthread_sigmask(SIG_SETMASK, NULL, mask) == 0, "pthread_sigmask");
+}
+
+static atomic_int mask_changes, wrong_results, calls_done;
+
+/* Makes a call and checks the mask did not change. */
+#define CALL_KEEPS_MASK(call, expected)                                  \
+    do {                                                                 \
+        if ((call) != (expected)) atomic_fetch_add(&wrong_results, 1);  \
+        sigset_t after;                                                  \
+        pthread_sigmask(SIG_SETMASK, NULL, &after);                     \
+        if (!same_mask(&before, &after)) atomic_fetch_add(&mask_changes, 1); \
+    } while (0)
+
+typedef struct {
+    int index;
+    pthread_barrier_t *start, *hold;
+} worker;
+
+static void *first_calls(void *raw) {
+    worker *w = raw;
+    sigset_t before;
+    choose_mask(w->index, &before);
+    pthread_barrier_wait(w->start);
+    int64_t token = lib.token(); /* the first call: binds under the storm */
+    if (token <= 0) atomic_fetch_add(&wrong_results, 1);
+    sigset_t after;
+    pthread_sigmask(SIG_SETMASK, NULL, &after);
+    if (!same_mask(&before, &after)) atomic_fetch_add(&mask_changes, 1);
+    CALL_KEEPS_MASK(lib.work(w->index), w->index + 1);
+    CALL_KEEPS_MASK(lib.plain_per_call(w->index), w->index + 1);
+    CALL_KEEPS_MASK(lib.fail(1), -1);
+    CALL_KEEPS_MASK(lib.token(), token);
+    atomic_fetch_add(&calls_done, 1);
+    pthread_barrier_wait(w->hold);
+    return NULL;
+}
+
+static void binds(int threads) {
+    CHECK(fixture_wait_init(&lib, 30) == 0, "init not ready");
+    fixture_stats_t before = fixture_wait_bound(&lib, 0, 10);
+    prof_timer(200);
+    worker workers[WAVE];
+    pthread_t ids[WAVE];
+    long kills = 0;
+    double started = fixture_now();
+    for (int done = 0; done < threads; done += WAVE) {
+        int n = threads - done < WAVE ? threads - done : WAVE;
+        pthread_barrier_t start, hold;
+        /* Workers start their first calls together; the main thread takes
+         * part in the hold barrier, so workers stay alive (safe to
+         * pthread_kill) until it stops signalling. */
+        pthread_barrier_init(&start, NULL, (unsigned)n);
+        pthread_barrier_init(&hold, NULL, (unsigned)n + 1);
+        atomic_store(&calls_done, 0);
+        for (int i = 0; i < n; i++) {
+            workers[i] = (worker){.index = done + i, .start = &start, .hold = &hold};
+            ids[i] = fixture_spawn(first_calls, &workers[i], 256 * 1024);
+            for (int j = 0; j <= i; j++, kills++) pthread_kill(ids[j], SIGUSR1);
+        }
+        double deadline = fixture_now() + 30;
+        while (atomic_load(&calls_done) < n) {
+            for (int i = 0; i < n; i++, kills++) pthread_kill(ids[i], SIGUSR1);
+            CHECK(fixture_now() < deadline, "wave at %d: calls did not finish (deadlock?)", done);
+        }
+        pthread_barrier_wait(&hold);
+        for (int i = 0; i < n; i++) fixture_join(ids[i]);
+        pthread_barrier_destroy(&start);
+        pthread_barrier_destroy(&hold);
+    }
+    prof_timer(0);
+    double elapsed = fixture_now() - started;
+    fixture_stats_t after = fixture_snapshot(&lib);
+    printf("threads=%d\nseconds=%.3f\nkills_sent=%ld\n", threads, elapsed, kills);
+    printf("sigusr1_handled=%ld\nsigprof_handled=%ld\n", atomic_load(&usr1_handled),
+           atomic_load(&prof_handled));
+    printf("mask_changes=%d\nwrong_results=%d\n", atomic_load(&mask_changes),
+           atomic_load(&wrong_results));
+    fixture_print_stats("", &after);
+    CHECK(atomic_load(&wrong_results) == 0, "%d calls returned a wrong value",
+          atomic_load(&wrong_results));
+    CHECK(atomic_load(&mask_changes) == 0, "%d calls changed the caller's signal mask",
+          atomic_load(&mask_changes));
+    CHECK(atomic_load(&usr1_handled) > 0, "no SIGUSR1 was handled: no storm");
+    CHECK(after.binds - before.binds == (uint64_t)threads, "%" PRIu64 " binds for %d threads",
+          after.binds - before.binds, threads);
+    CHECK(after.contexts_bound == 0, "%" PRIu64 " contexts bound at the end",
+          after.contexts_bound);
+}
+
+/* --- storm at the gate ----------------------------------------------------- */
+
+static void *wait_at_gate(void *raw) {
+    worker *w = raw;
+    sigset_t before;
+    choose_mask(w->index, &before);
+    CALL_KEEPS_MASK(lib.work(w->index), w->index + 1);
+    atomic_fetch_add(&calls_done, 1);
+    pthread_barrier_wait(w->hold);
+    return NULL;
+}
+
+static void gate(int threads) {
+    CHECK(lib.init_state(NULL, 0) == 1, "the slow init is not pending");
+    CHECK(threads <= WAVE, "at most %d gate threads", WAVE);
+    worker workers[WAVE];
+    pthread_t ids[WAVE];
+    pthread_barrier_t hold;
+    pthread_barrier_init(&hold, NULL, (unsigned)threads + 1);
+    prof_timer(200);
+    for (int i = 0; i < threads; i++) {
+        workers[i] = (worker){.index = i, .hold = &hold};
+        ids[i] = fixture_spawn(wait_at_gate, &workers[i], 0);
+    }
+    /* Storm the waiters for a while, then let the init finish mid-storm. */
+    double started = fixture_now();
+    long kills = 0;
+    while (fixture_now() - started < 0.3) {
+        for (int i = 0; i < threads; i++, kills++) pthread_kill(ids[i], SIGUSR1);
+        fixture_sleep_ms(1);
+    }
+    fixture_stats_t waiting = fixture_snapshot(&lib);
+    CHECK(atomic_load(&calls_done) == 0, "%d calls passed the gate early (a signal woke them?)",
+          atomic_load(&calls_done));
+    lib.finish_init();
+    double deadline = fixture_now() + 30;
+    while (atomic_load(&calls_done) < threads) {
+        for (int i = 0; i < threads; i++, kills++) pthread_kill(ids[i], SIGUSR1);
+        CHECK(fixture_now() < deadline, "waiters did not get through (deadlock?)");
+    }
+    pthread_barrier_wait(&hold);
+    for (int i = 0; i < threads; i++) fixture_join(ids[i]);
+    pthread_barrier_destroy(&hold);
+    prof_timer(0);
+    printf("threads=%d\nkills_sent=%ld\ngate_waits=%" PRIu64 "\n", threads, kills,
+           waiting.gate_waits);
+    printf("sigusr1_handled=%ld\nmask_changes=%d\nwrong_results=%d\n",
+           atomic_load(&usr1_handled), atomic_load(&mask_changes), atomic_load(&wrong_results));
+    CHECK(atomic_load(&wrong_results) == 0, "%d wrong results", atomic_load(&wrong_results));
+    CHECK(atomic_load(&mask_changes) == 0, "%d mask changes", atomic_load(&mask_changes));
+    CHECK(atomic_load(&usr1_handled) > 0, "no SIGUSR1 was handled: no storm");
+}
+
+int main(int argc, char **argv) {
+    const char *path = fixture_path_arg(argc, argv);
+    const char *mode = argc > 2 ? argv[2] : "binds";
+    int threads = argc > 3 ? atoi(argv[3]) : 1000;
+    install(SIGUSR1, on_usr1, 0);
+    install(SIGPROF, on_prof, SA_RESTART);
+    fixture_open(&lib, path, RTLD_NOW);
+    if (strcmp(mode, "binds") == 0) {
+        binds(threads);
+    } else if (strcmp(mode, "gate") == 0) {
+        gate(threads);
+    } else {
+        FAIL("unknown mode %s", mode);
+    }
+    printf("result=ok\n");
+    return 0;
+}

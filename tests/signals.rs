@@ -1,0 +1,41 @@
+//! Signal storms in a C program while its threads bind contexts or wait at
+//! the init gate; the caller's signal mask is left exactly as it was.
+
+mod host;
+
+use std::time::Duration;
+
+/// 1 000 threads (10 000 with `CALLGATE_FULL=1`) in waves of 50 make their
+/// first calls (bind, `#[local]`, per-call, `Err`) while the main thread
+/// `pthread_kill`s SIGUSR1 (handler without `SA_RESTART`) at every live
+/// worker and `ITIMER_PROF` raises SIGPROF: no deadlock, every result right,
+/// every worker's signal mask (three different masks) unchanged after each
+/// call, one bind per thread, nothing bound at the end.
+#[test]
+fn signal_storm_during_first_binds() {
+    let threads = host::size(1_000, 10_000).to_string();
+    let outcome = host::run(
+        host::host("signals").args(["binds", &threads]),
+        Duration::from_secs(300),
+    );
+    outcome.assert_ok();
+    assert_eq!(outcome.number("mask_changes"), 0.0);
+    assert!(outcome.number("sigusr1_handled") > 0.0);
+    assert_eq!(outcome.number("contexts_bound"), 0.0);
+}
+
+/// 16 threads waiting at the gate of a slow init are stormed with SIGUSR1
+/// and SIGPROF: none passes early, all get through once the init finishes,
+/// masks unchanged.
+#[test]
+fn signal_storm_while_waiting_at_the_init_gate() {
+    let outcome = host::run(
+        host::host("signals")
+            .args(["gate", "16"])
+            .env("FIXTURE_INIT", "slow"),
+        Duration::from_secs(120),
+    );
+    outcome.assert_ok();
+    assert_eq!(outcome.number("gate_waits"), 16.0);
+    assert_eq!(outcome.number("mask_changes"), 0.0);
+}
