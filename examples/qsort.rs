@@ -102,7 +102,7 @@ fn main() {
     println!();
 
     println!("2. by_temperature, which panics on NaN as partial_cmp(..).unwrap() would:");
-    let before = callgate::stats();
+    println!("     (had it been a plain extern \"C\" fn, the panic would abort the process)");
     let (warm, nan) = (21.5_f64, f64::NAN);
     let result = by_temperature(
         (&raw const warm).cast::<c_void>(),
@@ -117,6 +117,7 @@ fn main() {
 
     let mut readings = [21.5, 19.0, 23.25, f64::NAN, 18.5, 22.0, 20.75];
     println!("   C's qsort_sort_and_check sorts {readings:?} with it:");
+    let before = callgate::stats();
     // SAFETY: `readings` holds `readings.len()` doubles and `by_temperature`
     // compares two of them.
     let intact =

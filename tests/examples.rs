@@ -2,8 +2,8 @@
 //! is there to show.
 //!
 //! `cargo test` builds the examples next to this test binary
-//! (`target/<profile>/examples/`); a test run limited to this file with
-//! `--test examples` does not, and then says how to build them.
+//! (`target/<profile>/examples/`). `cargo test --test examples` alone does
+//! not: run `cargo build --examples` first, or it tests what is there.
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};

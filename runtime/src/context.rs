@@ -51,6 +51,10 @@ pub(crate) struct Context {
     depth: Cell<u32>,
     /// Release the context when the outermost call returns.
     per_call: Cell<bool>,
+    /// Serving a thread whose bound context was already released at exit.
+    after_exit: Cell<bool>,
+    pub(crate) binds: Counter,
+    pub(crate) releases: Counter,
     pub(crate) calls: Counter,
     pub(crate) panics: Counter,
     pub(crate) errors: Counter,
@@ -66,6 +70,9 @@ impl Context {
         Context {
             depth: Cell::new(0),
             per_call: Cell::new(false),
+            after_exit: Cell::new(false),
+            binds: Counter::new(),
+            releases: Counter::new(),
             calls: Counter::new(),
             panics: Counter::new(),
             errors: Counter::new(),
@@ -73,8 +80,13 @@ impl Context {
         }
     }
 
-    pub(crate) fn set_per_call(&self, per_call: bool) {
+    pub(crate) fn set_per_call(&self, per_call: bool, after_exit: bool) {
         self.per_call.set(per_call);
+        self.after_exit.set(after_exit);
+    }
+
+    pub(crate) fn after_exit(&self) -> bool {
+        self.after_exit.get()
     }
 
     pub(crate) fn depth(&self) -> u32 {
@@ -94,7 +106,9 @@ impl Context {
     pub(crate) fn leave(&self) -> bool {
         let depth = self.depth.get().wrapping_sub(1);
         self.depth.set(depth);
-        depth == 0 && self.per_call.get()
+        // `&`, not `&&`: straight-line code with one not-taken branch on the
+        // common path (a short-circuit made LLVM jump out and back).
+        self.per_call.get() & (depth == 0)
     }
 }
 

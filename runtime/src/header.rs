@@ -22,7 +22,9 @@ pub enum Kind {
     Export,
     /// A `#[c_callback(local)]`: no symbol; the header declares its
     /// function-pointer type `name_fn`.
-    FunctionPointer,
+    // Not `Local`: a second public item of that name would make rustc spell
+    // out `callgate::Local` in every diagnostic about the trait.
+    LocalCallback,
 }
 
 /// A type defined in Rust that a declaration names (a `#[repr(C)]` struct,
@@ -79,7 +81,7 @@ impl Declaration {
     pub fn prototype(&self) -> Option<String> {
         match self.kind {
             Kind::Export => Some(self.signature.replace(NAME_SLOT, &self.name)),
-            Kind::FunctionPointer => None,
+            Kind::LocalCallback => None,
         }
     }
 
@@ -264,7 +266,7 @@ fn record(bytes: &[u8], offset: usize) -> Result<Option<(Declaration, usize)>, E
     let [kind, name, signature, types, docs] = fields;
     let kind = match kind {
         "export" => Kind::Export,
-        "local" => Kind::FunctionPointer,
+        "local" => Kind::LocalCallback,
         _ => return Err(malformed("unknown kind")),
     };
     if name.is_empty() {
@@ -376,7 +378,7 @@ pub fn render(declarations: &[Declaration], options: &HeaderOptions) -> String {
 
     let locals: Vec<&Declaration> = declarations
         .iter()
-        .filter(|declaration| declaration.kind == Kind::FunctionPointer)
+        .filter(|declaration| declaration.kind == Kind::LocalCallback)
         .collect();
     if !locals.is_empty() {
         out.push_str("\n/* Function-pointer types of the `local` callbacks, to pass to C. */\n");
@@ -541,7 +543,7 @@ mod tests {
         let found = extract(&library).expect("valid records");
         assert_eq!(found.len(), 2);
         let (compare, parse) = (&found[0], &found[1]);
-        assert_eq!(compare.kind(), Kind::FunctionPointer);
+        assert_eq!(compare.kind(), Kind::LocalCallback);
         assert_eq!(compare.prototype(), None);
         assert_eq!(
             compare.pointer_typedef(),
@@ -717,6 +719,15 @@ typedef int32_t (*parse_fn)(const char *text, const Point *at, Session *session)
     #[crate::c_callback(crate = crate, local)]
     fn header_unit_test_local(_: *const core::ffi::c_void) {}
 
+    #[crate::c_callback(crate = crate, export = "header_unit_test_renamed", on_error = 0)]
+    fn header_unit_test_rust_name(value: u8) -> u8 {
+        value
+    }
+
+    #[crate::c_callback(crate = crate)]
+    #[cfg(any())]
+    fn header_unit_test_compiled_out() {}
+
     crate::export_error_api!(header_unit_test);
 
     #[test]
@@ -737,6 +748,16 @@ typedef int32_t (*parse_fn)(const char *text, const Point *at, Session *session)
             Some("int32_t header_unit_test_callback(const char *text, uint64_t *out)")
         );
         assert_eq!(callback.docs(), "A doc line.");
+        assert_eq!(
+            find("header_unit_test_renamed").prototype().as_deref(),
+            Some("uint8_t header_unit_test_renamed(uint8_t value)")
+        );
+        assert!(
+            !found
+                .iter()
+                .any(|d| d.name().contains("rust_name") || d.name().contains("compiled_out")),
+            "{found:#?}"
+        );
         assert_eq!(
             find("header_unit_test_local").pointer_typedef(),
             "typedef void (*header_unit_test_local_fn)(const void *)"

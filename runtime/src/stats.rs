@@ -1,14 +1,13 @@
 //! Process-wide statistics of this copy of the runtime.
 //!
-//! Hot counters (calls, panics, errors) live in each context and are summed
-//! here; cold ones (binds, releases, gate waits) are global atomics touched
-//! only on slow paths.
+//! Counters of what threads do (binds, releases, calls, panics, errors)
+//! live in each context, written only by its owner, and are summed here; the
+//! rest (gate waits, errors before a context exists) are global atomics
+//! touched only on slow paths.
 
 use crate::context::CONTEXTS;
 use crate::sync::{AtomicU64, Ordering};
 
-static BINDS: AtomicU64 = AtomicU64::new(0);
-static RELEASES: AtomicU64 = AtomicU64::new(0);
 static GATE_WAITS: AtomicU64 = AtomicU64::new(0);
 static ERRORS_OUTSIDE_CALLS: AtomicU64 = AtomicU64::new(0);
 
@@ -47,31 +46,21 @@ pub struct Stats {
 pub fn stats() -> Stats {
     let mut stats = Stats {
         contexts_created: CONTEXTS.allocated() as u64,
-        contexts_free: CONTEXTS.free() as u64,
         // Relaxed: statistics.
-        binds: BINDS.load(Ordering::Relaxed),
-        releases: RELEASES.load(Ordering::Relaxed),
         gate_waits: GATE_WAITS.load(Ordering::Relaxed),
         errors_returned: ERRORS_OUTSIDE_CALLS.load(Ordering::Relaxed),
         ..Stats::default()
     };
-    stats.contexts_bound = stats.binds.saturating_sub(stats.releases);
     for node in CONTEXTS.iter() {
+        stats.binds += node.value.binds.get();
+        stats.releases += node.value.releases.get();
         stats.calls += node.value.calls.get();
         stats.panics_caught += node.value.panics.get();
         stats.errors_returned += node.value.errors.get();
     }
+    stats.contexts_bound = stats.binds.saturating_sub(stats.releases);
+    stats.contexts_free = stats.contexts_created.saturating_sub(stats.contexts_bound);
     stats
-}
-
-pub(crate) fn record_bind() {
-    // Relaxed: a statistic.
-    BINDS.fetch_add(1, Ordering::Relaxed);
-}
-
-pub(crate) fn record_release() {
-    // Relaxed: a statistic.
-    RELEASES.fetch_add(1, Ordering::Relaxed);
 }
 
 pub(crate) fn record_gate_wait() {

@@ -9,27 +9,27 @@
 //! destructor, say) is served per call: it gets a context for the duration
 //! of the outermost call only, so nothing leaks.
 
-use core::cell::Cell;
 use core::ptr;
 
 use crate::boundary::Attach;
 use crate::context::{CONTEXTS, Context, ContextNode};
 use crate::settings::{self, AttachMode};
-use crate::stats;
 
-thread_local! {
-    /// This thread's bound context was released by the key destructor: the
-    /// thread is exiting, so later calls are served per call.
-    static EXITING: Cell<bool> = const { Cell::new(false) };
-}
+/// The slot's value once the key destructor released the thread's bound
+/// context: the thread is exiting, so later calls are served per call. (The
+/// slot holds null, this marker, or a context node.)
+const EXITED: *const ContextNode = ptr::without_provenance(1);
 
 /// The context serving this thread, if any: the fast path.
 #[inline(always)]
 pub(crate) fn current() -> Option<&'static ContextNode> {
     let node = slot::get();
-    // SAFETY: non-null values of the slot are nodes of `CONTEXTS`, which are
-    // never freed.
-    unsafe { node.as_ref() }
+    if node.addr() <= EXITED.addr() {
+        return None;
+    }
+    // SAFETY: values of the slot other than null and `EXITED` are nodes of
+    // `CONTEXTS`, which are never freed.
+    Some(unsafe { &*node })
 }
 
 /// The thread's current-context pointer, in an initial-exec TLS slot.
@@ -137,26 +137,27 @@ mod slot {
 #[cold]
 #[inline(never)]
 pub(crate) fn attach(attach: Attach) -> &'static ContextNode {
+    let after_exit = ptr::eq(slot::get(), EXITED);
     let per_call = attach == Attach::PerCall
         || !imp::HAS_THREAD_EXIT_HOOK
-        || EXITING.with(Cell::get)
+        || after_exit
         || settings::current().attach == AttachMode::PerCall;
     let node = CONTEXTS
         .pop()
         .unwrap_or_else(|| CONTEXTS.alloc(Context::new()));
     debug_assert_eq!(node.value.depth(), 0);
-    node.value.set_per_call(per_call);
+    node.value.set_per_call(per_call, after_exit);
     slot::set(node);
     if !per_call {
         imp::register_exit_hook(node);
     }
-    stats::record_bind();
+    node.value.binds.bump();
     node
 }
 
 /// True once the runtime's key destructor ran on this thread.
 pub(crate) fn exiting() -> bool {
-    EXITING.with(Cell::get)
+    ptr::eq(slot::get(), EXITED) || current().is_some_and(|node| node.value.after_exit())
 }
 
 /// Makes sure the thread's exit hook runs even if the thread is not bound,
@@ -184,9 +185,13 @@ fn release(node: &'static ContextNode) {
     // no `LocalRef` is alive.
     unsafe { node.value.locals.release_all() };
     if ptr::eq(slot::get(), node) {
-        slot::set(ptr::null());
+        slot::set(if node.value.after_exit() {
+            EXITED
+        } else {
+            ptr::null()
+        });
     }
-    stats::record_release();
+    node.value.releases.bump();
     CONTEXTS.push(node);
 }
 
@@ -197,7 +202,7 @@ mod imp {
 
     use core::ptr;
 
-    use super::{EXITING, release};
+    use super::{EXITED, release, slot};
     use crate::context::ContextNode;
     use crate::sync::{AtomicUsize, Ordering};
 
@@ -279,9 +284,9 @@ mod imp {
     /// The key destructor: the thread is exiting; free its last error and
     /// release its context.
     unsafe extern "C" fn on_thread_exit(value: *mut c_void) {
-        EXITING.with(|exiting| exiting.set(true));
         crate::error::free_on_exit();
         if ptr::eq(value.cast_const(), error_only()) {
+            slot::set(EXITED);
             return;
         }
         // SAFETY: the key holds either `error_only()` (handled above) or a
@@ -294,6 +299,7 @@ mod imp {
             return;
         }
         release(node);
+        slot::set(EXITED);
     }
 
     /// Once a thread is bound, a pending key destructor points into this

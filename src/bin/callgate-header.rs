@@ -31,6 +31,7 @@ struct Args {
     prelude: Option<PathBuf>,
     defined: Vec<String>,
     check: bool,
+    help: bool,
 }
 
 fn main() -> ExitCode {
@@ -45,6 +46,10 @@ fn main() -> ExitCode {
 
 fn run() -> Result<ExitCode, String> {
     let args = parse_args(std::env::args().skip(1))?;
+    if args.help {
+        println!("{USAGE}");
+        return Ok(ExitCode::SUCCESS);
+    }
     let mut bytes = Vec::new();
     for library in &args.libraries {
         let content = std::fs::read(library)
@@ -102,7 +107,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
                 .ok_or_else(|| format!("{flag} needs a value\n\n{USAGE}"))
         };
         match arg.as_str() {
-            "-h" | "--help" => return Err(USAGE.to_owned()),
+            "-h" | "--help" => parsed.help = true,
             "-o" | "--output" => parsed.output = Some(value(&arg)?.into()),
             "--guard" => parsed.guard = Some(value(&arg)?),
             "--prelude" => parsed.prelude = Some(value(&arg)?.into()),
@@ -114,7 +119,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             library => parsed.libraries.push(library.into()),
         }
     }
-    if parsed.libraries.is_empty() {
+    if parsed.libraries.is_empty() && !parsed.help {
         return Err(format!("no library given\n\n{USAGE}"));
     }
     Ok(parsed)
