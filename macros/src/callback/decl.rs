@@ -451,100 +451,18 @@ fn scalar(ident: &str) -> Option<&'static str> {
 /// A parameter name C and C++ accept: keywords, and the names GNU C
 /// predefines as macros, get a trailing `_`.
 fn c_identifier(name: &str) -> String {
-    const RESERVED: &[&str] = &[
-        // C
-        "auto",
-        "break",
-        "case",
-        "char",
-        "const",
-        "continue",
-        "default",
-        "do",
-        "double",
-        "else",
-        "enum",
-        "extern",
-        "float",
-        "for",
-        "goto",
-        "if",
-        "inline",
-        "int",
-        "long",
-        "register",
-        "restrict",
-        "return",
-        "short",
-        "signed",
-        "sizeof",
-        "static",
-        "struct",
-        "switch",
-        "typedef",
-        "union",
-        "unsigned",
-        "void",
-        "volatile",
-        "while",
-        "bool",
-        "true",
-        "false",
-        "alignas",
-        "alignof",
-        "nullptr",
-        "static_assert",
-        "thread_local",
-        "typeof",
-        // C++
-        "and",
-        "asm",
-        "catch",
-        "class",
-        "constexpr",
-        "const_cast",
-        "decltype",
-        "delete",
-        "dynamic_cast",
-        "explicit",
-        "export",
-        "friend",
-        "mutable",
-        "namespace",
-        "new",
-        "noexcept",
-        "not",
-        "operator",
-        "or",
-        "private",
-        "protected",
-        "public",
-        "reinterpret_cast",
-        "static_cast",
-        "template",
-        "this",
-        "throw",
-        "try",
-        "typeid",
-        "typename",
-        "using",
-        "virtual",
-        "xor",
-        "wchar_t",
-        "char8_t",
-        "char16_t",
-        "char32_t",
-        "concept",
-        "requires",
-        "co_await",
-        "co_return",
-        "co_yield",
-        // Predefined macros in GNU C modes.
-        "linux",
-        "unix",
-        "i386",
-    ];
-    if RESERVED.contains(&name) {
+    // C, then C++, then the names GNU C modes predefine as macros.
+    const RESERVED: &str = "\
+        auto break case char const continue default do double else enum extern float for goto \
+        if inline int long register restrict return short signed sizeof static struct switch \
+        typedef union unsigned void volatile while bool true false alignas alignof nullptr \
+        static_assert thread_local typeof \
+        and asm catch class constexpr const_cast decltype delete dynamic_cast explicit export \
+        friend mutable namespace new noexcept not operator or private protected public \
+        reinterpret_cast static_cast template this throw try typeid typename using virtual xor \
+        wchar_t char8_t char16_t char32_t concept requires co_await co_return co_yield \
+        linux unix i386";
+    if RESERVED.split_whitespace().any(|reserved| reserved == name) {
         format!("{name}_")
     } else {
         name.to_owned()
