@@ -100,3 +100,8 @@ pub fn call_from_c(cb: HarnessCallback, value: i32) -> i32 {
     // SAFETY: `cb` is a valid callback.
     unsafe { h_call_nested(cb, value) }
 }
+
+/// The README's examples, compiled and run as doctests so they stay true.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -5,7 +5,7 @@
 //! `loom_models.rs`; otherwise they are `core`/`std`'s.
 
 #[cfg(callgate_loom)]
-pub(crate) use loom::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 #[cfg(callgate_loom)]
 pub(crate) use loom::sync::{Condvar, Mutex};
 
