@@ -316,7 +316,7 @@ fn print_timings() {
     ];
     println!(
         "Cost of a call from a C pthread (median of {runs} runs of {} calls{}):",
-        thousands(calls),
+        callgate_dev::thousands(calls),
         if cfg!(debug_assertions) {
             "; a debug build, use --release for real figures"
         } else {
@@ -326,19 +326,6 @@ fn print_timings() {
     for (what, ns) in rows {
         println!("  {what:<42} {:>9}", duration(ns));
     }
-}
-
-/// `n` with thousands separators.
-fn thousands(n: i64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (index, digit) in digits.chars().enumerate() {
-        if index > 0 && (digits.len() - index).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(digit);
-    }
-    out
 }
 
 /// `ns` nanoseconds, in a unit that suits it.

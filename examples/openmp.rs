@@ -87,7 +87,7 @@ fn main() {
     }
     println!(
         "Integrating 4/(1+x²) over [0, 1] in {REGIONS} parallel regions of {} points",
-        thousands(POINTS as u64)
+        callgate_dev::thousands(POINTS as u64)
     );
     println!("on {THREADS} OpenMP threads, the callback called once per point.");
     println!();
@@ -107,8 +107,8 @@ fn main() {
     ] {
         println!(
             "  {name:<34} {:>11} {:>11} {:>6.1} ms",
-            thousands(run.calls),
-            thousands(run.binds),
+            callgate_dev::thousands(run.calls),
+            callgate_dev::thousands(run.binds),
             run.millis
         );
     }
@@ -121,7 +121,7 @@ fn main() {
     println!(
         "Bound: {} binds for {} calls on {threads} threads.",
         bound.binds,
-        thousands(bound.calls)
+        callgate_dev::thousands(bound.calls)
     );
     if bound.binds == threads as u64 {
         println!(
@@ -134,7 +134,10 @@ fn main() {
         } else {
             format!("OpenMP thread {thread} (a libgomp worker)")
         };
-        println!("  {who:<36} {:>9} calls", thousands(*calls as u64));
+        println!(
+            "  {who:<36} {:>9} calls",
+            callgate_dev::thousands(*calls as u64)
+        );
     }
     println!();
     println!(
@@ -143,17 +146,4 @@ fn main() {
         (bound.estimate - std::f64::consts::PI).abs()
     );
     assert_eq!(per_call.estimate, bound.estimate);
-}
-
-/// `n` with thousands separators.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (index, digit) in digits.chars().enumerate() {
-        if index > 0 && (digits.len() - index).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(digit);
-    }
-    out
 }

@@ -97,7 +97,11 @@ fn main() {
     }
     println!("1. libc::qsort with #[c_callback(local)] fn by_population:");
     for city in &cities {
-        println!("     {:<6} {:>11}", city.name, thousands(city.population));
+        println!(
+            "     {:<6} {:>11}",
+            city.name,
+            callgate_dev::thousands(city.population)
+        );
     }
     println!();
 
@@ -138,17 +142,4 @@ fn main() {
     println!("     result: {readings:?}");
     println!("     (NaN compares \"equal\" to everything, so the order around it is unspecified)");
     assert_eq!(intact, 1, "qsort lost or duplicated a value");
-}
-
-/// `n` with thousands separators.
-fn thousands(n: u32) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (index, digit) in digits.chars().enumerate() {
-        if index > 0 && (digits.len() - index).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(digit);
-    }
-    out
 }

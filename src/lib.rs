@@ -101,6 +101,21 @@ pub fn call_from_c(cb: HarnessCallback, value: i32) -> i32 {
     unsafe { h_call_nested(cb, value) }
 }
 
+/// `n` with thousands separators (`1234567` → `"1,234,567"`), for the
+/// examples' tables.
+pub fn thousands(n: impl Into<i128>) -> String {
+    let n = n.into();
+    let digits = n.unsigned_abs().to_string();
+    let mut out = String::from(if n < 0 { "-" } else { "" });
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
 /// The README's examples, compiled and run as doctests so they stay true.
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]

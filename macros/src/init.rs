@@ -8,7 +8,7 @@ use syn::ext::IdentExt;
 use syn::parse::{ParseStream, Parser};
 use syn::{Expr, ExprPath, Ident, Item, ItemFn, Path, ReturnType, Token, Type};
 
-use crate::fail;
+use crate::{fail, targets};
 
 struct Options {
     background: bool,
@@ -205,6 +205,7 @@ fn expand(function: &ItemFn, options: &Options, returns_result: bool) -> TokenSt
     let ident = &function.sig.ident;
     let name = ident.unraw().to_string();
     let background = options.background;
+    let elf = targets::elf();
     let call = if returns_result {
         quote!(#rt::from_result(#ident()))
     } else {
@@ -231,16 +232,7 @@ fn expand(function: &ItemFn, options: &Options, returns_result: bool) -> TokenSt
             // `dlopen` (or `main`) returns.
             #[used]
             #[cfg_attr(
-                any(
-                    target_os = "linux",
-                    target_os = "android",
-                    target_os = "freebsd",
-                    target_os = "netbsd",
-                    target_os = "openbsd",
-                    target_os = "dragonfly",
-                    target_os = "illumos",
-                    target_os = "solaris",
-                ),
+                #elf,
                 unsafe(link_section = ".init_array")
             )]
             #[cfg_attr(target_vendor = "apple", unsafe(link_section = "__DATA,__mod_init_func"))]
@@ -248,14 +240,7 @@ fn expand(function: &ItemFn, options: &Options, returns_result: bool) -> TokenSt
             static __CALLGATE_INIT: extern "C" fn() = __callgate_init_ctor;
 
             #[cfg(not(any(
-                target_os = "linux",
-                target_os = "android",
-                target_os = "freebsd",
-                target_os = "netbsd",
-                target_os = "openbsd",
-                target_os = "dragonfly",
-                target_os = "illumos",
-                target_os = "solaris",
+                #elf,
                 target_vendor = "apple",
                 windows,
             )))]

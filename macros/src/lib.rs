@@ -7,6 +7,7 @@
 mod callback;
 mod fail;
 mod init;
+mod targets;
 
 use proc_macro::TokenStream;
 

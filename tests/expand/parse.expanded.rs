@@ -114,14 +114,16 @@ const _: () = {
     #[cfg(
         not(
             any(
-                target_os = "linux",
-                target_os = "android",
-                target_os = "freebsd",
-                target_os = "netbsd",
-                target_os = "openbsd",
-                target_os = "dragonfly",
-                target_os = "illumos",
-                target_os = "solaris",
+                any(
+                    target_os = "linux",
+                    target_os = "android",
+                    target_os = "freebsd",
+                    target_os = "netbsd",
+                    target_os = "openbsd",
+                    target_os = "dragonfly",
+                    target_os = "illumos",
+                    target_os = "solaris",
+                ),
                 target_vendor = "apple",
                 windows,
             )

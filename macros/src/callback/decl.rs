@@ -49,19 +49,11 @@ pub(crate) fn record_static(callback: &Callback, options: &Options) -> TokenStre
     let bytes = record(callback, options);
     let len = Literal::usize_unsuffixed(bytes.len());
     let literal = LitByteStr::new(&bytes, Span::call_site());
+    let elf = crate::targets::elf();
     quote! {
         #[used]
         #[cfg_attr(
-            any(
-                target_os = "linux",
-                target_os = "android",
-                target_os = "freebsd",
-                target_os = "netbsd",
-                target_os = "openbsd",
-                target_os = "dragonfly",
-                target_os = "illumos",
-                target_os = "solaris",
-            ),
+            #elf,
             unsafe(link_section = ".callgate_decls")
         )]
         static __CALLGATE_DECL: [u8; #len] = *#literal;
