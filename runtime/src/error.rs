@@ -218,11 +218,12 @@ macro_rules! export_error_api {
                 "callgate-end\0",
             );
 
+            /// The record's bytes, NUL-padded to `N`.
             const fn declaration_bytes<const N: usize>(text: &str) -> [u8; N] {
                 let text = text.as_bytes();
                 let mut bytes = [0; N];
                 let mut index = 0;
-                while index < N {
+                while index < text.len() {
                     bytes[index] = text[index];
                     index += 1;
                 }
@@ -241,9 +242,11 @@ macro_rules! export_error_api {
                     target_os = "illumos",
                     target_os = "solaris",
                 ),
-                unsafe(link_section = ".callgate_decls")
+                unsafe(link_section = ".note.callgate")
             )]
-            static DECLARATION_RECORDS: [u8; DECLARATIONS.len()] = declaration_bytes(DECLARATIONS);
+            static DECLARATION_RECORDS: $crate::__private::DeclNote<
+                { $crate::__private::note_desc_len(DECLARATIONS.len()) },
+            > = $crate::__private::DeclNote::new(declaration_bytes(DECLARATIONS));
         };
     };
 }

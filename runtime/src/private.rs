@@ -23,3 +23,43 @@ pub fn init_result<E: core::fmt::Display>(result: Result<(), E>) -> Result<(), F
 pub fn current_context_id() -> Option<u32> {
     crate::thread::current().map(|node| node.index())
 }
+
+/// A `#[c_callback]`'s declaration record for `callgate::header`, laid out
+/// as a well-formed ELF note (owner `callgate`).
+///
+/// On ELF targets the record goes in a `.note.callgate` section: linkers
+/// keep note sections under `--gc-sections` (GNU ld and lld alike, whatever
+/// the compiler marks), so the record survives in every executable and
+/// shared library; note readers skip notes of owners they do not know. The
+/// header fields are `u32`s built on the target, so their byte order is the
+/// target's.
+#[repr(C, align(4))]
+pub struct DeclNote<const N: usize> {
+    name_size: u32,
+    desc_size: u32,
+    kind: u32,
+    name: [u8; 12],
+    desc: [u8; N],
+}
+
+/// The note type of declaration records (`"CGd\x01"`).
+const DECL_NOTE_TYPE: u32 = 0x0164_4743;
+
+impl<const N: usize> DeclNote<N> {
+    /// Wraps `record`, whose length must be a multiple of 4 (pad with NULs).
+    pub const fn new(record: [u8; N]) -> DeclNote<N> {
+        assert!(N % 4 == 0, "note descriptors are padded to 4 bytes");
+        DeclNote {
+            name_size: 9,
+            desc_size: N as u32,
+            kind: DECL_NOTE_TYPE,
+            name: *b"callgate\0\0\0\0",
+            desc: record,
+        }
+    }
+}
+
+/// `len` rounded up to the 4-byte padding of a note descriptor.
+pub const fn note_desc_len(len: usize) -> usize {
+    len.div_ceil(4) * 4
+}

@@ -61,9 +61,11 @@ pub unsafe extern "C" fn parse(
             target_os = "illumos",
             target_os = "solaris",
         ),
-        unsafe(link_section = ".callgate_decls")
+        unsafe(link_section = ".note.callgate")
     )]
-    static __CALLGATE_DECL: [u8; 236] = *b"\0callgate-decl\x001\0export\0parse\0int32_t @(const char *text, double *out, const char *unit)\0\0Parses `text` into `*out`, using this thread's scratch buffer.\n\nC: `int32_t parse(const char *text, double *out, const char *unit);`\0callgate-end\0";
+    static __CALLGATE_DECL: ::callgate::__private::DeclNote<236> = ::callgate::__private::DeclNote::new(
+        *b"\0callgate-decl\x001\0export\0parse\0int32_t @(const char *text, double *out, const char *unit)\0\0Parses `text` into `*out`, using this thread's scratch buffer.\n\nC: `int32_t parse(const char *text, double *out, const char *unit);`\0callgate-end\0",
+    );
     let __callgate_on_error = || -> i32 { -1 };
     let __callgate_on_panic = || -> i32 { -2 };
     ::callgate::__private::call(

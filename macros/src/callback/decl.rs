@@ -45,18 +45,25 @@ const NAME_SLOT: &str = "@";
 
 /// The `#[used]` static holding the callback's record, placed in the
 /// trampoline's body so that it shares the trampoline's `cfg`.
-pub(crate) fn record_static(callback: &Callback, options: &Options) -> TokenStream {
-    let bytes = record(callback, options);
+///
+/// The record is the descriptor of an ELF note (`DeclNote`), in a
+/// `.note.callgate` section on ELF targets: linkers keep note sections when
+/// they garbage-collect unreferenced ones, whichever compiler built it.
+pub(crate) fn record_static(
+    callback: &Callback,
+    options: &Options,
+    rt: &TokenStream,
+) -> TokenStream {
+    let mut bytes = record(callback, options);
+    // Note descriptors are padded to 4 bytes.
+    bytes.resize(bytes.len().div_ceil(4) * 4, 0);
     let len = Literal::usize_unsuffixed(bytes.len());
     let literal = LitByteStr::new(&bytes, Span::call_site());
     let elf = crate::targets::elf();
     quote! {
         #[used]
-        #[cfg_attr(
-            #elf,
-            unsafe(link_section = ".callgate_decls")
-        )]
-        static __CALLGATE_DECL: [u8; #len] = *#literal;
+        #[cfg_attr(#elf, unsafe(link_section = ".note.callgate"))]
+        static __CALLGATE_DECL: #rt::DeclNote<#len> = #rt::DeclNote::new(*#literal);
     }
 }
 

@@ -112,7 +112,7 @@ pub(crate) fn expand(callback: &Callback, options: &Options) -> TokenStream {
         Gate::Fail => quote!(Fail),
         Gate::Skip => quote!(Skip),
     };
-    let decl = decl::record_static(callback, options);
+    let decl = decl::record_static(callback, options, &rt);
     let frame_pat = if callback
         .params
         .iter()
