@@ -93,6 +93,26 @@ impl Context {
         self.depth.get()
     }
 
+    /// Resets a context whose thread does not exist in this `fork` child.
+    ///
+    /// # Safety
+    ///
+    /// The caller is the only thread of a `fork` child and the context is
+    /// not serving it.
+    pub(crate) unsafe fn reset_orphan(&self) {
+        self.depth.set(0);
+        self.per_call.set(false);
+        self.after_exit.set(false);
+        // SAFETY: forwarded caller obligation.
+        unsafe { self.locals.abandon() };
+        // Count the release only if the context was attached: a thread may
+        // have been between popping and counting its bind, or between
+        // counting its release and pushing, when the parent forked.
+        if self.binds.get() > self.releases.get() {
+            self.releases.bump();
+        }
+    }
+
     /// A callback starts on the owning thread.
     #[inline(always)]
     pub(crate) fn enter(&self) {

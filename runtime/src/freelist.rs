@@ -209,22 +209,30 @@ impl<T> FreeList<T> {
         self.allocated.load(Ordering::Relaxed) as usize
     }
 
-    /// How many nodes are on the free list: a walk of the list, exact only
-    /// while nobody pushes or pops (tests and models). Not kept as a counter
-    /// so `push` and `pop` stay one locked instruction each.
-    #[cfg(test)]
-    pub(crate) fn free(&self) -> usize {
+    /// The indices of the nodes on the free list: a walk of the list, exact
+    /// only while nobody pushes or pops (a `fork` child, tests, models).
+    #[cfg_attr(callgate_loom, allow(dead_code))]
+    pub(crate) fn free_indices(&self) -> Vec<u32> {
         // Acquire: pairs with the Release CAS in `push`.
         let mut link = self.head.load(Ordering::Acquire) as u32;
-        let mut count = 0;
-        while link != EMPTY && count <= self.allocated() {
-            count += 1;
+        let mut indices = Vec::new();
+        // Bounded, so a list changed under the walk cannot loop forever.
+        while link != EMPTY && indices.len() <= self.allocated() {
+            indices.push(link - 1);
             // Relaxed: a quiescent list (see above).
             link = self
                 .get(link - 1)
                 .map_or(EMPTY, |node| node.next.load(Ordering::Relaxed));
         }
-        count
+        indices
+    }
+
+    /// How many nodes are on the free list (see [`FreeList::free_indices`]).
+    /// Not kept as a counter, so `push` and `pop` stay one locked
+    /// instruction each.
+    #[cfg(test)]
+    pub(crate) fn free(&self) -> usize {
+        self.free_indices().len()
     }
 }
 

@@ -257,6 +257,25 @@ impl Locals {
     }
 }
 
+impl Locals {
+    /// Abandons every value: the thread the context served does not exist
+    /// in this `fork` child, so neither `release` nor `Drop` may run on its
+    /// behalf (either could act on that thread's resources). The values are
+    /// leaked; the next thread gets new ones from `Default`.
+    ///
+    /// # Safety
+    ///
+    /// No other thread can reach the context (the caller is the only thread
+    /// of a `fork` child, and the context is not its own).
+    pub(crate) unsafe fn abandon(&self) {
+        // SAFETY: nobody else can reach the context (caller obligation).
+        unsafe {
+            (*self.slots.get()).clear();
+            (*self.constructing.get()).clear();
+        }
+    }
+}
+
 impl Drop for Locals {
     fn drop(&mut self) {
         for entry in self.slots.get_mut().drain(..) {

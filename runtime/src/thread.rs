@@ -195,6 +195,26 @@ fn release(node: &'static ContextNode) {
     CONTEXTS.push(node);
 }
 
+/// In a `fork` child: returns every context that is neither free nor
+/// serving this (the only) thread to the free list. Their `#[local]` values
+/// are abandoned: the threads they served are gone, so neither `release`
+/// nor `Drop` runs for them.
+#[cfg(unix)]
+#[cold]
+fn reclaim_orphans() {
+    let own = current().map(|node| node.index());
+    let free = CONTEXTS.free_indices();
+    for node in CONTEXTS.iter() {
+        if Some(node.index()) == own || free.contains(&node.index()) {
+            continue;
+        }
+        // SAFETY: this is the only thread of the child, and `node` serves
+        // no thread of it.
+        unsafe { node.value.reset_orphan() };
+        CONTEXTS.push(node);
+    }
+}
+
 #[cfg(unix)]
 mod imp {
     use core::ffi::c_void;
@@ -211,6 +231,7 @@ mod imp {
     /// `pthread_key_t + 1`, or 0 before the key exists (keys may be 0).
     static KEY: AtomicUsize = AtomicUsize::new(0);
     static PIN: Once = Once::new();
+    static AT_FORK: Once = Once::new();
 
     /// The key value of a thread that is not bound but has a last-error
     /// message to free at exit.
@@ -241,6 +262,7 @@ mod imp {
             crate::abort_with("callgate: pthread_setspecific failed (out of memory); aborting");
         }
         PIN.call_once(pin_this_object);
+        AT_FORK.call_once(register_fork_handler);
     }
 
     fn ptr_of(node: &'static ContextNode) -> *const c_void {
@@ -300,6 +322,20 @@ mod imp {
         }
         release(node);
         slot::set(EXITED);
+    }
+
+    /// In a `fork` child only the forking thread exists: the contexts bound
+    /// to the parent's other threads would stay bound forever, so the child
+    /// handler hands them back to the free list.
+    fn register_fork_handler() {
+        // SAFETY: `reclaim_after_fork` has the handler signature; glibc
+        // unregisters a library's handlers when it is unloaded.
+        let rc = unsafe { libc::pthread_atfork(None, None, Some(reclaim_after_fork)) };
+        debug_assert_eq!(rc, 0);
+    }
+
+    extern "C" fn reclaim_after_fork() {
+        super::reclaim_orphans();
     }
 
     /// Once a thread is bound, a pending key destructor points into this

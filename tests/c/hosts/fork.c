@@ -10,7 +10,9 @@
  *   - from inside a callback (the child returns out of it),
  *   - from a thread that never called back (the child's only thread binds).
  * Each child makes callbacks (plain, #[local], per-call, Err, caught panic)
- * on its thread and on a new thread, and must exit 0 within 5 seconds. */
+ * on its thread and on a new thread, must find only its own thread's context
+ * bound (the parent's other threads' contexts were reclaimed), and must exit
+ * 0 within 5 seconds. */
 #include "fixture_host.h"
 
 #include <signal.h>
@@ -73,6 +75,14 @@ static int child_main(void) {
     if (pthread_join(id, &result) != 0) return 21;
     if (result != NULL) return 30 + (int)(intptr_t)result;
     if (child_calls() != 0) return 22;
+    /* The parent's other threads do not exist here: their contexts went
+     * back to the free list at fork, so only this thread's is bound. */
+    fixture_stats_t after = fixture_snapshot(&lib);
+    if (after.contexts_bound != 1) {
+        fixture_print_stats("child_", &after);
+        fflush(stdout);
+        return 23;
+    }
     return 0;
 }
 
