@@ -20,7 +20,7 @@
 //! * In the slow path every state change and every check happens under
 //!   `waiters`, so a waiter cannot miss the wake-up of the last `finish`.
 
-use crate::sync::{AtomicU32, Condvar, Mutex, Ordering, lock};
+use crate::sync::{AtomicBool, AtomicU32, Condvar, Mutex, Ordering, lock};
 
 const FAILED: u32 = 1 << 31;
 
@@ -60,7 +60,14 @@ pub(crate) struct Gate {
     /// The first failure's message; also the lock waiters sleep under.
     failure: Mutex<Option<String>>,
     wake: Condvar,
+    /// Set in a `fork` child whose parent forked while an init ran on
+    /// another thread: that init cannot finish here. Checked before taking
+    /// `failure`, which a parent thread may have held at the fork.
+    orphaned: AtomicBool,
 }
+
+/// The failure of a gate whose init was left behind by `fork`.
+pub(crate) const ORPHANED: &str = "the process forked while initialisation was running on another thread; it cannot finish in the child";
 
 impl Gate {
     #[cfg(not(callgate_loom))]
@@ -69,6 +76,7 @@ impl Gate {
             state: AtomicU32::new(0),
             failure: Mutex::new(None),
             wake: Condvar::new(),
+            orphaned: AtomicBool::new(false),
         }
     }
 
@@ -78,6 +86,7 @@ impl Gate {
             state: AtomicU32::new(0),
             failure: Mutex::new(None),
             wake: Condvar::new(),
+            orphaned: AtomicBool::new(false),
         }
     }
 
@@ -117,6 +126,9 @@ impl Gate {
         policy: GatePolicy,
         waited: impl FnOnce(),
     ) -> Result<(), Closed> {
+        if self.is_orphaned() {
+            return Err(Closed::Failed(ORPHANED.to_owned()));
+        }
         let mut failure = lock(&self.failure);
         let mut waited = Some(waited);
         loop {
@@ -141,8 +153,26 @@ impl Gate {
         }
     }
 
+    /// In a `fork` child whose pending inits ran on threads that are gone:
+    /// the gate fails from now on, without touching the lock.
+    #[cfg_attr(callgate_loom, allow(dead_code))]
+    pub(crate) fn orphan(&self) {
+        if !self.is_ready() {
+            // Release: pairs with the Acquire in `is_orphaned`.
+            self.orphaned.store(true, Ordering::Release);
+        }
+    }
+
+    fn is_orphaned(&self) -> bool {
+        // Acquire: pairs with the Release in `orphan`.
+        self.orphaned.load(Ordering::Acquire)
+    }
+
     /// The state for [`crate::init_state`].
     pub(crate) fn state(&self) -> InitState {
+        if self.is_orphaned() {
+            return InitState::Failed(ORPHANED.to_owned());
+        }
         let failure = lock(&self.failure);
         // Acquire: pairs with the Release RMWs in `finish`.
         let state = self.state.load(Ordering::Acquire);

@@ -27,6 +27,7 @@ pub fn init_state() -> InitState {
 /// constructor. The gate is armed before this returns, so a callback made
 /// after the library is loaded waits for a background init.
 pub fn run_init(name: &'static str, background: bool, init: fn() -> Result<(), Failure>) {
+    crate::thread::handle_fork();
     GATE.arm();
     if !background {
         run(name, init);
@@ -96,6 +97,16 @@ fn run(name: &'static str, init: fn() -> Result<(), Failure>) {
     };
     IN_INIT.with(|flag| flag.set(outer));
     GATE.finish(outcome);
+}
+
+/// In a `fork` child: an init that was running on another thread of the
+/// parent will never finish here, so the gate fails instead of making every
+/// callback wait forever. (An init running on the forking thread itself
+/// goes on in the child.)
+pub(crate) fn after_fork_in_child() {
+    if !IN_INIT.with(Cell::get) {
+        GATE.orphan();
+    }
 }
 
 /// The gate's slow path: init code passes at once, others wait or fail.

@@ -5,12 +5,14 @@
 //! `loom_models.rs`; otherwise they are `core`/`std`'s.
 
 #[cfg(callgate_loom)]
-pub(crate) use loom::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 #[cfg(callgate_loom)]
 pub(crate) use loom::sync::{Condvar, Mutex};
 
 #[cfg(not(callgate_loom))]
-pub(crate) use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use core::sync::atomic::{
+    AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+};
 #[cfg(not(callgate_loom))]
 pub(crate) use std::sync::{Condvar, Mutex};
 

@@ -160,6 +160,12 @@ pub(crate) fn exiting() -> bool {
     ptr::eq(slot::get(), EXITED) || current().is_some_and(|node| node.value.after_exit())
 }
 
+/// Makes sure a `fork` child cleans up after the parent's other threads
+/// (their contexts, an init they were running).
+pub(crate) fn handle_fork() {
+    imp::handle_fork();
+}
+
 /// Makes sure the thread's exit hook runs even if the thread is not bound,
 /// so the last-error message it just got is freed when it exits.
 #[cold]
@@ -262,7 +268,7 @@ mod imp {
             crate::abort_with("callgate: pthread_setspecific failed (out of memory); aborting");
         }
         PIN.call_once(pin_this_object);
-        AT_FORK.call_once(register_fork_handler);
+        handle_fork();
     }
 
     fn ptr_of(node: &'static ContextNode) -> *const c_void {
@@ -325,17 +331,24 @@ mod imp {
     }
 
     /// In a `fork` child only the forking thread exists: the contexts bound
-    /// to the parent's other threads would stay bound forever, so the child
-    /// handler hands them back to the free list.
+    /// to the parent's other threads would stay bound forever, and an init
+    /// running on one of them would never finish, so the child handler hands
+    /// the contexts back and fails the gate.
     fn register_fork_handler() {
-        // SAFETY: `reclaim_after_fork` has the handler signature; glibc
+        // SAFETY: `in_fork_child` has the handler signature; glibc
         // unregisters a library's handlers when it is unloaded.
-        let rc = unsafe { libc::pthread_atfork(None, None, Some(reclaim_after_fork)) };
+        let rc = unsafe { libc::pthread_atfork(None, None, Some(in_fork_child)) };
         debug_assert_eq!(rc, 0);
     }
 
-    extern "C" fn reclaim_after_fork() {
+    /// Registers the `fork` child handler, once per copy of the runtime.
+    pub(super) fn handle_fork() {
+        AT_FORK.call_once(register_fork_handler);
+    }
+
+    extern "C" fn in_fork_child() {
         super::reclaim_orphans();
+        crate::init::after_fork_in_child();
     }
 
     /// Once a thread is bound, a pending key destructor points into this
@@ -397,4 +410,7 @@ mod imp {
     pub(super) fn free_at_exit() {
         let _ = FREE_ON_EXIT.try_with(|_| ());
     }
+
+    /// No `fork` here.
+    pub(super) fn handle_fork() {}
 }
