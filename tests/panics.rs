@@ -14,6 +14,12 @@ const fn site(name: &'static str) -> Site {
     }
 }
 
+/// Thousands of caught panics would drown the test output in messages.
+fn quiet_panics() {
+    static QUIET: std::sync::Once = std::sync::Once::new();
+    QUIET.call_once(|| std::panic::set_hook(Box::new(|_| {})));
+}
+
 /// Panics on odd input, fails on negative input, else returns its context id.
 extern "C" fn moody(x: i32) -> i32 {
     static SITE: Site = site("moody");
@@ -54,6 +60,7 @@ extern "C" fn outer(x: i32) -> i32 {
 
 #[test]
 fn a_panic_returns_the_fallback_and_records_the_message() {
+    quiet_panics();
     let id = moody(0);
     assert!(id >= 0);
     assert_eq!(moody(3), -200);
@@ -70,6 +77,7 @@ fn a_panic_returns_the_fallback_and_records_the_message() {
 
 #[test]
 fn a_non_string_payload_is_reported_as_such() {
+    quiet_panics();
     assert_eq!(panics_with_a_number(0), -200);
     let message = callgate::last_error().unwrap();
     assert!(message.contains("non-string"), "{message}");
@@ -77,8 +85,7 @@ fn a_non_string_payload_is_reported_as_such() {
 
 #[test]
 fn panics_on_c_threads_are_caught_and_threads_keep_working() {
-    // Two thousand panic messages on stderr would drown the test output.
-    std::panic::set_hook(Box::new(|_| {}));
+    quiet_panics();
     let before = callgate::stats().panics_caught;
     let results = run_threads(moody, 4, 1_001, Spawn::default());
     for result in results {
@@ -91,6 +98,7 @@ fn panics_on_c_threads_are_caught_and_threads_keep_working() {
 
 #[test]
 fn a_panic_in_a_nested_call_leaves_the_outer_call_intact() {
+    quiet_panics();
     assert_eq!(outer(41), 42);
     let results = run_threads(outer, 2, 10, Spawn::default());
     assert!(

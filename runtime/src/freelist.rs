@@ -94,7 +94,10 @@ impl<T> FreeList<T> {
                 .head
                 .compare_exchange_weak(head, new, Ordering::Acquire, Ordering::Acquire)
             {
-                Ok(_) => return Some(node),
+                Ok(_) => {
+                    crate::valgrind::happens_after(node);
+                    return Some(node);
+                }
                 Err(current) => head = current,
             }
         }
@@ -103,6 +106,7 @@ impl<T> FreeList<T> {
     /// Returns `node` to the free list. The caller must own it (it came from
     /// `pop` or `alloc` and was not pushed since).
     pub(crate) fn push(&self, node: &Node<T>) {
+        crate::valgrind::happens_before(node);
         // Relaxed: the CAS below re-validates the value.
         let mut head = self.head.load(Ordering::Relaxed);
         loop {

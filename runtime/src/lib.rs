@@ -139,6 +139,7 @@ mod stats;
 mod sync;
 #[cfg(not(callgate_loom))]
 mod thread;
+mod valgrind;
 
 #[cfg(not(callgate_loom))]
 #[doc(hidden)]

@@ -1,0 +1,62 @@
+//! Happens-before annotations for helgrind.
+//!
+//! A context moves from one thread to the next through the free list,
+//! ordered by a Release CAS in `push` and an Acquire CAS in `pop`. helgrind
+//! does not model atomics, so without help it would report every field of a
+//! recycled context as raced between its old and new thread. These are
+//! valgrind's `ANNOTATE_HAPPENS_BEFORE`/`AFTER` client requests (helgrind's
+//! "user SO" send and receive), written as the magic instruction sequence
+//! `valgrind.h` uses: outside valgrind it is a handful of register
+//! rotations that change nothing, so it stays compiled in (it runs only
+//! when a context is bound or released, never on the call fast path).
+
+/// `_VG_USERREQ__HG_USERSO_SEND_PRE` (helgrind.h).
+#[cfg(all(target_arch = "x86_64", not(callgate_loom)))]
+const USERSO_SEND_PRE: usize = 0x4847_0121;
+/// `_VG_USERREQ__HG_USERSO_RECV_POST` (helgrind.h).
+#[cfg(all(target_arch = "x86_64", not(callgate_loom)))]
+const USERSO_RECV_POST: usize = 0x4847_0122;
+
+/// Everything this thread did so far happens before what a thread does
+/// after [`happens_after`] with the same `tag`.
+#[inline]
+pub(crate) fn happens_before<T>(tag: *const T) {
+    #[cfg(all(target_arch = "x86_64", not(callgate_loom)))]
+    client_request(USERSO_SEND_PRE, tag.addr());
+    #[cfg(not(all(target_arch = "x86_64", not(callgate_loom))))]
+    let _ = tag;
+}
+
+/// See [`happens_before`].
+#[inline]
+pub(crate) fn happens_after<T>(tag: *const T) {
+    #[cfg(all(target_arch = "x86_64", not(callgate_loom)))]
+    client_request(USERSO_RECV_POST, tag.addr());
+    #[cfg(not(all(target_arch = "x86_64", not(callgate_loom))))]
+    let _ = tag;
+}
+
+#[cfg(all(target_arch = "x86_64", not(callgate_loom)))]
+#[inline]
+fn client_request(request: usize, argument: usize) {
+    let arguments: [usize; 6] = [request, argument, 0, 0, 0, 0];
+    // SAFETY: the special instruction preamble of valgrind.h for amd64: four
+    // rotations of %rdi by 128 bits in all (its value is unchanged, but it
+    // is declared clobbered) and `xchg rbx, rbx` (a no-op that preserves the
+    // reserved %rbx). Under valgrind the sequence is a client request that
+    // reads the six words at %rax and writes %rdx; natively nothing happens.
+    // `arguments` outlives the asm, which may read memory (no `nomem`).
+    unsafe {
+        core::arch::asm!(
+            "rol rdi, 3",
+            "rol rdi, 13",
+            "rol rdi, 61",
+            "rol rdi, 51",
+            "xchg rbx, rbx",
+            in("rax") arguments.as_ptr(),
+            inout("rdx") 0usize => _,
+            out("rdi") _,
+            options(nostack),
+        );
+    }
+}
