@@ -209,9 +209,15 @@ fn release(node: &'static ContextNode) {
 #[cold]
 fn reclaim_orphans() {
     let own = current().map(|node| node.index());
-    let free = CONTEXTS.free_indices();
+    let mut free = vec![false; CONTEXTS.allocated()];
+    for index in CONTEXTS.free_indices() {
+        if let Some(slot) = free.get_mut(index as usize) {
+            *slot = true;
+        }
+    }
     for node in CONTEXTS.iter() {
-        if Some(node.index()) == own || free.contains(&node.index()) {
+        let index = node.index();
+        if Some(index) == own || free.get(index as usize).copied().unwrap_or(false) {
             continue;
         }
         // SAFETY: this is the only thread of the child, and `node` serves
