@@ -5,9 +5,9 @@
 use proc_macro2::TokenStream;
 use quote::{ToTokens, quote};
 use syn::ext::IdentExt;
-use syn::parse::{ParseStream, Parser};
-use syn::{Expr, ExprPath, Ident, Item, ItemFn, Path, ReturnType, Token, Type};
+use syn::{Item, ItemFn, Path, ReturnType, Type};
 
+use crate::args::{self, Arg};
 use crate::{fail, targets};
 
 struct Options {
@@ -49,60 +49,28 @@ fn parse_options(args: TokenStream) -> syn::Result<Options> {
         krate: None,
     };
     let mut errors = Vec::new();
-    let parser = |input: ParseStream| {
-        let mut seen: Vec<Ident> = Vec::new();
-        while !input.is_empty() {
-            let key = Ident::parse_any(input)?;
-            let value = if input.peek(Token![=]) {
-                input.parse::<Token![=]>()?;
-                Some(input.parse::<Expr>()?)
-            } else {
-                None
-            };
-            if !input.is_empty() {
-                input.parse::<Token![,]>()?;
-            }
-            if seen.contains(&key) {
-                errors.push(syn::Error::new(
-                    key.span(),
-                    format!("#[callgate::init] option `{key}` is given twice; keep one"),
-                ));
-                continue;
-            }
-            seen.push(key.clone());
-            match (key.to_string().as_str(), value) {
-                ("background", None) => options.background = true,
-                ("background", Some(value)) => errors.push(syn::Error::new_spanned(
-                    value,
-                    "#[callgate::init] option `background` takes no value; write `background`",
-                )),
-                (
-                    "crate",
-                    Some(Expr::Path(ExprPath {
-                        qself: None,
-                        path,
-                        attrs,
-                    })),
-                ) if attrs.is_empty() => {
-                    options.krate = Some(path);
-                }
-                ("crate", _) => errors.push(syn::Error::new(
+    for Arg { key, value } in args::parse(args, "callgate::init", &mut errors) {
+        match (key.to_string().as_str(), value) {
+            ("background", None) => options.background = true,
+            ("background", Some(value)) => errors.push(syn::Error::new_spanned(
+                value,
+                "#[callgate::init] option `background` takes no value; write `background`",
+            )),
+            ("crate", value) => match args::crate_path(value.as_ref()) {
+                Some(path) => options.krate = Some(path),
+                None => errors.push(syn::Error::new(
                     key.span(),
                     "#[callgate::init] option `crate` takes a path: `crate = ::callgate`",
                 )),
-                (other, _) => errors.push(syn::Error::new(
-                    key.span(),
-                    format!(
-                        "unknown #[callgate::init] option `{other}`; valid options are \
-                         `background` and `crate`"
-                    ),
-                )),
-            }
+            },
+            (other, _) => errors.push(syn::Error::new(
+                key.span(),
+                format!(
+                    "unknown #[callgate::init] option `{other}`; valid options are \
+                     `background` and `crate`"
+                ),
+            )),
         }
-        Ok(())
-    };
-    if let Err(error) = parser.parse2(args) {
-        errors.push(error);
     }
     match fail::combine(errors) {
         Some(error) => Err(error),

@@ -4,6 +4,7 @@
 //! Depend on `callgate` and use the macros through it; the code they generate
 //! names the runtime as `::callgate::__private` (or `crate = path`).
 
+mod args;
 mod callback;
 mod fail;
 mod init;

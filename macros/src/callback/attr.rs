@@ -1,10 +1,9 @@
 //! The options inside `#[c_callback(...)]`.
 
 use proc_macro2::TokenStream;
-use syn::ext::IdentExt;
-use syn::parse::{ParseStream, Parser};
-use syn::{Expr, ExprLit, ExprPath, Ident, Lit, LitStr, Path, Token};
+use syn::{Expr, ExprLit, Ident, Lit, LitStr, Path};
 
+use crate::args::{self, Arg, is_word};
 use crate::fail;
 
 const VALID: &str =
@@ -55,49 +54,24 @@ pub(crate) fn parse(args: TokenStream) -> syn::Result<Options> {
         krate: None,
     };
     let mut errors = Vec::new();
-    let parser = |input: ParseStream| {
-        let mut seen: Vec<Ident> = Vec::new();
-        while !input.is_empty() {
-            let key = Ident::parse_any(input)?;
-            let value = if input.peek(Token![=]) {
-                input.parse::<Token![=]>()?;
-                Some(input.parse::<Expr>()?)
-            } else {
-                None
-            };
-            if !input.is_empty() {
-                input.parse::<Token![,]>()?;
-            }
-            let name = key.to_string();
-            if seen.iter().any(|earlier| *earlier == name) {
-                errors.push(syn::Error::new(
-                    key.span(),
-                    format!("#[c_callback] option `{name}` is given twice; keep one"),
-                ));
-                continue;
-            }
-            seen.push(key.clone());
-            if let Err(error) = option(&mut options, &key, value) {
-                errors.push(error);
-                continue;
-            }
-            let other = match name.as_str() {
-                "local" => "export",
-                "export" => "local",
-                _ => continue,
-            };
-            if seen.iter().any(|earlier| *earlier == other) {
-                errors.push(syn::Error::new(
-                    key.span(),
-                    "#[c_callback] options `local` and `export` exclude each other: a `local` \
-                     callback has no symbol; remove one of them",
-                ));
-            }
+    let args = args::parse(args, "c_callback", &mut errors);
+    for (index, Arg { key, value }) in args.iter().enumerate() {
+        if let Err(error) = option(&mut options, key, value.clone()) {
+            errors.push(error);
+            continue;
         }
-        Ok(())
-    };
-    if let Err(error) = parser.parse2(args) {
-        errors.push(error);
+        let other = match key.to_string().as_str() {
+            "local" => "export",
+            "export" => "local",
+            _ => continue,
+        };
+        if args[..index].iter().any(|earlier| earlier.key == other) {
+            errors.push(syn::Error::new(
+                key.span(),
+                "#[c_callback] options `local` and `export` exclude each other: a `local` \
+                 callback has no symbol; remove one of them",
+            ));
+        }
     }
     match fail::combine(errors) {
         Some(error) => Err(error),
@@ -166,15 +140,9 @@ fn option(options: &mut Options, key: &Ident, value: Option<Expr>) -> syn::Resul
             Some(v) if is_word(v, "skip") => options.gate = Gate::Skip,
             _ => return Err(needs(key, value, "`wait`, `fail` or `skip`: `gate = fail`")),
         },
-        "crate" => match value {
-            Some(Expr::Path(ExprPath {
-                qself: None,
-                path,
-                attrs,
-            })) if attrs.is_empty() => {
-                options.krate = Some(path);
-            }
-            other => return Err(needs(key, other, "a path: `crate = ::callgate`")),
+        "crate" => match args::crate_path(value.as_ref()) {
+            Some(path) => options.krate = Some(path),
+            None => return Err(needs(key, value, "a path: `crate = ::callgate`")),
         },
         _ => {
             return Err(syn::Error::new(
@@ -193,9 +161,4 @@ fn needs(key: &Ident, value: Option<Expr>, what: &str) -> syn::Error {
         Some(value) => syn::Error::new_spanned(value, message),
         None => syn::Error::new(key.span(), message),
     }
-}
-
-/// Whether `expr` is the single identifier `word`.
-fn is_word(expr: &Expr, word: &str) -> bool {
-    matches!(expr, Expr::Path(ExprPath { qself: None, path, attrs }) if attrs.is_empty() && path.is_ident(word))
 }
