@@ -6,6 +6,21 @@
 
 use core::ffi::c_int;
 
+use callgate::__private::{Attach, GatePolicy, Policy, Site};
+
+/// The site of a hand-written trampoline over callgate's hidden runtime API
+/// (what `#[c_callback]` generates), returning its fallback values on
+/// failure: the runtime tests use these to exercise the runtime alone.
+pub const fn site(name: &'static str, attach: Attach, gate: GatePolicy) -> Site {
+    Site {
+        name,
+        attach,
+        gate,
+        on_panic: Policy::Return,
+        on_error: Policy::Return,
+    }
+}
+
 /// A Rust callback as the C harness sees it.
 pub type HarnessCallback = unsafe extern "C" fn(i32) -> i32;
 

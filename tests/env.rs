@@ -9,8 +9,9 @@
 use std::ffi::OsStr;
 use std::process::{Command, Output};
 
-use callgate::__private::{self as cg, Attach, GatePolicy, Policy, Site};
+use callgate::__private::{self as cg, Attach, GatePolicy, Site};
 use callgate::{AttachMode, PanicMode, Settings};
+use callgate_dev::site;
 
 /// Set in a child to the name of the test whose body it runs.
 const CHILD: &str = "CALLGATE_ENV_TEST_CHILD";
@@ -50,13 +51,7 @@ fn in_child(test: &str, callgate: Option<&str>, body: fn()) -> Option<Output> {
 
 /// Returns the id of the context the call runs on, or -3 if none.
 unsafe extern "C" fn context_id() -> i32 {
-    static SITE: Site = Site {
-        name: "context_id",
-        attach: Attach::Bound,
-        gate: GatePolicy::Wait,
-        on_panic: Policy::Return,
-        on_error: Policy::Return,
-    };
+    static SITE: Site = site("context_id", Attach::Bound, GatePolicy::Wait);
     cg::call(
         &SITE,
         || -1,

@@ -6,26 +6,16 @@
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use callgate::__private::{self as cg, Attach, Failure, GatePolicy, Policy, Site};
+use callgate::__private::{self as cg, Attach, Failure, GatePolicy, Site};
 use callgate::InitState;
-use callgate_dev::{Spawn, run_threads};
+use callgate_dev::{Spawn, run_threads, site};
 
 static BODIES_RUN: AtomicUsize = AtomicUsize::new(0);
 static FINISH_INIT: AtomicBool = AtomicBool::new(false);
 static CALL_FROM_INIT: AtomicI32 = AtomicI32::new(i32::MIN);
 
-const fn site(name: &'static str, gate: GatePolicy) -> Site {
-    Site {
-        name,
-        attach: Attach::Bound,
-        gate,
-        on_panic: Policy::Return,
-        on_error: Policy::Return,
-    }
-}
-
 extern "C" fn counted(x: i32) -> i32 {
-    static SITE: Site = site("counted", GatePolicy::Wait);
+    static SITE: Site = site("counted", Attach::Bound, GatePolicy::Wait);
     cg::call(
         &SITE,
         || -1,
@@ -38,12 +28,12 @@ extern "C" fn counted(x: i32) -> i32 {
 }
 
 extern "C" fn fail_fast(x: i32) -> i32 {
-    static SITE: Site = site("fail_fast", GatePolicy::Fail);
+    static SITE: Site = site("fail_fast", Attach::Bound, GatePolicy::Fail);
     cg::call(&SITE, || -1, || -2, |_| cg::ok(x))
 }
 
 extern "C" fn ungated(x: i32) -> i32 {
-    static SITE: Site = site("ungated", GatePolicy::Skip);
+    static SITE: Site = site("ungated", Attach::Bound, GatePolicy::Skip);
     cg::call(&SITE, || -1, || -2, |_| cg::ok(x))
 }
 

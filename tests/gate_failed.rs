@@ -1,18 +1,12 @@
 //! A failed init: every gated call returns its `on_error` value with the
 //! init's message as the last error.
 
-use callgate::__private::{self as cg, Attach, Failure, GatePolicy, Policy, Site};
+use callgate::__private::{self as cg, Attach, Failure, GatePolicy, Site};
 use callgate::InitState;
-use callgate_dev::{Spawn, run_threads};
+use callgate_dev::{Spawn, run_threads, site};
 
 extern "C" fn gated(x: i32) -> i32 {
-    static SITE: Site = Site {
-        name: "gated",
-        attach: Attach::Bound,
-        gate: GatePolicy::Wait,
-        on_panic: Policy::Return,
-        on_error: Policy::Return,
-    };
+    static SITE: Site = site("gated", Attach::Bound, GatePolicy::Wait);
     cg::call(&SITE, || -1, || -2, |_| cg::ok(x))
 }
 

@@ -5,19 +5,14 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use callgate::__private::{self as cg, Attach, Failure, GatePolicy, Policy, Site};
+use callgate::__private::{self as cg, Attach, Failure, GatePolicy, Site};
 use callgate::InitState;
+use callgate_dev::site;
 
 static FINISH_INIT: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn gated(x: i32) -> i32 {
-    static SITE: Site = Site {
-        name: "gated",
-        attach: Attach::Bound,
-        gate: GatePolicy::Wait,
-        on_panic: Policy::Return,
-        on_error: Policy::Return,
-    };
+    static SITE: Site = site("gated", Attach::Bound, GatePolicy::Wait);
     cg::call(&SITE, || -1, || -2, |_| cg::ok(x))
 }
 

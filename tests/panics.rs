@@ -1,18 +1,8 @@
 //! Panics and errors stop at the boundary: the fallback value is returned,
 //! the message is the thread's last error, and the thread keeps working.
 
-use callgate::__private::{self as cg, Attach, Failure, GatePolicy, Policy, Site};
-use callgate_dev::{Spawn, call_from_c, run_threads};
-
-const fn site(name: &'static str) -> Site {
-    Site {
-        name,
-        attach: Attach::Bound,
-        gate: GatePolicy::Wait,
-        on_panic: Policy::Return,
-        on_error: Policy::Return,
-    }
-}
+use callgate::__private::{self as cg, Attach, Failure, GatePolicy, Site};
+use callgate_dev::{Spawn, call_from_c, run_threads, site};
 
 /// Thousands of caught panics would drown the test output in messages.
 fn quiet_panics() {
@@ -22,7 +12,7 @@ fn quiet_panics() {
 
 /// Panics on odd input, fails on negative input, else returns its context id.
 extern "C" fn moody(x: i32) -> i32 {
-    static SITE: Site = site("moody");
+    static SITE: Site = site("moody", Attach::Bound, GatePolicy::Wait);
     cg::call(
         &SITE,
         || -100,
@@ -40,13 +30,13 @@ extern "C" fn moody(x: i32) -> i32 {
 }
 
 extern "C" fn panics_with_a_number(_: i32) -> i32 {
-    static SITE: Site = site("panics_with_a_number");
+    static SITE: Site = site("panics_with_a_number", Attach::Bound, GatePolicy::Wait);
     cg::call(&SITE, || -100, || -200, |_| std::panic::panic_any(42_u64))
 }
 
 /// Calls `moody(1)` (which panics) through C, then carries on.
 extern "C" fn outer(x: i32) -> i32 {
-    static SITE: Site = site("outer");
+    static SITE: Site = site("outer", Attach::Bound, GatePolicy::Wait);
     cg::call(
         &SITE,
         || -100,

@@ -5,9 +5,9 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use callgate::__private::{self as cg, Attach, GatePolicy, Policy, Site};
+use callgate::__private::{self as cg, Attach, GatePolicy, Site};
 use callgate_dev::{
-    Spawn, call_from_c, calls_from_late_key_destructor, run_threads, sequential_threads,
+    Spawn, call_from_c, calls_from_late_key_destructor, run_threads, sequential_threads, site,
 };
 
 /// Tests compare process-wide statistics before and after: one at a time.
@@ -18,19 +18,9 @@ fn serial() -> MutexGuard<'static, ()> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-const fn site(name: &'static str, attach: Attach) -> Site {
-    Site {
-        name,
-        attach,
-        gate: GatePolicy::Wait,
-        on_panic: Policy::Return,
-        on_error: Policy::Return,
-    }
-}
-
 /// Returns the id of the context the call runs on.
 extern "C" fn context_id(_: i32) -> i32 {
-    static SITE: Site = site("context_id", Attach::Bound);
+    static SITE: Site = site("context_id", Attach::Bound, GatePolicy::Wait);
     cg::call(
         &SITE,
         || -1,
@@ -41,7 +31,7 @@ extern "C" fn context_id(_: i32) -> i32 {
 
 /// The same, released when the outermost call returns.
 extern "C" fn context_id_per_call(_: i32) -> i32 {
-    static SITE: Site = site("context_id_per_call", Attach::PerCall);
+    static SITE: Site = site("context_id_per_call", Attach::PerCall, GatePolicy::Wait);
     cg::call(
         &SITE,
         || -1,
@@ -53,7 +43,7 @@ extern "C" fn context_id_per_call(_: i32) -> i32 {
 /// Calls `context_id` from C inside a callback and checks both ran on the
 /// same context.
 extern "C" fn nested_context_id(depth: i32) -> i32 {
-    static SITE: Site = site("nested_context_id", Attach::Bound);
+    static SITE: Site = site("nested_context_id", Attach::Bound, GatePolicy::Wait);
     cg::call(
         &SITE,
         || -1,
