@@ -41,7 +41,7 @@ fn with_message<R>(f: impl FnOnce(Option<&str>) -> R) -> R {
     let message = LAST_ERROR.with(Cell::get);
     if !message.is_null() {
         // SAFETY: a non-null pointer is a live box owned by this thread's
-        // slot; it is freed only by `replace`/`free_on_exit`, which no code
+        // slot; it is freed only by `replace`/`discard`, which no code
         // inside `f` reaches.
         return f(Some(unsafe { &*message }));
     }
@@ -59,7 +59,7 @@ fn with_message<R>(f: impl FnOnce(Option<&str>) -> R) -> R {
 
 /// Replaces the calling thread's message, freeing the old one.
 fn replace(message: Option<String>) {
-    free_on_exit();
+    discard();
     let Some(message) = message else { return };
     if crate::thread::exiting() {
         EXIT_MESSAGE.with(|exit| {
@@ -78,9 +78,9 @@ fn replace(message: Option<String>) {
     crate::thread::free_at_exit();
 }
 
-/// Frees the calling thread's message (the thread is exiting, or the
-/// message is being replaced).
-pub(crate) fn free_on_exit() {
+/// Frees the calling thread's message: it is being replaced, or the thread
+/// is exiting (the runtime's key destructor).
+pub(crate) fn discard() {
     let old = LAST_ERROR.with(|slot| slot.replace(core::ptr::null_mut()));
     if !old.is_null() {
         // SAFETY: the slot owned `old`, a pointer from `Box::into_raw`, and

@@ -12,12 +12,6 @@ pub use crate::gate::GatePolicy;
 pub use crate::init::run_init;
 pub use crate::local::LocalRef;
 
-/// Adapts an init function's `Result` for [`run_init`].
-#[inline]
-pub fn init_result<E: core::fmt::Display>(result: Result<(), E>) -> Result<(), Failure> {
-    from_result(result)
-}
-
 /// The index of the context serving the calling thread, if it is attached;
 /// for tests that check which context a call ran on.
 pub fn current_context_id() -> Option<u32> {

@@ -318,7 +318,7 @@ mod imp {
     /// The key destructor: the thread is exiting; free its last error and
     /// release its context.
     unsafe extern "C" fn on_thread_exit(value: *mut c_void) {
-        crate::error::free_on_exit();
+        crate::error::discard();
         if ptr::eq(value.cast_const(), error_only()) {
             slot::set(EXITED);
             return;
@@ -405,7 +405,7 @@ mod imp {
 
     impl Drop for FreeOnExit {
         fn drop(&mut self) {
-            crate::error::free_on_exit();
+            crate::error::discard();
         }
     }
 
