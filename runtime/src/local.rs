@@ -255,9 +255,7 @@ impl Locals {
             }
         }
     }
-}
 
-impl Locals {
     /// Abandons every value: the thread the context served does not exist
     /// in this `fork` child, so neither `release` nor `Drop` may run on its
     /// behalf (either could act on that thread's resources). The values are
