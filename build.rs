@@ -1,10 +1,11 @@
-//! Compiles the C side of the tests, examples and benchmarks.
+//! Compiles the C side of the tests and examples (the benchmark's is in
+//! `bench/`, its own package).
 //!
-//! * `tests/c/*.c`, `examples/c/*.c` and `benches/c/*.c` become one static
-//!   library, `callgate_harness`, linked into the dev package: C functions
-//!   that take Rust callbacks as function pointers (or call exported ones)
-//!   and create their own threads with `pthread_create`. Only the objects a
-//!   target references are pulled in.
+//! * `tests/c/*.c` and `examples/c/*.c` become one static library,
+//!   `callgate_harness`, linked into the dev package: C functions that take
+//!   Rust callbacks as function pointers (or call exported ones) and create
+//!   their own threads with `pthread_create`. Only the objects a target
+//!   references are pulled in.
 //! * `examples/c/openmp.c` is compiled on its own with `-fopenmp` into
 //!   `callgate_openmp`, and libgomp is linked, when the C compiler supports
 //!   OpenMP; without it the file builds as plain C and its loop runs on one
@@ -37,7 +38,7 @@ fn c_files(dir: &str) -> Vec<PathBuf> {
 const OPENMP_SOURCE: &str = "examples/c/openmp.c";
 
 fn main() {
-    let harness: Vec<PathBuf> = ["tests/c", "examples/c", "benches/c"]
+    let harness: Vec<PathBuf> = ["tests/c", "examples/c"]
         .iter()
         .flat_map(|dir| c_files(dir))
         .filter(|path| path != Path::new(OPENMP_SOURCE))

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # valgrind over the C host programs of tests/c/hosts driving the debug build
-# of the fixture library (fixtures/plugin), at a reduced size:
+# of the fixture library (tests/fixture), at a reduced size:
 #
 #   memcheck  no definite leak, no invalid read or write: thread churn (plain
 #             and in barrier-synchronised waves), 1 000-deep nesting (bound

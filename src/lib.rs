@@ -1,5 +1,5 @@
-//! Bindings to the C harnesses in `tests/c`, `examples/c` and `benches/c`,
-//! shared by callgate's integration tests, examples and benchmarks.
+//! Bindings to the C harnesses in `tests/c` and `examples/c`, shared by
+//! callgate's integration tests and examples.
 //!
 //! This package is not published: it exists to drive the `callgate` crate
 //! from real C code.

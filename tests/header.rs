@@ -1,5 +1,5 @@
 //! The C header `callgate::header` generates from a built `cdylib`, the
-//! fixture (`fixtures/plugin`): it declares every callback the library
+//! fixture (`tests/fixture`): it declares every callback the library
 //! exports, and a C program and a C++ program that include it compile with
 //! warnings as errors, link against the library and run.
 //!
@@ -96,7 +96,7 @@ fn header_declares_every_exported_callback() {
         .filter(|declaration| declaration.kind() == Kind::Export)
         .map(|declaration| declaration.name().to_owned())
         .collect();
-    let by_hand = hand_exported(&Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/plugin/src"));
+    let by_hand = hand_exported(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixture/src"));
 
     let missing: Vec<&String> = exported
         .iter()

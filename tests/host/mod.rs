@@ -1,5 +1,5 @@
 //! Running the C host programs of `tests/c/hosts` against the `cdylib`
-//! fixture (`fixtures/plugin`), shared by the integration tests that drive
+//! fixture (`tests/fixture`), shared by the integration tests that drive
 //! callgate from real, separately loaded C callers.
 //!
 //! The fixture is built by `cargo build --workspace --lib` (the first step

@@ -1,5 +1,5 @@
 /* Shared by the host programs in tests/c/hosts: load the callgate test
- * fixture (fixtures/plugin, libcallgate_fixture.so) with dlopen, look up its
+ * fixture (tests/fixture, libcallgate_fixture.so) with dlopen, look up its
  * symbols, read its statistics and the process's RSS, and fail loudly.
  *
  * Every host takes the path of the fixture as argv[1]. Hosts print
@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* `struct FixtureStats` in fixtures/plugin/src/lib.rs. */
+/* `struct FixtureStats` in tests/fixture/src/lib.rs. */
 typedef struct {
     uint64_t contexts_created;
     uint64_t contexts_bound;

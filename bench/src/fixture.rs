@@ -10,7 +10,7 @@ use std::process::Command;
 use crate::Callbacks;
 use crate::harness::{CstrFn, IntFn};
 
-/// The fixture package and the file cargo builds from it.
+/// The fixture package (`fixture/`) and the file cargo builds from it.
 const PACKAGE: &str = "callgate-bench-fixture";
 const FILE: &str = "libcallgate_bench_fixture.so";
 

@@ -2,16 +2,17 @@
 //! callgate, next to the same call without it.
 //!
 //! ```sh
-//! cargo run --release -p callgate-dev --bin callgate-bench            # a table
-//! cargo run --release -p callgate-dev --bin callgate-bench -- --json  # medians as JSON
+//! cargo run --release -p callgate-bench            # a table
+//! cargo run --release -p callgate-bench -- --json  # medians as JSON
 //! ```
 //!
 //! Every call comes from a real `pthread_create` thread of the C harness
-//! (`benches/c/bench.c`) through a `volatile` function pointer, so nothing
-//! is inlined; every callback does the same trivial work (`x + 1`). Each
-//! callback is measured twice: in the `callgate-bench-fixture` `cdylib`
-//! loaded with `dlopen` (the hard case, and the figures `--json` reports)
-//! and linked into this binary.
+//! (`c/bench.c`, compiled by the build script) through a `volatile`
+//! function pointer, so nothing is inlined; every callback does the same
+//! trivial work (`x + 1`). Each callback is measured twice: in the
+//! `callgate-bench-fixture` `cdylib` (`fixture/`) loaded with `dlopen` (the
+//! hard case, and the figures `--json` reports) and linked into this
+//! binary.
 //!
 //! Figures that are compared are measured side by side: the single-thread
 //! call costs in blocks of about 100 µs taking turns on one thread, one
@@ -23,24 +24,11 @@
 //! The fixture is built with cargo on start (same profile as this binary);
 //! set `CALLGATE_BENCH_FIXTURE=/path/to/lib.so` to load another build.
 
-// Cargo hands the C harness library (`benches/c` included) to the package's
-// lib target only; linking that crate brings it along.
-extern crate callgate_dev;
-
-// The `env.*` figures.
-#[path = "../../bench/env.rs"]
-mod env_bench;
-// A crate root looks for modules beside itself; these live in a directory
-// named after the binary.
-#[path = "callgate-bench/fixture.rs"]
+mod env;
 mod fixture;
-#[path = "callgate-bench/harness.rs"]
 mod harness;
-#[path = "callgate-bench/linked.rs"]
 mod linked;
-#[path = "callgate-bench/load.rs"]
 mod load;
-#[path = "callgate-bench/report.rs"]
 mod report;
 
 use std::path::PathBuf;
@@ -454,7 +442,7 @@ fn measure(json: bool) -> Result<(), String> {
         }
     }
     // Every C thread has been joined: nothing else touches the environment.
-    let environment = env_bench::measure(ROUNDS);
+    let environment = env::measure(ROUNDS);
     let interference = start
         .zip(load::CpuClock::now())
         .map(|(start, end)| start.interference(&end, cpus));

@@ -1,4 +1,4 @@
-//! Bindings to the C harness in `benches/c/bench.c`: pthreads that call a
+//! Bindings to the C harness in `c/bench.c`: pthreads that call a
 //! callback through a `volatile` function pointer and time themselves with
 //! `clock_gettime(CLOCK_MONOTONIC)`.
 

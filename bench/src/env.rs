@@ -1,8 +1,7 @@
 //! Emptying the environment: `callgate::env::clear` against removing each
 //! variable with `std::env::remove_var`.
 //!
-//! A plain module for the bench program to include with `#[path]`;
-//! [`measure`] returns its `env.*` keys.
+//! [`measure`] returns the benchmark's `env.*` keys.
 
 use std::ffi::OsString;
 use std::time::Instant;

@@ -1,5 +1,5 @@
 //! The benchmark callbacks linked into this binary: the same bodies as the
-//! `cdylib` fixture's (`fixtures/bench`), with callgate's runtime in the
+//! `cdylib` fixture's (`fixture/`), with callgate's runtime in the
 //! executable, where thread-locals are static TLS.
 
 use callgate::c_callback;
