@@ -1,15 +1,15 @@
 //! `callgate-header`: writes the C header of a library's callbacks, from
 //! the declarations `#[c_callback]` and `export_error_api!` recorded in the
-//! built library (see `callgate::header`).
+//! built library.
 //!
 //! ```text
-//! cargo run -p callgate-dev --bin callgate-header -- target/debug/libfoo.so -o include/foo.h
+//! callgate-header target/debug/libfoo.so -o include/foo.h
 //! ```
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use callgate::header::{HeaderOptions, extract, render};
+use callgate_header::{HeaderOptions, extract, render};
 
 const USAGE: &str = "\
 usage: callgate-header LIBRARY... [-o FILE] [--guard NAME] [--prelude FILE] [--defined TYPE]... [--check]
