@@ -1,4 +1,4 @@
-//! The C header `callgate::header` generates from a built `cdylib`, the
+//! The C header `callgate-header` generates from a built `cdylib`, the
 //! fixture (`tests/fixture`): it declares every callback the library
 //! exports, and a C program and a C++ program that include it compile with
 //! warnings as errors, link against the library and run.
@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use callgate::header::{Declaration, HeaderOptions, Kind, extract, render};
+use callgate_header::{Declaration, HeaderOptions, Kind, extract, render};
 
 /// What C needs to know about the fixture's own types: `Reenter` is a type
 /// alias (a function pointer), `Pair` a `#[repr(C)]` struct the program

@@ -6,8 +6,11 @@
 
 mod args;
 mod callback;
+mod declarations;
 mod fail;
+mod format;
 mod init;
+mod record;
 mod targets;
 
 use proc_macro::TokenStream;
@@ -19,6 +22,14 @@ use proc_macro::TokenStream;
 #[proc_macro_attribute]
 pub fn c_callback(args: TokenStream, item: TokenStream) -> TokenStream {
     callback::c_callback(args.into(), item.into()).into()
+}
+
+/// Records the C declarations of `extern "C"` fns exported by hand, for
+/// `callgate-header`; `callgate::export_error_api!` uses it. Not public API.
+#[doc(hidden)]
+#[proc_macro]
+pub fn __declarations(input: TokenStream) -> TokenStream {
+    declarations::declarations(input.into()).into()
 }
 
 /// Runs a fn when the library is loaded, before any callback passes the

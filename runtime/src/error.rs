@@ -144,7 +144,8 @@ pub unsafe fn last_error_message(buf: *mut c_char, len: usize) -> c_int {
 
 /// Emits the last-error API for C into the calling crate, with its own
 /// symbol prefix so two callgate libraries can share a process, and records
-/// its declarations for [`callgate::header`](crate::header):
+/// its declarations for [`callgate-header`](https://docs.rs/callgate-header)
+/// to write into the library's C header:
 ///
 /// ```c
 /// size_t prefix_last_error_length(void);            /* bytes incl. NUL, 0 if none */
@@ -187,66 +188,29 @@ macro_rules! export_error_api {
                 $crate::clear_last_error()
             }
 
-            // The C declarations of the three functions, recorded for
-            // `callgate::header` in the format `#[c_callback]` writes.
-            const DECLARATIONS: &str = concat!(
-                "\0callgate-decl\0",
-                "1\0export\0",
-                stringify!($prefix),
-                "_last_error_length\0",
-                "size_t @(void)\0\0",
-                "Bytes needed for the calling thread's last error message, including\n",
-                "its NUL; 0 if there is none.\0",
-                "callgate-end\0",
-                "\0callgate-decl\0",
-                "1\0export\0",
-                stringify!($prefix),
-                "_last_error_message\0",
-                "int @(char *buf, size_t len)\0\0",
-                "Copies the calling thread's last error message into `buf` like\n",
-                "`snprintf`: at most `len - 1` bytes and a NUL. Returns the message's\n",
-                "full length (without the NUL), or -1 if there is no last error or\n",
-                "`buf` is NULL while `len > 0`. `buf` must be NULL or valid for\n",
-                "writing `len` bytes.\0",
-                "callgate-end\0",
-                "\0callgate-decl\0",
-                "1\0export\0",
-                stringify!($prefix),
-                "_clear_last_error\0",
-                "void @(void)\0\0",
-                "Clears the calling thread's last error message.\0",
-                "callgate-end\0",
-            );
+            // The C declarations of the three functions, derived from
+            // these signatures (checked against the fns above), recorded
+            // for `callgate-header`.
+            $crate::__private::declarations! {
+                crate = $crate, prefix = $prefix;
 
-            /// The record's bytes, NUL-padded to `N`.
-            const fn declaration_bytes<const N: usize>(text: &str) -> [u8; N] {
-                let text = text.as_bytes();
-                let mut bytes = [0; N];
-                let mut index = 0;
-                while index < text.len() {
-                    bytes[index] = text[index];
-                    index += 1;
-                }
-                bytes
+                /// Bytes needed for the calling thread's last error message, including
+                /// its NUL; 0 if there is none.
+                fn last_error_length() -> usize;
+
+                /// Copies the calling thread's last error message into `buf` like
+                /// `snprintf`: at most `len - 1` bytes and a NUL. Returns the message's
+                /// full length (without the NUL), or -1 if there is no last error or
+                /// `buf` is NULL while `len > 0`. `buf` must be NULL or valid for
+                /// writing `len` bytes.
+                unsafe fn last_error_message(
+                    buf: *mut ::core::ffi::c_char,
+                    len: usize,
+                ) -> ::core::ffi::c_int;
+
+                /// Clears the calling thread's last error message.
+                fn clear_last_error();
             }
-
-            #[used]
-            #[cfg_attr(
-                any(
-                    target_os = "linux",
-                    target_os = "android",
-                    target_os = "freebsd",
-                    target_os = "netbsd",
-                    target_os = "openbsd",
-                    target_os = "dragonfly",
-                    target_os = "illumos",
-                    target_os = "solaris",
-                ),
-                unsafe(link_section = ".note.callgate")
-            )]
-            static DECLARATION_RECORDS: $crate::__private::DeclNote<
-                { $crate::__private::note_desc_len(DECLARATIONS.len()) },
-            > = $crate::__private::DeclNote::new(declaration_bytes(DECLARATIONS));
         };
     };
 }

@@ -125,8 +125,6 @@ mod error;
 mod freelist;
 mod gate;
 #[cfg(not(callgate_loom))]
-pub mod header;
-#[cfg(not(callgate_loom))]
 mod init;
 #[cfg(not(callgate_loom))]
 mod local;

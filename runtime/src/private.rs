@@ -18,42 +18,52 @@ pub fn current_context_id() -> Option<u32> {
     crate::thread::current().map(|node| node.index())
 }
 
-/// A `#[c_callback]`'s declaration record for `callgate::header`, laid out
-/// as a well-formed ELF note (owner `callgate`).
+/// A declaration record, written by `#[c_callback]` or `export_error_api!`
+/// for `callgate-header` to read back, laid out as a well-formed ELF note.
+/// The macros supply every byte (owner, type, record); this is the layout.
 ///
-/// On ELF targets the record goes in a `.note.callgate` section: linkers
-/// keep note sections under `--gc-sections` (GNU ld and lld alike, whatever
-/// the compiler marks), so the record survives in every executable and
-/// shared library; note readers skip notes of owners they do not know. The
-/// header fields are `u32`s built on the target, so their byte order is the
+/// On ELF targets the note goes in a `.note.callgate` section: linkers keep
+/// note sections under `--gc-sections` (GNU ld and lld alike, whatever the
+/// compiler marks), so the record survives in every executable and shared
+/// library; note readers skip notes of owners they do not know. The header
+/// fields are `u32`s built on the target, so their byte order is the
 /// target's.
 #[repr(C, align(4))]
-pub struct DeclNote<const N: usize> {
+pub struct DeclNote<const NAME: usize, const DESC: usize> {
     name_size: u32,
     desc_size: u32,
-    kind: u32,
-    name: [u8; 12],
-    desc: [u8; N],
+    note_type: u32,
+    name: [u8; NAME],
+    desc: [u8; DESC],
 }
 
-/// The note type of declaration records (`"CGd\x01"`).
-const DECL_NOTE_TYPE: u32 = 0x0164_4743;
-
-impl<const N: usize> DeclNote<N> {
-    /// Wraps `record`, whose length must be a multiple of 4 (pad with NULs).
-    pub const fn new(record: [u8; N]) -> DeclNote<N> {
-        assert!(N % 4 == 0, "note descriptors are padded to 4 bytes");
+impl<const NAME: usize, const DESC: usize> DeclNote<NAME, DESC> {
+    /// A note of type `note_type` whose owner is the first `name_size`
+    /// bytes of `name` (its NUL included) and whose descriptor is `desc`;
+    /// `name` and `desc` are NUL-padded to a multiple of 4 bytes.
+    pub const fn new(
+        name_size: u32,
+        note_type: u32,
+        name: [u8; NAME],
+        desc: [u8; DESC],
+    ) -> DeclNote<NAME, DESC> {
+        assert!(
+            NAME % 4 == 0 && DESC % 4 == 0,
+            "note fields are padded to 4 bytes"
+        );
+        assert!(
+            name_size as usize <= NAME,
+            "the owner is longer than its field"
+        );
         DeclNote {
-            name_size: 9,
-            desc_size: N as u32,
-            kind: DECL_NOTE_TYPE,
-            name: *b"callgate\0\0\0\0",
-            desc: record,
+            name_size,
+            desc_size: DESC as u32,
+            note_type,
+            name,
+            desc,
         }
     }
 }
 
-/// `len` rounded up to the 4-byte padding of a note descriptor.
-pub const fn note_desc_len(len: usize) -> usize {
-    len.div_ceil(4) * 4
-}
+/// Writes the declaration records of the fns `export_error_api!` exports.
+pub use callgate_macros::__declarations as declarations;

@@ -1,4 +1,4 @@
-//! The committed `include/plugin.h` is exactly what `callgate::header`
+//! The committed `include/plugin.h` is exactly what `callgate-header`
 //! generates from the built plugin — so it changes only on purpose — and it
 //! declares every function the plugin exports. After changing a callback,
 //! rewrite it with `CALLGATE_BLESS=1 cargo test -p callgate-example-plugin`.
@@ -8,7 +8,7 @@ use std::env::consts::{DLL_PREFIX, DLL_SUFFIX};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use callgate::header::{Declaration, HeaderOptions, Kind, extract, render};
+use callgate_header::{Declaration, HeaderOptions, Kind, extract, render};
 
 /// The plugin cargo built for this test: in `deps/`, beside the test binary.
 fn library() -> PathBuf {

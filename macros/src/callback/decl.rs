@@ -1,10 +1,6 @@
-//! The C declaration of a `#[c_callback]`, recorded in the compiled library
-//! for `callgate::header` to read back.
-//!
-//! rustc keeps a `#[used]` static in every object file, rlib, staticlib and
-//! cdylib built from this crate, and drops it with the callback when a `cfg`
-//! removes the callback — so a header generated from the built library
-//! declares exactly what was compiled, under the symbol names it exports.
+//! The C declaration of a `#[c_callback]` (or of a fn `export_error_api!`
+//! exports), derived from its Rust signature for the declaration record
+//! (`crate::record`) that `callgate-header` reads back.
 //!
 //! The C text is derived from the Rust signature syntactically, parameter by
 //! parameter as the trampoline's C signature is (`expand::c_type`):
@@ -14,84 +10,72 @@
 //! and keeps its Rust name; the record lists those names so the header can
 //! forward-declare them. Types from the `libc` crate keep their C names and
 //! are left to the system headers.
-//!
-//! The record is the bytes of the static, NUL-separated fields between two
-//! markers (the runtime's `header` module documents and reads the format):
-//!
-//! ```text
-//! \0callgate-decl\0 1\0 KIND\0 NAME\0 SIGNATURE\0 TYPES\0 DOCS\0 callgate-end\0
-//! ```
 
-use proc_macro2::{Literal, Span, TokenStream};
-use quote::{ToTokens, quote};
+use quote::ToTokens;
 use syn::ext::IdentExt;
 use syn::{
-    Attribute, Expr, ExprLit, Lit, LitByteStr, Meta, ReturnType, Type, TypeBareFn, TypePath,
+    Attribute, Expr, ExprLit, FnArg, Lit, Meta, Pat, ReturnType, Signature, Type, TypeBareFn,
+    TypePath,
 };
 
 use super::ast::{Binding, Callback, Kind, generic_arg, is_plain, peel};
 use super::attr::Options;
+use crate::format::{self, NAME_SLOT};
+use crate::record::Record;
 
-/// Opens a record. Starts and ends with NUL so that it cannot be the middle
-/// of an ordinary string.
-const START: &[u8] = b"\0callgate-decl\0";
-/// The record format this macro writes.
-const VERSION: u32 = 1;
-/// Closes a record.
-const END: &[u8] = b"callgate-end\0";
-/// Stands for the declarator's name in the signature: the header writes the
-/// symbol there for the prototype, `(*name_fn)` for the pointer typedef.
-const NAME_SLOT: &str = "@";
-
-/// The `#[used]` static holding the callback's record, placed in the
-/// trampoline's body so that it shares the trampoline's `cfg`.
-///
-/// The record is the descriptor of an ELF note (`DeclNote`), in a
-/// `.note.callgate` section on ELF targets: linkers keep note sections when
-/// they garbage-collect unreferenced ones, whichever compiler built it.
-pub(crate) fn record_static(
-    callback: &Callback,
-    options: &Options,
-    rt: &TokenStream,
-) -> TokenStream {
-    let mut bytes = record(callback, options);
-    // Note descriptors are padded to 4 bytes.
-    bytes.resize(bytes.len().div_ceil(4) * 4, 0);
-    let len = Literal::usize_unsuffixed(bytes.len());
-    let literal = LitByteStr::new(&bytes, Span::call_site());
-    let elf = crate::targets::elf();
-    quote! {
-        #[used]
-        #[cfg_attr(#elf, unsafe(link_section = ".note.callgate"))]
-        static __CALLGATE_DECL: #rt::DeclNote<#len> = #rt::DeclNote::new(*#literal);
-    }
-}
-
-fn record(callback: &Callback, options: &Options) -> Vec<u8> {
+/// The record of a callback.
+pub(crate) fn record(callback: &Callback, options: &Options) -> Record {
     let (kind, name) = match (&options.export, options.local) {
-        (_, true) => ("local", callback.item.sig.ident.unraw().to_string()),
-        (Some(symbol), false) => ("export", symbol.value()),
-        (None, false) => ("export", callback.item.sig.ident.unraw().to_string()),
+        (_, true) => (format::LOCAL, callback.item.sig.ident.unraw().to_string()),
+        (Some(symbol), false) => (format::EXPORT, symbol.value()),
+        (None, false) => (format::EXPORT, callback.item.sig.ident.unraw().to_string()),
     };
     let mut types = TypeUses::default();
     let signature = signature(callback, &mut types);
-    let docs = docs(&callback.item.attrs);
-    let mut bytes = START.to_vec();
-    let version = VERSION.to_string();
-    for field in [
-        version.as_str(),
+    Record {
         kind,
-        &name,
-        &signature,
-        &types.to_field(),
-        &docs,
-    ] {
-        // NUL separates fields; no text of ours contains one, docs could.
-        bytes.extend(field.bytes().filter(|&byte| byte != 0));
-        bytes.push(0);
+        name,
+        signature,
+        types: types.to_field(),
+        docs: docs(&callback.item.attrs),
     }
-    bytes.extend_from_slice(END);
-    bytes
+}
+
+/// The record of a plain `extern "C"` fn exported as `name`: its C
+/// signature is its Rust signature, parameter for parameter.
+pub(crate) fn export_record(name: String, sig: &Signature, attrs: &[Attribute]) -> Record {
+    let mut types = TypeUses::default();
+    let params = sig
+        .inputs
+        .iter()
+        .filter_map(|input| match input {
+            FnArg::Typed(param) => Some(param),
+            FnArg::Receiver(_) => None,
+        })
+        .map(|param| {
+            let name = match &*param.pat {
+                Pat::Ident(pat) => Some(c_identifier(&pat.ident.unraw().to_string())),
+                _ => None,
+            };
+            (name, c_type(&param.ty, &mut types, false))
+        })
+        .collect();
+    let ret = match &sig.output {
+        ReturnType::Default => CType::named("void"),
+        ReturnType::Type(_, ty) => c_type(ty, &mut types, false),
+    };
+    let function = CType::Function {
+        ret: Box::new(ret),
+        params,
+        variadic: false,
+    };
+    Record {
+        kind: format::EXPORT,
+        name,
+        signature: function.declare(NAME_SLOT),
+        types: types.to_field(),
+        docs: docs(attrs),
+    }
 }
 
 /// The C declaration with [`NAME_SLOT`] for its name, e.g.
@@ -129,7 +113,7 @@ fn signature(callback: &Callback, types: &mut TypeUses) -> String {
 }
 
 /// The `///` lines, as written (one leading space removed).
-fn docs(attrs: &[Attribute]) -> String {
+pub(crate) fn docs(attrs: &[Attribute]) -> String {
     let mut lines = Vec::new();
     for attr in attrs {
         let Meta::NameValue(meta) = &attr.meta else {
@@ -174,21 +158,22 @@ impl TypeUses {
         }
     }
 
-    /// `Point *Session`: `*` marks a type only used behind pointers.
+    /// `Point *Session`: the names sorted, `*` marking a type only used
+    /// behind pointers.
     fn to_field(&self) -> String {
-        let mut names: Vec<String> = self
-            .uses
+        let mut uses: Vec<&(String, bool)> = self.uses.iter().collect();
+        uses.sort_by(|(a, _), (b, _)| a.cmp(b));
+        let names: Vec<String> = uses
             .iter()
             .map(|(name, by_value)| {
                 if *by_value {
                     name.clone()
                 } else {
-                    format!("*{name}")
+                    format!("{}{name}", format::BEHIND_POINTER)
                 }
             })
             .collect();
-        names.sort_by(|a, b| a.trim_start_matches('*').cmp(b.trim_start_matches('*')));
-        names.join(" ")
+        names.join(&format::TYPE_SEPARATOR.to_string())
     }
 }
 

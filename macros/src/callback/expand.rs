@@ -112,7 +112,7 @@ pub(crate) fn expand(callback: &Callback, options: &Options) -> TokenStream {
         Gate::Fail => quote!(Fail),
         Gate::Skip => quote!(Skip),
     };
-    let decl = decl::record_static(callback, options, &rt);
+    let decl = decl::record(callback, options).note_static(&rt);
     let frame_pat = if callback
         .params
         .iter()
@@ -140,7 +140,7 @@ pub(crate) fn expand(callback: &Callback, options: &Options) -> TokenStream {
                 on_panic: #rt::Policy::#panic_policy,
                 on_error: #rt::Policy::#error_policy,
             };
-            // The C declaration, for `callgate::header`.
+            // The C declaration, for `callgate-header`.
             #decl
             #fallback_setup
             #rt::call(&__CALLGATE_SITE, #on_error, #on_panic, |#frame_pat: &#rt::Frame| {

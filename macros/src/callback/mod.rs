@@ -2,7 +2,7 @@
 
 mod ast;
 mod attr;
-mod decl;
+pub(crate) mod decl;
 mod expand;
 mod ffi;
 mod valid;

@@ -1,15 +1,15 @@
 //! `callgate-header`: writes the C header of a library's callbacks, from
 //! the declarations `#[c_callback]` and `export_error_api!` recorded in the
-//! built library (see `callgate::header`).
+//! built library.
 //!
 //! ```text
-//! cargo run -p callgate-dev --bin callgate-header -- target/debug/libfoo.so -o include/foo.h
+//! callgate-header target/debug/libfoo.so -o include/foo.h
 //! ```
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use callgate::header::{HeaderOptions, extract, render};
+use callgate_header::{HeaderOptions, extract, render};
 
 const USAGE: &str = "\
 usage: callgate-header LIBRARY... [-o FILE] [--guard NAME] [--prelude FILE] [--defined TYPE]... [--check]
@@ -23,7 +23,7 @@ staticlib, rlib or object file built with callgate; several are merged).
   --defined TYPE      a Rust type the prelude defines: no forward declaration
   --check             do not write: exit 1 if FILE differs from the header";
 
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct Args {
     libraries: Vec<PathBuf>,
     output: Option<PathBuf>,
@@ -143,4 +143,57 @@ fn default_guard(path: &Path) -> String {
 fn list(paths: &[PathBuf]) -> String {
     let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
     names.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(words: &[&str]) -> Result<Args, String> {
+        parse_args(words.iter().map(|word| (*word).to_owned()))
+    }
+
+    #[test]
+    fn guards_come_from_file_names() {
+        assert_eq!(default_guard(Path::new("include/plugin.h")), "PLUGIN_H");
+        assert_eq!(default_guard(Path::new("target/debug/libfoo.so")), "FOO_H");
+        assert_eq!(default_guard(Path::new("foo.dll")), "FOO_H");
+        assert_eq!(default_guard(Path::new("lib/libbar.so.1")), "BAR_H");
+    }
+
+    #[test]
+    fn parses_options_and_libraries() {
+        let parsed = args(&[
+            "liba.so",
+            "-o",
+            "a.h",
+            "--defined",
+            "T",
+            "libb.a",
+            "--check",
+            "--defined",
+            "U",
+        ])
+        .expect("valid arguments");
+        assert_eq!(
+            parsed.libraries,
+            [PathBuf::from("liba.so"), PathBuf::from("libb.a")]
+        );
+        assert_eq!(parsed.output, Some(PathBuf::from("a.h")));
+        assert_eq!(parsed.defined, ["T", "U"]);
+        assert!(parsed.check && !parsed.help);
+
+        assert!(args(&[]).unwrap_err().starts_with("no library given"));
+        assert!(args(&["--help"]).is_ok_and(|parsed| parsed.help));
+        assert!(
+            args(&["x.so", "--guard"])
+                .unwrap_err()
+                .starts_with("--guard needs a value")
+        );
+        assert!(
+            args(&["x.so", "--frobnicate"])
+                .unwrap_err()
+                .starts_with("unknown option")
+        );
+    }
 }

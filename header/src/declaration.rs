@@ -1,0 +1,159 @@
+//! One callback's C declaration, as a library records it.
+
+use crate::format;
+
+/// Whether a callback is an exported symbol or only a function pointer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Kind {
+    /// An exported symbol (`#[c_callback]`, `export = "sym"`, the error
+    /// API): the header declares the function and its pointer type.
+    Export,
+    /// A `#[c_callback(local)]`: no symbol; the header declares its
+    /// function-pointer type `name_fn`.
+    LocalCallback,
+}
+
+impl Kind {
+    /// The record's `KIND` field.
+    fn field(self) -> &'static str {
+        match self {
+            Kind::Export => format::EXPORT,
+            Kind::LocalCallback => format::LOCAL,
+        }
+    }
+}
+
+/// A type defined in Rust that a declaration names (a `#[repr(C)]` struct,
+/// an opaque handle, a type alias).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RustType {
+    pub(crate) name: String,
+    pub(crate) by_value: bool,
+}
+
+impl RustType {
+    /// The type's name, as in Rust and in the header.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// True if C passes or receives it by value somewhere (so C needs its
+    /// definition to make the call), false if only behind pointers.
+    pub fn by_value(&self) -> bool {
+        self.by_value
+    }
+}
+
+/// One callback's C declaration, as recorded in the compiled library.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Declaration {
+    pub(crate) kind: Kind,
+    pub(crate) name: String,
+    /// The C declaration with [`format::NAME_SLOT`] where the name goes.
+    pub(crate) signature: String,
+    /// Sorted by name.
+    pub(crate) types: Vec<RustType>,
+    pub(crate) docs: String,
+}
+
+impl Declaration {
+    /// Whether this is an exported function or a `local` callback.
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// The exported symbol, or the `local` callback's Rust name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The name of its function-pointer type: `name_fn`.
+    pub fn pointer_type_name(&self) -> String {
+        format!("{}_fn", self.name)
+    }
+
+    /// The C prototype without the `;`, e.g.
+    /// `int32_t parse(const char *text, double *out)`; `None` for a `local`
+    /// callback, which has no symbol to declare.
+    pub fn prototype(&self) -> Option<String> {
+        match self.kind {
+            Kind::Export => Some(self.signature.replace(format::NAME_SLOT, &self.name)),
+            Kind::LocalCallback => None,
+        }
+    }
+
+    /// The typedef of its function-pointer type without the `;`, e.g.
+    /// `typedef int32_t (*parse_fn)(const char *text, double *out)`.
+    pub fn pointer_typedef(&self) -> String {
+        let declarator = format!("(*{})", self.pointer_type_name());
+        format!(
+            "typedef {}",
+            self.signature.replace(format::NAME_SLOT, &declarator)
+        )
+    }
+
+    /// The Rust-defined types its signature names, sorted by name.
+    pub fn rust_types(&self) -> &[RustType] {
+        &self.types
+    }
+
+    /// The Rust doc comment, one line per `///` line.
+    pub fn docs(&self) -> &str {
+        &self.docs
+    }
+
+    /// The record a library holds for this declaration, byte for byte as
+    /// `#[c_callback]` writes it (see [`format`](crate::format)):
+    /// [`extract`](crate::extract) of these bytes gives this declaration
+    /// back.
+    pub fn to_record(&self) -> Vec<u8> {
+        let types: Vec<String> = self
+            .types
+            .iter()
+            .map(|RustType { name, by_value }| {
+                if *by_value {
+                    name.clone()
+                } else {
+                    format!("{}{name}", format::BEHIND_POINTER)
+                }
+            })
+            .collect();
+        let types = types.join(&format::TYPE_SEPARATOR.to_string());
+        let version = format::VERSION.to_string();
+        let mut record = format::START.to_vec();
+        for field in [
+            version.as_str(),
+            self.kind.field(),
+            &self.name,
+            &self.signature,
+            &types,
+            &self.docs,
+        ] {
+            record.extend_from_slice(field.as_bytes());
+            record.push(format::FIELD_END);
+        }
+        record.extend_from_slice(format::END);
+        record
+    }
+
+    /// How a conflict names it: the prototype, or the typedef of a `local`
+    /// callback.
+    pub(crate) fn describe(&self) -> String {
+        self.prototype().unwrap_or_else(|| self.pointer_typedef())
+    }
+}
+
+/// Sorted by name (then by content, for determinism), identical ones once.
+pub(crate) fn sorted(mut declarations: Vec<Declaration>) -> Vec<Declaration> {
+    declarations.sort_by(|a, b| {
+        (&a.name, a.kind, &a.signature, &a.types, &a.docs).cmp(&(
+            &b.name,
+            b.kind,
+            &b.signature,
+            &b.types,
+            &b.docs,
+        ))
+    });
+    declarations.dedup();
+    declarations
+}
