@@ -3,7 +3,7 @@
 
 use core::ffi::{CStr, c_char};
 
-use crate::boundary::Failure;
+use crate::failure::Failure;
 
 #[cold]
 #[inline(never)]

@@ -9,24 +9,15 @@
 use core::any::Any;
 use core::fmt::Display;
 use core::marker::PhantomData;
-use std::borrow::Cow;
-use std::io::Write;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::context::ContextNode;
+use crate::diag;
+use crate::failure::{Failure, payload_message};
 use crate::gate::{Closed, GatePolicy};
 use crate::local::{Local, LocalRef};
-use crate::settings::{self, PanicMode};
-use crate::{error, init, stats, thread};
-
-/// How a callback attaches its thread (`attach = …`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Attach {
-    /// Bind on the first call, release at thread exit (the default).
-    Bound,
-    /// Release when the outermost call returns.
-    PerCall,
-}
+use crate::settings::{self, AttachMode, PanicMode};
+use crate::{init, last_error, stats, thread};
 
 /// What to do with a failure (`on_panic = abort`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,38 +34,13 @@ pub struct Site {
     /// The Rust name of the callback, used in messages.
     pub name: &'static str,
     /// How the thread is attached.
-    pub attach: Attach,
+    pub attach: AttachMode,
     /// What to do while initialisation is pending.
     pub gate: GatePolicy,
     /// What to do when the body panics.
     pub on_panic: Policy,
     /// What to do on `Err`, a bad argument or a failed init.
     pub on_error: Policy,
-}
-
-/// A failure that becomes the thread's last error.
-#[derive(Debug)]
-pub struct Failure {
-    message: Cow<'static, str>,
-}
-
-impl Failure {
-    /// A failure with this message.
-    pub fn new(message: impl Into<Cow<'static, str>>) -> Failure {
-        Failure {
-            message: message.into(),
-        }
-    }
-
-    /// A failure carrying `error.to_string()`.
-    pub fn from_display(error: &dyn Display) -> Failure {
-        Failure::new(error.to_string())
-    }
-
-    /// The message.
-    pub fn message(&self) -> &str {
-        &self.message
-    }
 }
 
 /// The calling thread's context, handed to the body of a callback.
@@ -130,25 +96,36 @@ pub fn call<R>(
         Some(node) => node,
         None => thread::attach(site.attach),
     };
-    node.value.enter();
+    // SAFETY: `node` serves this thread: `current` or `attach` just returned
+    // it here, and only this thread's own `leave` below can release it.
+    unsafe { node.value.enter() };
     let frame = Frame {
         node,
         _not_send: PhantomData,
     };
     let outcome = catch_unwind(AssertUnwindSafe(|| body(&frame)));
+    // Every arm ends the call with `thread::leave`, whose obligations hold
+    // on all three paths:
+    // - `node` still serves this thread: the body's nested calls returned,
+    //   and a nested call releases the context only as the outermost one;
+    // - `enter` above started this call, and it has not left yet;
+    // - `node` is not used after `leave`, which may release it.
     match outcome {
         Ok(Ok(value)) => {
-            thread::leave(node);
+            // SAFETY: the obligations listed above the `match`.
+            unsafe { thread::leave(node) };
             value
         }
         Ok(Err(failure)) => {
             node.value.errors.bump();
-            thread::leave(node);
+            // SAFETY: the obligations listed above the `match`.
+            unsafe { thread::leave(node) };
             failed(site, failure, on_error)
         }
         Err(payload) => {
             node.value.panics.bump();
-            thread::leave(node);
+            // SAFETY: the obligations listed above the `match`.
+            unsafe { thread::leave(node) };
             panicked(site, payload, on_panic)
         }
     }
@@ -169,13 +146,14 @@ fn pass_gate(site: &Site) -> Result<(), Failure> {
 #[cold]
 #[inline(never)]
 fn failed<R>(site: &Site, failure: Failure, on_error: impl FnOnce() -> R) -> R {
+    let message = failure.into_message();
     if site.on_error == Policy::Abort {
-        crate::abort_with(&format!(
-            "callgate: callback `{}` failed: {}; aborting",
-            site.name, failure.message
+        diag::abort_with(&format!(
+            "callgate: callback `{}` failed: {message}; aborting",
+            site.name
         ));
     }
-    error::set_last_error(failure.message);
+    last_error::set_last_error(message);
     on_error()
 }
 
@@ -184,36 +162,11 @@ fn failed<R>(site: &Site, failure: Failure, on_error: impl FnOnce() -> R) -> R {
 fn panicked<R>(site: &Site, payload: Box<dyn Any + Send>, on_panic: impl FnOnce() -> R) -> R {
     let message = payload_message(payload);
     if site.on_panic == Policy::Abort || settings::current().panic == PanicMode::Abort {
-        crate::abort_with(&format!(
+        diag::abort_with(&format!(
             "callgate: callback `{}` panicked: {message}; aborting",
             site.name
         ));
     }
-    error::set_last_error(format!("callback `{}` panicked: {message}", site.name));
+    last_error::set_last_error(format!("callback `{}` panicked: {message}", site.name));
     on_panic()
-}
-
-/// The text of a panic payload; the payload is dropped here, and a panic
-/// in its `Drop` (a panic while handling a panic) aborts with a message
-/// instead of unwinding into C.
-pub(crate) fn payload_message(payload: Box<dyn Any + Send>) -> String {
-    let message = if let Some(text) = payload.downcast_ref::<&'static str>() {
-        (*text).to_owned()
-    } else if let Some(text) = payload.downcast_ref::<String>() {
-        text.clone()
-    } else {
-        "panic payload of a non-string type".to_owned()
-    };
-    if catch_unwind(AssertUnwindSafe(move || drop(payload))).is_err() {
-        crate::abort_with(&format!(
-            "callgate: dropping the payload of a panic (\"{message}\") panicked again; aborting"
-        ));
-    }
-    message
-}
-
-/// Writes one line to standard error, ignoring failures (there is nobody to
-/// report them to).
-pub(crate) fn report(message: &str) {
-    let _ = writeln!(std::io::stderr(), "{message}");
 }

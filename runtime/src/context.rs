@@ -37,10 +37,11 @@ impl Counter {
 
 /// The runtime state of one bound thread.
 ///
-/// The `Cell` fields and the locals are touched only by the thread the
-/// context currently serves; a context moves between threads only through
-/// the free list, whose Release/Acquire pair orders the previous owner's
-/// accesses before the next owner's.
+/// The `Cell` fields and the locals belong to the thread the context
+/// currently serves, its *owner*: the methods that touch them are `unsafe`,
+/// and their callers vouch for running on the owner. A context changes
+/// owner only through the free list, whose Release/Acquire pair orders the
+/// previous owner's accesses before the next owner's.
 ///
 /// Aligned to 128 bytes (two cache lines, the unit the adjacent-line
 /// prefetcher pulls in) so the counters two threads write on their fast
@@ -61,8 +62,9 @@ pub(crate) struct Context {
     pub(crate) locals: Locals,
 }
 
-// SAFETY: the non-atomic fields are only accessed by the owning thread (see
-// the type's docs); other threads read only the atomic counters.
+// SAFETY: the non-atomic fields are reached only through `unsafe` methods
+// whose callers run on the owning thread (see the type's docs); other
+// threads read only the atomic counters.
 unsafe impl Sync for Context {}
 
 impl Context {
@@ -80,16 +82,32 @@ impl Context {
         }
     }
 
-    pub(crate) fn set_per_call(&self, per_call: bool, after_exit: bool) {
+    /// Sets how the context serves the thread that just became its owner.
+    ///
+    /// # Safety
+    ///
+    /// The caller is the context's owner, and no callback runs on it yet.
+    pub(crate) unsafe fn set_per_call(&self, per_call: bool, after_exit: bool) {
         self.per_call.set(per_call);
         self.after_exit.set(after_exit);
     }
 
-    pub(crate) fn after_exit(&self) -> bool {
+    /// True when the context serves a thread whose bound context was
+    /// released at its exit.
+    ///
+    /// # Safety
+    ///
+    /// The caller is the context's owner.
+    pub(crate) unsafe fn after_exit(&self) -> bool {
         self.after_exit.get()
     }
 
-    pub(crate) fn depth(&self) -> u32 {
+    /// How many callbacks run on the owner right now.
+    ///
+    /// # Safety
+    ///
+    /// The caller is the context's owner.
+    pub(crate) unsafe fn depth(&self) -> u32 {
         self.depth.get()
     }
 
@@ -114,16 +132,27 @@ impl Context {
     }
 
     /// A callback starts on the owning thread.
+    ///
+    /// # Safety
+    ///
+    /// The caller is the context's owner.
     #[inline(always)]
-    pub(crate) fn enter(&self) {
+    pub(crate) unsafe fn enter(&self) {
         self.depth.set(self.depth.get().wrapping_add(1));
         self.calls.bump();
     }
 
     /// A callback returns; true when it was the outermost one of a
     /// per-call attachment, which must now be released.
+    ///
+    /// # Safety
+    ///
+    /// - The caller is the context's owner.
+    /// - It pairs with the `enter` of the call that is returning: an
+    ///   unpaired `leave` makes the depth lie, and the context could be
+    ///   released under a call that is still running.
     #[inline(always)]
-    pub(crate) fn leave(&self) -> bool {
+    pub(crate) unsafe fn leave(&self) -> bool {
         let depth = self.depth.get().wrapping_sub(1);
         self.depth.set(depth);
         // `&`, not `&&`: straight-line code with one not-taken branch on the

@@ -103,9 +103,16 @@ impl<T> FreeList<T> {
         }
     }
 
-    /// Returns `node` to the free list. The caller must own it (it came from
-    /// `pop` or `alloc` and was not pushed since).
-    pub(crate) fn push(&self, node: &Node<T>) {
+    /// Returns `node` to the free list; the next `pop` may hand it out.
+    ///
+    /// # Safety
+    ///
+    /// - The caller owns `node`: it came from `pop` or `alloc` of this list
+    ///   and was not pushed since (pushing a node twice links it into the
+    ///   list twice, and two threads could then own it at once).
+    /// - Ownership passes to the list: the caller does not act as `node`'s
+    ///   owner again (the next `pop` makes another thread its owner).
+    pub(crate) unsafe fn push(&self, node: &Node<T>) {
         crate::valgrind::happens_before(node);
         // Relaxed: the CAS below re-validates the value.
         let mut head = self.head.load(Ordering::Relaxed);
@@ -131,7 +138,7 @@ impl<T> FreeList<T> {
         // Relaxed: only uniqueness of the index matters.
         let index = self.allocated.fetch_add(1, Ordering::Relaxed);
         if index == u32::MAX {
-            crate::abort_with("callgate: more than 4294967294 thread contexts; aborting");
+            crate::diag::abort_with("callgate: more than 4294967294 thread contexts; aborting");
         }
         let (bucket, offset) = bucket_of(index);
         let slots = self.bucket(bucket);
@@ -291,8 +298,11 @@ mod tests {
         assert!(list.pop().is_none());
         let a = list.alloc(1);
         let b = list.alloc(2);
-        list.push(a);
-        list.push(b);
+        // SAFETY: both nodes were just allocated and are pushed once.
+        unsafe {
+            list.push(a);
+            list.push(b);
+        }
         assert_eq!(list.free(), 2);
         assert_eq!(list.pop().map(|n| n.value), Some(2));
         assert_eq!(list.pop().map(|n| n.value), Some(1));
@@ -307,7 +317,8 @@ mod tests {
         let list: FreeList<AtomicBool> = FreeList::new();
         for _ in 0..4 {
             let node = list.alloc(AtomicBool::new(false));
-            list.push(node);
+            // SAFETY: just allocated, pushed once, not used afterwards.
+            unsafe { list.push(node) };
         }
         std::thread::scope(|scope| {
             for _ in 0..4 {
@@ -321,7 +332,9 @@ mod tests {
                             "node handed out twice"
                         );
                         node.value.store(false, Ordering::Relaxed);
-                        list.push(node);
+                        // SAFETY: popped or allocated above by this thread,
+                        // pushed once, not used afterwards.
+                        unsafe { list.push(node) };
                     }
                 });
             }

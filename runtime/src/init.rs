@@ -4,9 +4,9 @@
 use core::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use crate::boundary::{Failure, payload_message};
+use crate::failure::{Failure, payload_message};
 use crate::gate::{Closed, Gate, GatePolicy, InitState};
-use crate::stats;
+use crate::{hooks, stats};
 
 pub(crate) static GATE: Gate = Gate::new();
 
@@ -27,7 +27,7 @@ pub fn init_state() -> InitState {
 /// constructor. The gate is armed before this returns, so a callback made
 /// after the library is loaded waits for a background init.
 pub fn run_init(name: &'static str, background: bool, init: fn() -> Result<(), Failure>) {
-    crate::thread::handle_fork();
+    hooks::handle_fork();
     GATE.arm();
     if !background {
         run(name, init);
@@ -38,7 +38,8 @@ pub fn run_init(name: &'static str, background: bool, init: fn() -> Result<(), F
     }
 }
 
-/// Starts `task` on a detached thread of its own.
+/// Starts `task` on a detached thread of its own; fails when the thread
+/// cannot be created (or its attributes set up), and then drops `task`.
 ///
 /// `pthread_create` directly rather than `std::thread`: spawning through std
 /// registers a thread-local destructor on the *calling* thread (the one
@@ -47,35 +48,69 @@ pub fn run_init(name: &'static str, background: bool, init: fn() -> Result<(), F
 #[cfg(unix)]
 fn spawn_detached(task: Box<dyn FnOnce() + Send>) -> Result<(), std::io::Error> {
     use core::ffi::c_void;
+    use core::mem::MaybeUninit;
+
+    /// A pthread return code as a `Result`.
+    fn checked(rc: libc::c_int) -> Result<(), std::io::Error> {
+        match rc {
+            0 => Ok(()),
+            rc => Err(std::io::Error::from_raw_os_error(rc)),
+        }
+    }
 
     extern "C" fn start(arg: *mut c_void) -> *mut c_void {
-        // SAFETY: `arg` is the `Box<Box<dyn FnOnce>>` leaked below, handed to
-        // exactly one thread.
+        // SAFETY: `arg` is the `Box<Box<dyn FnOnce>>` leaked by `create`,
+        // handed to exactly one thread.
         let task = unsafe { Box::from_raw(arg.cast::<Box<dyn FnOnce() + Send>>()) };
         task();
         core::ptr::null_mut()
     }
 
-    let arg = Box::into_raw(Box::new(task)).cast::<c_void>();
-    let mut attr = core::mem::MaybeUninit::<libc::pthread_attr_t>::uninit();
-    // SAFETY: `attr` is a valid out-pointer, initialised before use and
-    // destroyed after; `start` has the signature pthread_create expects and
-    // takes ownership of `arg` only if the thread starts.
-    let rc = unsafe {
-        let rc = libc::pthread_attr_init(attr.as_mut_ptr());
-        debug_assert_eq!(rc, 0);
-        let rc =
-            libc::pthread_attr_setdetachstate(attr.as_mut_ptr(), libc::PTHREAD_CREATE_DETACHED);
-        debug_assert_eq!(rc, 0);
-        let mut thread = core::mem::MaybeUninit::<libc::pthread_t>::uninit();
-        let rc = libc::pthread_create(thread.as_mut_ptr(), attr.as_ptr(), start, arg);
-        libc::pthread_attr_destroy(attr.as_mut_ptr());
-        rc
-    };
-    if rc != 0 {
-        // SAFETY: the thread did not start, so `arg` is still ours.
-        drop(unsafe { Box::from_raw(arg.cast::<Box<dyn FnOnce() + Send>>()) });
-        return Err(std::io::Error::from_raw_os_error(rc));
+    /// Starts a thread with the attributes `attr` running `task`.
+    ///
+    /// # Safety
+    ///
+    /// `attr` points to an initialised `pthread_attr_t`.
+    unsafe fn create(
+        attr: *const libc::pthread_attr_t,
+        task: Box<dyn FnOnce() + Send>,
+    ) -> Result<(), std::io::Error> {
+        let arg = Box::into_raw(Box::new(task)).cast::<c_void>();
+        let mut thread = MaybeUninit::<libc::pthread_t>::uninit();
+        // SAFETY:
+        // - `thread` is a valid out-pointer, `attr` an initialised
+        //   attributes object (caller obligation);
+        // - `start` has the signature `pthread_create` expects, and takes
+        //   ownership of `arg` only if the thread starts.
+        let created =
+            checked(unsafe { libc::pthread_create(thread.as_mut_ptr(), attr, start, arg) });
+        if created.is_err() {
+            // SAFETY: the thread did not start, so `arg` is still ours.
+            drop(unsafe { Box::from_raw(arg.cast::<Box<dyn FnOnce() + Send>>()) });
+        }
+        created
+    }
+
+    let mut attr = MaybeUninit::<libc::pthread_attr_t>::uninit();
+    // SAFETY: `attr` is a valid out-pointer.
+    checked(unsafe { libc::pthread_attr_init(attr.as_mut_ptr()) })?;
+    // SAFETY: `attr` was initialised above.
+    let detached = checked(unsafe {
+        libc::pthread_attr_setdetachstate(attr.as_mut_ptr(), libc::PTHREAD_CREATE_DETACHED)
+    });
+    // SAFETY: `attr` was initialised above.
+    let started = detached.and_then(|()| unsafe { create(attr.as_ptr(), task) });
+    // SAFETY: `attr` was initialised above and is destroyed once; a thread
+    // created with it does not depend on it.
+    let destroyed = checked(unsafe { libc::pthread_attr_destroy(attr.as_mut_ptr()) });
+    started?;
+    if let Err(error) = destroyed {
+        // The init runs already and will open or fail the gate itself:
+        // failing the gate here too would count its end twice. All that is
+        // lost is what the attributes held, so say so and go on.
+        crate::diag::report(&format!(
+            "callgate: pthread_attr_destroy failed after starting an init thread: {error}"
+        ));
     }
     Ok(())
 }

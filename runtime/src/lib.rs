@@ -106,43 +106,94 @@
 //!   the body's own `unsafe` code.
 //! - State a panicking body left half-updated: nothing is rolled back, and a
 //!   `Mutex` it held is poisoned for the next call.
+//!
+//! # Module map
+//!
+//! The runtime is built in layers, listed here top to bottom, and the `mod`
+//! declarations below are grouped the same way. A module uses modules of
+//! the layers below its own, and of its own layer without a cycle:
+//!
+//! 1. **Entry points**: `__private`, the one door generated code goes
+//!    through; `env`, environment writes that keep the settings in sync.
+//! 2. **The boundary**: `boundary`, one call from C (gate, attach, body
+//!    under `catch_unwind`, fallback); `args`, C pointers to references.
+//! 3. **What a call uses**: `init`, load-time initialisation and its gate;
+//!    `last_error`, the per-thread message C reads; `stats`, the counters.
+//! 4. **Thread binding**: `thread`, attaching a thread to a context and
+//!    releasing it.
+//! 5. **Platform**: `hooks`, what C calls into the runtime (the pthread key
+//!    destructor, the `fork` child handler) and their registration; `tls`,
+//!    the thread's current-context slot, per target.
+//! 6. **State**: `context`, the pooled per-thread contexts; `local`, their
+//!    `#[local]` values; `settings`, the process-wide `CALLGATE` settings.
+//! 7. **Foundations**: `freelist` and `gate`, the lock-free core the loom
+//!    models check; `failure`, a failure's message; `diag`, reporting and
+//!    aborting; `sync`, the atomics loom swaps in; `valgrind`, helgrind
+//!    annotations.
+//!
+//! The only calls that point up are the hooks C invokes, from outside every
+//! callback: `hooks` → `thread` (release a context at thread exit, reclaim
+//! the contexts of a `fork` child), `hooks` → `last_error` (free the message
+//! at thread exit) and `hooks` → `init` (fail an init that `fork` left
+//! behind). `scripts/module-map.sh` checks this.
+
 #![cfg_attr(not(callgate_loom), deny(missing_docs))]
 #![deny(unsafe_op_in_unsafe_fn)]
-// Under loom only the gate and the free list are compiled, for their models.
+// Under loom only the lock-free core and the foundations it needs are
+// compiled, for their models.
 #![cfg_attr(callgate_loom, allow(dead_code))]
-#![warn(clippy::undocumented_unsafe_blocks)]
 
-#[cfg(not(callgate_loom))]
-mod args;
-#[cfg(not(callgate_loom))]
-mod boundary;
-#[cfg(not(callgate_loom))]
-mod context;
-#[cfg(not(callgate_loom))]
-pub mod env;
-#[cfg(not(callgate_loom))]
-mod error;
-mod freelist;
-mod gate;
-#[cfg(not(callgate_loom))]
-mod init;
-#[cfg(not(callgate_loom))]
-mod local;
-#[cfg(all(callgate_loom, test))]
-mod loom_models;
-#[cfg(not(callgate_loom))]
-mod settings;
-#[cfg(not(callgate_loom))]
-mod stats;
-mod sync;
-#[cfg(not(callgate_loom))]
-mod thread;
-mod valgrind;
-
+// Entry points: what generated code, tools and programs call.
 #[cfg(not(callgate_loom))]
 #[doc(hidden)]
 #[path = "private.rs"]
 pub mod __private;
+#[cfg(not(callgate_loom))]
+pub mod env;
+
+// The boundary: one call from C, and its arguments.
+#[cfg(not(callgate_loom))]
+mod args;
+#[cfg(not(callgate_loom))]
+mod boundary;
+
+// What a call uses: the init gate, the last error, the statistics.
+#[cfg(not(callgate_loom))]
+mod init;
+#[cfg(not(callgate_loom))]
+mod last_error;
+#[cfg(not(callgate_loom))]
+mod stats;
+
+// Thread binding: attach, leave, release.
+#[cfg(not(callgate_loom))]
+mod thread;
+
+// Platform: the hooks C calls (thread exit, fork, dlopen pin), the TLS slot.
+#[cfg(not(callgate_loom))]
+mod hooks;
+#[cfg(not(callgate_loom))]
+mod tls;
+
+// State: per-thread contexts and their `#[local]` values; the settings.
+#[cfg(not(callgate_loom))]
+mod context;
+#[cfg(not(callgate_loom))]
+mod local;
+#[cfg(not(callgate_loom))]
+mod settings;
+
+// Foundations: the lock-free core (with its loom models) and the leaves
+// every layer may use.
+mod diag;
+#[cfg(not(callgate_loom))]
+mod failure;
+mod freelist;
+mod gate;
+#[cfg(all(callgate_loom, test))]
+mod loom_models;
+mod sync;
+mod valgrind;
 
 #[cfg(not(callgate_loom))]
 #[doc = include_str!("../doc/c_callback.md")]
@@ -150,11 +201,11 @@ pub use callgate_macros::c_callback;
 #[cfg(not(callgate_loom))]
 #[doc = include_str!("../doc/init.md")]
 pub use callgate_macros::init;
-#[cfg(not(callgate_loom))]
-pub use error::{clear_last_error, last_error, set_last_error};
 pub use gate::{GatePolicy, InitState};
 #[cfg(not(callgate_loom))]
 pub use init::init_state;
+#[cfg(not(callgate_loom))]
+pub use last_error::{clear_last_error, last_error, set_last_error};
 #[cfg(not(callgate_loom))]
 pub use local::Local;
 #[cfg(not(callgate_loom))]
@@ -180,13 +231,4 @@ pub use stats::{Stats, stats};
 #[cfg(not(callgate_loom))]
 pub fn settings() -> Settings {
     settings::current()
-}
-
-/// Writes `message` to standard error and aborts the process.
-#[cold]
-#[inline(never)]
-pub(crate) fn abort_with(message: &str) -> ! {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "{message}");
-    std::process::abort()
 }

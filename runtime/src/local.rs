@@ -7,7 +7,8 @@ use core::marker::PhantomData;
 use core::ops::{Deref, DerefMut};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use crate::boundary::Failure;
+use crate::diag;
+use crate::failure::{Failure, payload_message};
 
 /// Per-thread state for `#[local]` callback parameters.
 ///
@@ -87,7 +88,7 @@ impl<T: Local> Slot<T> {
             let outcome = catch_unwind(AssertUnwindSafe(|| (*slot).value.release()));
             (*slot).in_use = false;
             (*slot).bound = false;
-            outcome.map_err(crate::boundary::payload_message)
+            outcome.map_err(payload_message)
         }
     }
 
@@ -237,7 +238,7 @@ impl Locals {
             match unsafe { (entry.vtable.release)(entry.slot) } {
                 Ok(()) => index += 1,
                 Err(message) => {
-                    crate::boundary::report(&format!(
+                    diag::report(&format!(
                         "callgate: Local::release of `{}` panicked: {message}; the value was dropped",
                         (entry.vtable.type_name)()
                     ));
@@ -249,7 +250,7 @@ impl Locals {
                         (entry.vtable.drop)(entry.slot)
                     }));
                     if dropped.is_err() {
-                        crate::abort_with("callgate: dropping a #[local] value panicked; aborting");
+                        diag::abort_with("callgate: dropping a #[local] value panicked; aborting");
                     }
                 }
             }

@@ -90,7 +90,8 @@ fn free_list_never_hands_out_a_node_twice() {
         let list: Arc<FreeList<AtomicBool>> = Arc::new(FreeList::new());
         for _ in 0..2 {
             let node = list.alloc(AtomicBool::new(false));
-            list.push(node);
+            // SAFETY: just allocated, pushed once, not used afterwards.
+            unsafe { list.push(node) };
         }
         let workers: Vec<_> = (0..2)
             .map(|_| {
@@ -105,7 +106,9 @@ fn free_list_never_hands_out_a_node_twice() {
                             "node handed out twice"
                         );
                         node.value.store(false, Ordering::Relaxed);
-                        list.push(node);
+                        // SAFETY: popped or allocated above by this thread,
+                        // pushed once, not used afterwards.
+                        unsafe { list.push(node) };
                     }
                 })
             })
@@ -142,7 +145,8 @@ fn free_list_survives_the_aba_interleaving() {
         let list: Arc<FreeList<AtomicBool>> = Arc::new(FreeList::new());
         for _ in 0..3 {
             let node = list.alloc(AtomicBool::new(false));
-            list.push(node);
+            // SAFETY: just allocated, pushed once, not used afterwards.
+            unsafe { list.push(node) };
         }
         let other = {
             let list = list.clone();
@@ -152,9 +156,12 @@ fn free_list_survives_the_aba_interleaving() {
                 assert!(!a.value.swap(true, Ordering::Relaxed));
                 assert!(!b.value.swap(true, Ordering::Relaxed));
                 a.value.store(false, Ordering::Relaxed);
-                list.push(a);
+                // SAFETY: popped above by this thread, pushed once, not used
+                // afterwards.
+                unsafe { list.push(a) };
                 b.value.store(false, Ordering::Relaxed);
-                list.push(b);
+                // SAFETY: as for `a`.
+                unsafe { list.push(b) };
             })
         };
         if let Some(node) = list.pop() {
@@ -163,7 +170,9 @@ fn free_list_survives_the_aba_interleaving() {
                 "node handed out twice"
             );
             node.value.store(false, Ordering::Relaxed);
-            list.push(node);
+            // SAFETY: popped above by this thread, pushed once, not used
+            // afterwards.
+            unsafe { list.push(node) };
         }
         other.join().unwrap();
         assert_eq!(list.free(), 3);

@@ -6,11 +6,15 @@
 pub use crate::args::{
     cstr_arg, mut_arg, opt_cstr_arg, opt_mut_arg, opt_ref_arg, opt_str_arg, ref_arg, str_arg,
 };
-pub use crate::boundary::{Attach, Failure, Frame, Policy, Site, call, from_result, ok};
-pub use crate::error::{last_error_length, last_error_message};
+pub use crate::boundary::{Frame, Policy, Site, call, from_result, ok};
+pub use crate::failure::Failure;
 pub use crate::gate::GatePolicy;
 pub use crate::init::run_init;
+pub use crate::last_error::{last_error_length, last_error_message};
 pub use crate::local::LocalRef;
+/// How a callback attaches its thread (`attach = …`): the public
+/// [`AttachMode`](crate::AttachMode), under the name generated code uses.
+pub use crate::settings::AttachMode as Attach;
 
 /// The index of the context serving the calling thread, if it is attached;
 /// for tests that check which context a call ran on.

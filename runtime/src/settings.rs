@@ -9,12 +9,16 @@
 
 use std::ffi::OsStr;
 
+use crate::diag;
 use crate::sync::{AtomicU32, Ordering};
 
 /// The environment variable the settings are read from.
 pub const VAR: &str = "CALLGATE";
 
-/// How callbacks attach threads when their attribute does not say.
+/// How a callback attaches its thread: the `attach=` setting of the whole
+/// process, and a callback's own `attach = …` option.
+///
+/// A thread is served per call when either asks for it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum AttachMode {
     /// Bind a thread on its first call until it exits (the default).
@@ -155,7 +159,7 @@ fn parse_and_report(value: Option<&OsStr>) -> Settings {
     };
     // Relaxed: the flag guards nothing but the message itself.
     if !problems.is_empty() && !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
-        crate::boundary::report(&format!(
+        diag::report(&format!(
             "callgate: ignoring malformed parts of {VAR}: {}",
             problems.join("; ")
         ));

@@ -75,7 +75,7 @@ fn replace(message: Option<String>) {
         return;
     }
     LAST_ERROR.with(|slot| slot.set(Box::into_raw(Box::new(message))));
-    crate::thread::free_at_exit();
+    crate::hooks::free_at_exit();
 }
 
 /// Frees the calling thread's message: it is being replaced, or the thread

@@ -1,0 +1,54 @@
+//! The thread's current-context slot: one pointer per thread, read by every
+//! call on its fast path.
+//!
+//! The slot has no destructor, so it can be read and written at any point of
+//! thread teardown, pthread key destructors included. Only
+//! [`thread`](crate::thread) writes it, and [`thread::current`] dereferences
+//! what it reads.
+//!
+//! Which implementation is used depends on the target:
+//!
+//! * x86-64 glibc Linux: an initial-exec TLS symbol read with two
+//!   instructions (`tls/x86_64_linux_gnu.rs`);
+//! * elsewhere, or with `--cfg callgate_portable_tls`: a `thread_local!`
+//!   (`tls/portable.rs`).
+//!
+//! [`thread::current`]: crate::thread::current
+
+use crate::context::ContextNode;
+
+#[cfg(all(
+    target_arch = "x86_64",
+    target_os = "linux",
+    target_env = "gnu",
+    not(callgate_portable_tls)
+))]
+#[path = "tls/x86_64_linux_gnu.rs"]
+mod imp;
+
+#[cfg(not(all(
+    target_arch = "x86_64",
+    target_os = "linux",
+    target_env = "gnu",
+    not(callgate_portable_tls)
+)))]
+#[path = "tls/portable.rs"]
+mod imp;
+
+/// The calling thread's slot: null until the thread stores something.
+#[inline(always)]
+pub(crate) fn get() -> *const ContextNode {
+    imp::get()
+}
+
+/// Stores `value` in the calling thread's slot.
+///
+/// # Safety
+///
+/// `value` is null, the `EXITED` marker of `thread`, or a node of
+/// `CONTEXTS` that serves the calling thread: `thread::current`
+/// dereferences every other value it reads.
+#[inline(always)]
+pub(crate) unsafe fn set(value: *const ContextNode) {
+    imp::set(value);
+}

@@ -1,0 +1,20 @@
+//! The portable slot: a const-initialised `thread_local!` without a
+//! destructor, so it stays usable during thread teardown.
+
+use core::cell::Cell;
+
+use crate::context::ContextNode;
+
+thread_local! {
+    static CURRENT: Cell<*const ContextNode> = const { Cell::new(core::ptr::null()) };
+}
+
+#[inline(always)]
+pub(super) fn get() -> *const ContextNode {
+    CURRENT.with(Cell::get)
+}
+
+#[inline(always)]
+pub(super) fn set(value: *const ContextNode) {
+    CURRENT.with(|current| current.set(value));
+}
