@@ -131,7 +131,13 @@ mod local;
 #[cfg(all(callgate_loom, test))]
 mod loom_models;
 #[cfg(not(callgate_loom))]
+mod out_buf;
+#[cfg(not(callgate_loom))]
+mod owned;
+#[cfg(not(callgate_loom))]
 mod settings;
+#[cfg(not(callgate_loom))]
+mod slice;
 #[cfg(not(callgate_loom))]
 mod stats;
 mod sync;
@@ -157,6 +163,8 @@ pub use gate::{GatePolicy, InitState};
 pub use init::init_state;
 #[cfg(not(callgate_loom))]
 pub use local::Local;
+#[cfg(not(callgate_loom))]
+pub use out_buf::OutBuf;
 #[cfg(not(callgate_loom))]
 pub use settings::{AttachMode, PanicMode, Settings};
 #[cfg(not(callgate_loom))]

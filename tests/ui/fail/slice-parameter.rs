@@ -1,8 +1,0 @@
-use callgate::c_callback;
-
-#[c_callback(on_panic = 0)]
-pub fn sum(values: &[i32]) -> i32 {
-    values.iter().sum()
-}
-
-fn main() {}
