@@ -67,13 +67,18 @@
 //! | `#[c_callback(local)] fn name(…)` | no symbol: `name` is an `extern "C" fn` value to pass as a function pointer |
 //! | [`#[callgate::init]`](init) `fn setup()` | nothing to call: it runs when the library is loaded, and callbacks wait for it |
 //! | [`export_error_api!(prefix)`](export_error_api) | `prefix_last_error_length`, `prefix_last_error_message` and `prefix_clear_last_error` |
+//! | [`export_free!(name: CString)`](export_free) | `void name(char *value)`: frees what callbacks with `free = name` return |
 //!
 //! Parameters map to C types as [`c_callback`] describes: `&T` is checked
-//! for NULL and alignment, `&CStr` for NULL, `&str` also for UTF-8, and a
+//! for NULL and alignment, `&CStr` for NULL, `&str` also for UTF-8, a slice
+//! `&[T]` is a pointer and a length (`(NULL, 0)` is empty), an
+//! [`OutBuf`] is a buffer C lends for `snprintf`-style output, and a
 //! `#[local]` parameter is per-thread state of a [`Local`] type that is not
-//! part of the C signature. The trampoline is an `unsafe extern "C" fn`
-//! when it takes a reference or a string (C must pass NULL or a valid
-//! pointer), a safe one otherwise.
+//! part of the C signature. A callback may return an owned `CString`,
+//! `Box<T>` or `Vec<T>`, which C frees with the library's free function.
+//! The trampoline is an `unsafe extern "C" fn` when it takes a reference,
+//! a string, a slice or a buffer (C must pass NULL or a valid pointer), a
+//! safe one otherwise.
 //!
 //! # Threads
 //!
