@@ -162,6 +162,9 @@ impl OutBuf<'_, c_char> {
     /// all of them in [`required`](OutBuf::required).
     #[inline]
     pub fn write_str(&mut self, text: &str) {
+        if !self.text {
+            self.start_text();
+        }
         self.required = self.required.saturating_add(text.len());
         let count = text.len().min(self.room());
         let start = self.written;
@@ -170,6 +173,15 @@ impl OutBuf<'_, c_char> {
         }
         self.written += count;
         self.terminate();
+    }
+
+    /// A `c_char` buffer spelled another way (`i8`) becomes text at its
+    /// first text write: from then on the last element is kept for the NUL.
+    #[cold]
+    fn start_text(&mut self) {
+        self.text = true;
+        self.limit = self.capacity().saturating_sub(1);
+        self.written = self.written.min(self.limit);
     }
 
     /// Appends formatted text; what `write!(out, …)` calls. Truncation is
@@ -285,6 +297,17 @@ mod tests {
             error.message(),
             "argument `out` is NULL but its length is 2"
         );
+    }
+
+    #[test]
+    fn text_written_to_an_element_buffer_is_terminated_too() {
+        let mut buf = [b'x' as c_char; 4];
+        // SAFETY: `buf` is valid for its length.
+        let mut out = unsafe { out_buf_arg(buf.as_mut_ptr(), buf.len(), "out") }.unwrap();
+        out.extend_from_slice(&[b'a' as c_char; 4]);
+        out.write_str("bc");
+        assert_eq!((out.written().len(), out.required()), (3, 6));
+        assert_eq!(text(&buf), c"aaa");
     }
 
     #[test]
