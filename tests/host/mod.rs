@@ -91,8 +91,11 @@ pub fn linked(name: &str) -> Command {
             .with_prelude(PRELUDE)
             .with_defined_type("Reenter");
         std::fs::create_dir_all(&dir).expect("create the linked hosts' directory");
-        std::fs::write(dir.join("fixture.h"), render(&declarations, &options))
-            .expect("write the header");
+        std::fs::write(
+            dir.join("fixture.h"),
+            render(&declarations, &options).expect("a header"),
+        )
+        .expect("write the header");
         let source =
             PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("tests/c/linked/{name}.c"));
         let library_dir = library.parent().expect("the fixture's directory");
