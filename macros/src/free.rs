@@ -109,7 +109,7 @@ fn expand(free: &FreeFn, owned: Owned) -> TokenStream {
         #[doc = #obligation]
         #[unsafe(no_mangle)]
         #vis unsafe extern "C" fn #name(#signature) {
-            // The C declaration, for `callgate::header`.
+            // The C declaration, for `callgate-header`.
             #decl
             // SAFETY: forwarded caller obligation.
             unsafe { #body }
