@@ -6,7 +6,10 @@
 #             and in barrier-synchronised waves), 1 000-deep nesting (bound
 #             and per-call), callbacks from a 64 KiB stack and a swapcontext
 #             stack, the bad-input cases (panics, errors, panicking Local
-#             hooks), calls at exit
+#             hooks), calls at exit; and the data program compiled against
+#             the generated header (tests/c/linked/data.c): every slice,
+#             owned-result and buffer case, owned values freed on another
+#             thread, create/free cycles
 #   helgrind  no data race: contexts reused across threads in churn waves,
 #             and the nesting harness
 #
@@ -35,15 +38,21 @@ out_dir=$(cargo build -p callgate-dev --lib --message-format=json 2>/dev/null |
     grep -o '"out_dir":"[^"]*"' | cut -d'"' -f4 | tail -1)
 hosts="$out_dir/hosts"
 fixture="$out_dir/../../../libcallgate_fixture.so"
-if [[ ! -x "$hosts/churn" || ! -f "$fixture" ]]; then
-    echo "valgrind.sh: hosts ($hosts) or fixture ($fixture) missing" >&2
+# The data program is compiled against the generated header by its test,
+# into the target directory's tmp/linked.
+cargo test -p callgate-dev --test data --quiet >/dev/null
+target_dir=$(cargo metadata --format-version 1 --no-deps |
+    grep -o '"target_directory":"[^"]*"' | cut -d'"' -f4)
+linked="$target_dir/tmp/linked"
+if [[ ! -x "$hosts/churn" || ! -f "$fixture" || ! -x "$linked/data" ]]; then
+    echo "valgrind.sh: hosts ($hosts), fixture ($fixture) or data program ($linked) missing" >&2
     exit 1
 fi
 
 if [[ "${CALLGATE_FULL:-}" == "1" ]]; then
-    churn=4000 together=1000 depth=1000
+    churn=4000 together=1000 depth=1000 cycles=100000
 else
-    churn=400 together=200 depth=1000
+    churn=400 together=200 depth=1000 cycles=10000
 fi
 
 export RUST_BACKTRACE=0
@@ -51,10 +60,17 @@ log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
 failures=0
 
-# run TOOL NAME HOST ARGS...: one valgrind run, its output kept in $log.
+# run TOOL NAME HOST ARGS...: one valgrind run of a host with the fixture.
 run() {
     local tool=$1 name=$2 host=$3
     shift 3
+    check "$tool" "$name" "$hosts/$host" "$fixture" "$@"
+}
+
+# check TOOL NAME PROGRAM ARGS...: one valgrind run, its output kept in $log.
+check() {
+    local tool=$1 name=$2
+    shift 2
     local options=(--error-exitcode=99 --suppressions=scripts/valgrind.supp)
     case $tool in
         memcheck) options+=(--leak-check=full --errors-for-leak-kinds=definite
@@ -62,7 +78,7 @@ run() {
         helgrind) options+=(--history-level=approx) ;;
     esac
     local started=$SECONDS status=0
-    valgrind --tool="$tool" "${options[@]}" "$hosts/$host" "$fixture" "$@" \
+    valgrind --tool="$tool" "${options[@]}" "$@" \
         >"$log/$name.out" 2>"$log/$name.err" || status=$?
     local summary
     summary=$(grep -h "ERROR SUMMARY" "$log/$name.err" | tail -1 | sed 's/^==[0-9]*== //')
@@ -85,6 +101,9 @@ run memcheck small-stack depth small-stack 64
 run memcheck swapcontext depth swapcontext 64
 run memcheck bad-input bad_input returns
 run memcheck exit-handlers teardown exit bound
+check memcheck data-boundary "$linked/data" boundary
+check memcheck data-threads "$linked/data" threads 1000
+check memcheck data-cycles "$linked/data" cycles "$cycles" no-rss
 
 # Contexts move between threads through the free list, ordered by its
 # atomics; the runtime tells helgrind about that edge with happens-before

@@ -77,7 +77,7 @@ fn run() -> Result<ExitCode, String> {
     for name in &args.defined {
         options = options.with_defined_type(name.clone());
     }
-    let header = render(&declarations, &options);
+    let header = render(&declarations, &options).map_err(|error| error.to_string())?;
 
     match (&args.output, args.check) {
         (None, false) => print!("{header}"),

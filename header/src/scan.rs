@@ -36,6 +36,18 @@ pub enum Error {
         /// The other.
         second: String,
     },
+    /// Two items of the header would have one C name: a `local` callback
+    /// `x` (whose pointer type is `x_fn`) and an exported function `x_fn`,
+    /// or a type defined in Rust and a function of that name. The header
+    /// would not compile as C or C++.
+    NameClash {
+        /// The C name the header would declare twice.
+        name: String,
+        /// The first item that declares it, and how.
+        first: String,
+        /// The second.
+        second: String,
+    },
 }
 
 impl fmt::Display for Error {
@@ -60,6 +72,15 @@ impl fmt::Display for Error {
                 f,
                 "`{name}` is declared twice, differently:\n    {first}\n    {second}\nrename one \
                  of the callbacks (`export = \"...\"`), or read one library at a time"
+            ),
+            Error::NameClash {
+                name,
+                first,
+                second,
+            } => write!(
+                f,
+                "the header would declare `{name}` twice:\n    {first}\n    {second}\nrename one \
+                 of them (`export = \"...\"` renames an exported callback)"
             ),
         }
     }

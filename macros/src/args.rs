@@ -50,8 +50,8 @@ pub(crate) fn is_word(expr: &Expr, word: &str) -> bool {
     matches!(expr, Expr::Path(ExprPath { qself: None, path, attrs }) if attrs.is_empty() && path.is_ident(word))
 }
 
-/// The path of `crate = path`, if `value` is a plain path.
-pub(crate) fn crate_path(value: Option<&Expr>) -> Option<Path> {
+/// The path of `crate = path` or `free = path`, if `value` is a plain path.
+pub(crate) fn plain_path(value: Option<&Expr>) -> Option<Path> {
     match value {
         Some(Expr::Path(ExprPath {
             qself: None,

@@ -56,7 +56,7 @@ fn parse_options(args: TokenStream) -> syn::Result<Options> {
                 value,
                 "#[callgate::init] option `background` takes no value; write `background`",
             )),
-            ("crate", value) => match args::crate_path(value.as_ref()) {
+            ("crate", value) => match args::plain_path(value.as_ref()) {
                 Some(path) => options.krate = Some(path),
                 None => errors.push(syn::Error::new(
                     key.span(),

@@ -9,6 +9,7 @@ mod callback;
 mod declarations;
 mod fail;
 mod format;
+mod free;
 mod init;
 mod record;
 mod targets;
@@ -39,4 +40,14 @@ pub fn __declarations(input: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn init(args: TokenStream, item: TokenStream) -> TokenStream {
     init::init(args.into(), item.into()).into()
+}
+
+/// Declares the exported function that frees one type of owned result.
+///
+/// Use it as `callgate::export_free!`, whose documentation this is; that
+/// macro passes its `$crate` first.
+#[doc(hidden)]
+#[proc_macro]
+pub fn export_free_impl(input: TokenStream) -> TokenStream {
+    free::export_free(input.into()).into()
 }

@@ -67,13 +67,18 @@
 //! | `#[c_callback(local)] fn name(…)` | no symbol: `name` is an `extern "C" fn` value to pass as a function pointer |
 //! | [`#[callgate::init]`](init) `fn setup()` | nothing to call: it runs when the library is loaded, and callbacks wait for it |
 //! | [`export_error_api!(prefix)`](export_error_api) | `prefix_last_error_length`, `prefix_last_error_message` and `prefix_clear_last_error` |
+//! | [`export_free!(name: CString)`](export_free) | `void name(char *value)`: frees what callbacks with `free = name` return |
 //!
 //! Parameters map to C types as [`c_callback`] describes: `&T` is checked
-//! for NULL and alignment, `&CStr` for NULL, `&str` also for UTF-8, and a
+//! for NULL and alignment, `&CStr` for NULL, `&str` also for UTF-8, a slice
+//! `&[T]` is a pointer and a length (`(NULL, 0)` is empty), an
+//! [`OutBuf`] is a buffer C lends for `snprintf`-style output, and a
 //! `#[local]` parameter is per-thread state of a [`Local`] type that is not
-//! part of the C signature. The trampoline is an `unsafe extern "C" fn`
-//! when it takes a reference or a string (C must pass NULL or a valid
-//! pointer), a safe one otherwise.
+//! part of the C signature. A callback may return an owned `CString`,
+//! `Box<T>` or `Vec<T>`, which C frees with the library's free function.
+//! The trampoline is an `unsafe extern "C" fn` when it takes a reference,
+//! a string, a slice or a buffer (C must pass NULL or a valid pointer), a
+//! safe one otherwise.
 //!
 //! # Threads
 //!
@@ -116,7 +121,9 @@
 //! 1. **Entry points**: `__private`, the one door generated code goes
 //!    through; `env`, environment writes that keep the settings in sync.
 //! 2. **The boundary**: `boundary`, one call from C (gate, attach, body
-//!    under `catch_unwind`, fallback); `args`, C pointers to references.
+//!    under `catch_unwind`, fallback); `args`, C pointers to references;
+//!    `slice`, (pointer, length) pairs to slices; `out_buf`, caller
+//!    buffers; `owned`, results C frees through exported free functions.
 //! 3. **What a call uses**: `init`, load-time initialisation and its gate;
 //!    `last_error`, the per-thread message C reads; `stats`, the counters.
 //! 4. **Thread binding**: `thread`, attaching a thread to a context and
@@ -156,6 +163,12 @@ pub mod env;
 mod args;
 #[cfg(not(callgate_loom))]
 mod boundary;
+#[cfg(not(callgate_loom))]
+mod out_buf;
+#[cfg(not(callgate_loom))]
+mod owned;
+#[cfg(not(callgate_loom))]
+mod slice;
 
 // What a call uses: the init gate, the last error, the statistics.
 #[cfg(not(callgate_loom))]
@@ -208,6 +221,8 @@ pub use init::init_state;
 pub use last_error::{clear_last_error, last_error, set_last_error};
 #[cfg(not(callgate_loom))]
 pub use local::Local;
+#[cfg(not(callgate_loom))]
+pub use out_buf::OutBuf;
 #[cfg(not(callgate_loom))]
 pub use settings::{AttachMode, PanicMode, Settings};
 #[cfg(not(callgate_loom))]

@@ -12,9 +12,19 @@ pub use crate::gate::GatePolicy;
 pub use crate::init::run_init;
 pub use crate::last_error::{last_error_length, last_error_message};
 pub use crate::local::LocalRef;
+pub use crate::out_buf::{out_buf_arg, out_text_arg};
+pub use crate::owned::{
+    FreeFn, FreeValue, Frees, Owned, OwnedSlice, OwnedValue, check_free, clear_result_len,
+    free_slice, free_value, owned_slice, owned_value, result_len_arg,
+};
 /// How a callback attaches its thread (`attach = …`): the public
 /// [`AttachMode`](crate::AttachMode), under the name generated code uses.
 pub use crate::settings::AttachMode as Attach;
+pub use crate::slice::{
+    len_arg, mut_slice_arg, opt_mut_slice_arg, opt_slice_arg, opt_str_len_arg, slice_arg,
+    str_len_arg,
+};
+pub use callgate_macros::export_free_impl;
 
 /// The index of the context serving the calling thread, if it is attached;
 /// for tests that check which context a call ran on.

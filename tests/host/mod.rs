@@ -61,6 +61,74 @@ pub fn host(name: &str) -> Command {
     command
 }
 
+/// What C needs to know about the fixture's own types to use its generated
+/// header: `Reenter` is a type alias (a function pointer), `Pair` a
+/// `#[repr(C)]` struct passed by value.
+const PRELUDE: &str = "\
+typedef int64_t (*Reenter)(int32_t depth);
+struct Pair { int64_t a; int64_t b; };
+";
+
+/// A command running the C program `tests/c/linked/NAME.c`, compiled with
+/// warnings as errors against the header `callgate-header` generates from
+/// the fixture (`fixture.h`) and linked against the fixture. It is built
+/// once per test process, into `$CARGO_TARGET_TMPDIR/linked/NAME`, where
+/// `scripts/valgrind.sh` finds it.
+pub fn linked(name: &str) -> Command {
+    use callgate_header::{HeaderOptions, extract, render};
+    static BUILT: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("linked");
+    let program = dir.join(name);
+    let mut built = BUILT
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if !built.iter().any(|done| done == name) {
+        let library = fixture();
+        let bytes = std::fs::read(&library).expect("read the fixture");
+        let declarations = extract(&bytes).expect("the fixture's declarations are readable");
+        let options = HeaderOptions::new("FIXTURE_H")
+            .with_prelude(PRELUDE)
+            .with_defined_type("Reenter");
+        std::fs::create_dir_all(&dir).expect("create the linked hosts' directory");
+        std::fs::write(
+            dir.join("fixture.h"),
+            render(&declarations, &options).expect("a header"),
+        )
+        .expect("write the header");
+        let source =
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("tests/c/linked/{name}.c"));
+        let library_dir = library.parent().expect("the fixture's directory");
+        let output = Command::new("cc")
+            .args([
+                "-std=c11", "-O2", "-g", "-Wall", "-Wextra", "-Werror", "-pthread", "-I",
+            ])
+            .arg(&dir)
+            .arg(&source)
+            .arg("-o")
+            .arg(&program)
+            .arg("-L")
+            .arg(library_dir)
+            .arg("-lcallgate_fixture")
+            .arg(format!("-Wl,-rpath,{}", library_dir.display()))
+            .output()
+            .unwrap_or_else(|error| panic!("cannot run cc: {error}"));
+        assert!(
+            output.status.success(),
+            "compiling {} failed:\n{}",
+            source.display(),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        built.push(name.to_owned());
+    }
+    let mut command = Command::new(program);
+    command
+        .env_remove("CALLGATE")
+        .env_remove("FIXTURE_INIT")
+        .env("RUST_BACKTRACE", "0");
+    command
+}
+
 /// What a host run produced.
 #[derive(Debug)]
 pub struct Outcome {

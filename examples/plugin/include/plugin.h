@@ -66,13 +66,16 @@ int plugin_last_error_message(char *buf, size_t len);
 typedef int (*plugin_last_error_message_fn)(char *buf, size_t len);
 
 /**
- * Frees a session made by `plugin_session_new`; NULL is ignored.
+ * Frees a `PluginSession` this library returned; NULL is a no-op.
+ * `value` is NULL or came from this library and was not freed before.
  */
-void plugin_session_free(PluginSession *session);
-typedef void (*plugin_session_free_fn)(PluginSession *session);
+void plugin_session_free(PluginSession *value);
+typedef void (*plugin_session_free_fn)(PluginSession *value);
 
 /**
- * Starts a session; free it with `plugin_session_free`.
+ * Starts a session (NULL if that failed).
+ *
+ * Free the result with `plugin_session_free`.
  */
 PluginSession *plugin_session_new(void);
 typedef PluginSession *(*plugin_session_new_fn)(void);

@@ -62,16 +62,14 @@ pub struct PluginSession {
     unknown: u64,
 }
 
-/// Starts a session; free it with `plugin_session_free`.
-#[c_callback(gate = skip, on_panic = None)]
-fn plugin_session_new() -> Option<Box<PluginSession>> {
-    Some(Box::default())
-}
+// `void plugin_session_free(PluginSession *value)`: takes back what
+// `plugin_session_new` handed out.
+callgate::export_free!(pub plugin_session_free: Box<PluginSession>);
 
-/// Frees a session made by `plugin_session_new`; NULL is ignored.
-#[c_callback(gate = skip)]
-fn plugin_session_free(session: Option<Box<PluginSession>>) {
-    drop(session);
+/// Starts a session (NULL if that failed).
+#[c_callback(gate = skip, free = plugin_session_free)]
+fn plugin_session_new() -> Box<PluginSession> {
+    Box::default()
 }
 
 /// Why `plugin_check` failed.

@@ -30,7 +30,7 @@ fn committed_path() -> PathBuf {
 
 #[test]
 fn committed_header_is_up_to_date() {
-    let header = render(&declarations(), &HeaderOptions::new("PLUGIN_H"));
+    let header = render(&declarations(), &HeaderOptions::new("PLUGIN_H")).expect("a header");
     let path = committed_path();
     if std::env::var_os("CALLGATE_BLESS").is_some() {
         std::fs::write(&path, &header).expect("write the header");

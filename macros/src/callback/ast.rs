@@ -3,8 +3,8 @@
 //! `valid` reports whatever does not fit.
 
 use syn::{
-    Attribute, FnArg, GenericArgument, Ident, ItemFn, Pat, PathArguments, Receiver, ReturnType,
-    Type, TypePath, TypeReference,
+    Attribute, Expr, ExprPath, FnArg, GenericArgument, Ident, ItemFn, Meta, MetaNameValue, Pat,
+    PathArguments, Receiver, ReturnType, Type, TypePath, TypeReference,
 };
 
 pub(crate) struct Callback<'a> {
@@ -12,6 +12,8 @@ pub(crate) struct Callback<'a> {
     pub receiver: Option<&'a Receiver>,
     pub params: Vec<Param<'a>>,
     pub output: Output<'a>,
+    /// The C return value is an owned result C frees later.
+    pub owned: Option<Owned<'a>>,
 }
 
 pub(crate) struct Param<'a> {
@@ -19,6 +21,8 @@ pub(crate) struct Param<'a> {
     pub ty: &'a Type,
     /// The `#[local]` helper attribute.
     pub local: Option<&'a Attribute>,
+    /// The `#[len]` or `#[len = param]` helper attribute.
+    pub len: Option<&'a Attribute>,
     /// Any other attribute: rejected.
     pub other_attrs: Vec<&'a Attribute>,
     pub kind: Kind<'a>,
@@ -49,7 +53,65 @@ pub(crate) enum Kind<'a> {
     Str { nullable: bool },
     /// `#[local] x: &mut T`: this thread's `T`, not part of the C signature.
     Local { elem: &'a Type },
+    /// `&[T]`, `&mut [T]` and their `Option`s: a pointer to `elem` and a
+    /// length.
+    Slice {
+        mutable: bool,
+        nullable: bool,
+        elem: &'a Type,
+        len: Len<'a>,
+    },
+    /// `#[len] text: &str` (or `Option<&str>`): a `const char *` and a
+    /// length in bytes, checked for UTF-8.
+    StrLen { nullable: bool, len: Len<'a> },
+    /// `OutBuf<'_, T>`: a `T *` and a length the body writes into.
+    OutBuf { elem: &'a Type, len: Len<'a> },
 }
+
+/// Where the length of a slice, a `#[len] &str` or an `OutBuf` comes from.
+#[derive(Clone, Copy)]
+pub(crate) enum Len<'a> {
+    /// Its own `size_t NAME_len` parameter, right after the pointer.
+    Next,
+    /// `#[len = count]`: the integer parameter `count`.
+    Param(&'a Ident),
+}
+
+impl<'a> Kind<'a> {
+    /// The length of a (pointer, length) kind.
+    pub fn len(&self) -> Option<Len<'a>> {
+        match *self {
+            Kind::Slice { len, .. } | Kind::StrLen { len, .. } | Kind::OutBuf { len, .. } => {
+                Some(len)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// A return type that hands C memory to free with the callback's `free`
+/// function.
+#[derive(Clone, Copy)]
+pub(crate) enum Owned<'a> {
+    /// `CString`, `Box<T>` or an `Option` of them: C receives one pointer.
+    Value(&'a Type),
+    /// `Vec<T>`, `Box<[T]>` or an `Option` of them: C receives a pointer to
+    /// the first `elem` and the length through `size_t *result_len`.
+    Slice { ty: &'a Type, elem: &'a Type },
+}
+
+impl<'a> Owned<'a> {
+    /// The Rust type returned (the `Ok` type of a `Result`).
+    pub fn ty(&self) -> &'a Type {
+        match *self {
+            Owned::Value(ty) | Owned::Slice { ty, .. } => ty,
+        }
+    }
+}
+
+/// The name of the `size_t *` out-parameter that receives the length of an
+/// owned array.
+pub(crate) const RESULT_LEN: &str = "result_len";
 
 pub(crate) enum Output<'a> {
     /// No return type, or `()`.
@@ -63,9 +125,9 @@ pub(crate) enum Output<'a> {
     OpaqueResult(&'a TypePath),
 }
 
-impl Output<'_> {
+impl<'a> Output<'a> {
     /// The type C receives, `None` for `()`.
-    pub fn c_type(&self) -> Option<&Type> {
+    pub fn c_type(&self) -> Option<&'a Type> {
         match *self {
             Output::Unit => None,
             Output::Value(ty) => Some(ty),
@@ -91,20 +153,28 @@ impl<'a> Callback<'a> {
                         Pat::Wild(_) => Binding::Wild,
                         other => Binding::Pattern(other),
                     };
-                    let (local, other_attrs): (Vec<_>, Vec<_>) = typed
-                        .attrs
-                        .iter()
-                        .partition(|attr| attr.path().is_ident("local"));
-                    let local = local.first().copied();
+                    let mut local = None;
+                    let mut len = None;
+                    let mut other_attrs = Vec::new();
+                    for attr in &typed.attrs {
+                        if attr.path().is_ident("local") && local.is_none() {
+                            local = Some(attr);
+                        } else if attr.path().is_ident("len") && len.is_none() {
+                            len = Some(attr);
+                        } else {
+                            other_attrs.push(attr);
+                        }
+                    }
                     let ty = &*typed.ty;
                     let kind = match (local, mut_ref(ty)) {
                         (Some(_), Some(elem)) => Kind::Local { elem },
-                        _ => classify(ty),
+                        _ => classify(ty, len.map(len_of)),
                     };
                     params.push(Param {
                         binding,
                         ty,
                         local,
+                        len,
                         other_attrs,
                         kind,
                     });
@@ -115,29 +185,59 @@ impl<'a> Callback<'a> {
             ReturnType::Default => Output::Unit,
             ReturnType::Type(_, ty) => output(ty),
         };
+        let owned = output.c_type().and_then(owned);
         Callback {
             item,
             receiver,
             params,
             output,
+            owned,
         }
     }
 
     /// Whether the trampoline dereferences a pointer C passed, and so is an
     /// `unsafe extern "C" fn`.
     pub fn is_unsafe(&self) -> bool {
-        self.params.iter().any(|param| {
+        let pointer_param = self.params.iter().any(|param| {
             matches!(
                 param.kind,
-                Kind::Ref { .. } | Kind::CStr { .. } | Kind::Str { .. }
+                Kind::Ref { .. }
+                    | Kind::CStr { .. }
+                    | Kind::Str { .. }
+                    | Kind::Slice { .. }
+                    | Kind::StrLen { .. }
+                    | Kind::OutBuf { .. }
             )
-        })
+        });
+        pointer_param || matches!(self.owned, Some(Owned::Slice { .. }))
+    }
+
+    /// The parameter named `name`, if any.
+    pub fn param(&self, name: &Ident) -> Option<&Param<'a>> {
+        self.params
+            .iter()
+            .find(|param| matches!(param.binding, Binding::Ident(ident) if ident == name))
     }
 }
 
-fn classify(ty: &Type) -> Kind<'_> {
+/// The length a `#[len]` attribute asks for; a malformed one (reported by
+/// `valid`) counts as `#[len]`.
+fn len_of(attr: &Attribute) -> Len<'_> {
+    match &attr.meta {
+        Meta::NameValue(MetaNameValue {
+            value: Expr::Path(ExprPath {
+                qself: None, path, ..
+            }),
+            ..
+        }) => path.get_ident().map_or(Len::Next, Len::Param),
+        _ => Len::Next,
+    }
+}
+
+/// The kind of a parameter's type; `len` is its `#[len]`, if any.
+fn classify<'a>(ty: &'a Type, len: Option<Len<'a>>) -> Kind<'a> {
     if let Some(inner) = generic_arg(ty, "Option") {
-        return match classify(inner) {
+        return match classify(inner, len) {
             Kind::Ref { mutable, elem, .. } => Kind::Ref {
                 mutable,
                 nullable: true,
@@ -145,7 +245,25 @@ fn classify(ty: &Type) -> Kind<'_> {
             },
             Kind::CStr { .. } => Kind::CStr { nullable: true },
             Kind::Str { .. } => Kind::Str { nullable: true },
+            Kind::StrLen { len, .. } => Kind::StrLen {
+                nullable: true,
+                len,
+            },
+            Kind::Slice {
+                mutable, elem, len, ..
+            } => Kind::Slice {
+                mutable,
+                nullable: true,
+                elem,
+                len,
+            },
             _ => Kind::Value,
+        };
+    }
+    if let Some(elem) = generic_arg(ty, "OutBuf") {
+        return Kind::OutBuf {
+            elem,
+            len: len.unwrap_or(Len::Next),
         };
     }
     let Type::Reference(TypeReference {
@@ -157,8 +275,20 @@ fn classify(ty: &Type) -> Kind<'_> {
     let mutable = mutability.is_some();
     let elem = &**elem;
     match peel(elem) {
+        Type::Slice(slice) => Kind::Slice {
+            mutable,
+            nullable: false,
+            elem: &slice.elem,
+            len: len.unwrap_or(Len::Next),
+        },
         Type::Path(path) if !mutable && is_plain(path, "CStr") => Kind::CStr { nullable: false },
-        Type::Path(path) if !mutable && is_plain(path, "str") => Kind::Str { nullable: false },
+        Type::Path(path) if !mutable && is_plain(path, "str") => match len {
+            Some(len) => Kind::StrLen {
+                nullable: false,
+                len,
+            },
+            None => Kind::Str { nullable: false },
+        },
         // `&mut CStr`, `&[T]`, `&dyn Trait`, `&&T` … are left to `valid`.
         Type::Path(path) if is_plain(path, "CStr") || is_plain(path, "str") => Kind::Value,
         Type::Path(_) | Type::Array(_) | Type::Ptr(_) | Type::BareFn(_) | Type::Tuple(_) => {
@@ -169,6 +299,37 @@ fn classify(ty: &Type) -> Kind<'_> {
             }
         }
         _ => Kind::Value,
+    }
+}
+
+/// The owned result `ty` is, if it is one. `Box<dyn Trait>`, `Box<str>`
+/// and the like are not: `ffi` rejects them.
+pub(crate) fn owned(ty: &Type) -> Option<Owned<'_>> {
+    let inner = generic_arg(ty, "Option").unwrap_or(ty);
+    let Type::Path(path) = peel(inner) else {
+        return None;
+    };
+    if is_plain(path, "CString") {
+        return Some(Owned::Value(ty));
+    }
+    if let Some(elem) = generic_arg(inner, "Vec") {
+        return Some(Owned::Slice { ty, elem });
+    }
+    let boxed = generic_arg(inner, "Box")?;
+    match peel(boxed) {
+        Type::Slice(slice) => Some(Owned::Slice {
+            ty,
+            elem: &slice.elem,
+        }),
+        Type::TraitObject(_) | Type::ImplTrait(_) => None,
+        Type::Path(path)
+            if ["str", "CStr", "OsStr", "Path"]
+                .iter()
+                .any(|n| is_plain(path, n)) =>
+        {
+            None
+        }
+        _ => Some(Owned::Value(ty)),
     }
 }
 

@@ -6,8 +6,8 @@ use syn::{Expr, ExprLit, Ident, Lit, LitStr, Path};
 use crate::args::{self, Arg, is_word};
 use crate::fail;
 
-const VALID: &str =
-    "valid options are `export`, `local`, `on_panic`, `on_error`, `attach`, `gate` and `crate`";
+const VALID: &str = "valid options are `export`, `local`, `on_panic`, `on_error`, `attach`, \
+                     `gate`, `free` and `crate`";
 
 pub(crate) struct Options {
     /// `export = "sym"`.
@@ -18,6 +18,9 @@ pub(crate) struct Options {
     pub on_error: Option<Fallback>,
     pub attach: Attach,
     pub gate: Gate,
+    /// `free = path`: the free function of an owned result, declared with
+    /// `callgate::export_free!`.
+    pub free: Option<Path>,
     /// `crate = path`.
     pub krate: Option<Path>,
 }
@@ -51,6 +54,7 @@ pub(crate) fn parse(args: TokenStream) -> syn::Result<Options> {
         on_error: None,
         attach: Attach::Bound,
         gate: Gate::Wait,
+        free: None,
         krate: None,
     };
     let mut errors = Vec::new();
@@ -140,7 +144,18 @@ fn option(options: &mut Options, key: &Ident, value: Option<Expr>) -> syn::Resul
             Some(v) if is_word(v, "skip") => options.gate = Gate::Skip,
             _ => return Err(needs(key, value, "`wait`, `fail` or `skip`: `gate = fail`")),
         },
-        "crate" => match args::crate_path(value.as_ref()) {
+        "free" => match args::plain_path(value.as_ref()) {
+            Some(path) => options.free = Some(path),
+            None => {
+                return Err(needs(
+                    key,
+                    value,
+                    "the name of a free function declared with `callgate::export_free!`: \
+                     `free = mylib_string_free`",
+                ));
+            }
+        },
+        "crate" => match args::plain_path(value.as_ref()) {
             Some(path) => options.krate = Some(path),
             None => return Err(needs(key, value, "a path: `crate = ::callgate`")),
         },

@@ -18,7 +18,7 @@ use syn::{
     TypePath,
 };
 
-use super::ast::{Binding, Callback, Kind, generic_arg, is_plain, peel};
+use super::ast::{Binding, Callback, Kind, Len, Owned, RESULT_LEN, generic_arg, is_plain, peel};
 use super::attr::Options;
 use crate::format::{self, NAME_SLOT};
 use crate::record::Record;
@@ -32,12 +32,27 @@ pub(crate) fn record(callback: &Callback, options: &Options) -> Record {
     };
     let mut types = TypeUses::default();
     let signature = signature(callback, &mut types);
+    let mut docs = docs(&callback.item.attrs);
+    if let (Some(owned), Some(free)) = (callback.owned, &options.free) {
+        if !docs.is_empty() {
+            docs.push_str("\n\n");
+        }
+        let free = free.segments.last().map(|s| s.ident.unraw().to_string());
+        let free = free.unwrap_or_default();
+        docs.push_str(&match owned {
+            Owned::Value(_) => format!("Free the result with `{free}`."),
+            Owned::Slice { .. } => format!(
+                "Its length is stored in `*{RESULT_LEN}`; free it with\n\
+                 `{free}(result, length)`."
+            ),
+        });
+    }
     Record {
         kind,
         name,
         signature,
         types: types.to_field(),
-        docs: docs(&callback.item.attrs),
+        docs,
     }
 }
 
@@ -78,32 +93,105 @@ pub(crate) fn export_record(name: String, sig: &Signature, attrs: &[Attribute]) 
     }
 }
 
+/// The record of the free function `callgate::export_free!` declares under
+/// `name` for owned results of type `owned`.
+pub(crate) fn free_record(name: String, owned: Owned, attrs: &[Attribute]) -> Record {
+    let mut types = TypeUses::default();
+    let pointer = owned_c_type(owned, &mut types);
+    let params = match owned {
+        Owned::Value(_) => vec![(Some("value".to_owned()), pointer)],
+        Owned::Slice { .. } => vec![
+            (Some("ptr".to_owned()), pointer),
+            (Some("len".to_owned()), CType::named("size_t")),
+        ],
+    };
+    let signature = CType::Function {
+        ret: Box::new(CType::named("void")),
+        params,
+        variadic: false,
+    }
+    .declare(NAME_SLOT);
+    let mut docs = docs(attrs);
+    if !docs.is_empty() {
+        docs.push_str("\n\n");
+    }
+    let (summary, obligation) = free_docs(owned);
+    docs.push_str(&format!("{summary}\n{obligation}"));
+    Record {
+        kind: format::EXPORT,
+        name,
+        signature,
+        types: types.to_field(),
+        docs,
+    }
+}
+
+/// The fixed part of the docs of the free function for `owned`, for the
+/// header and rustdoc: what it frees (in C's words), and the caller's
+/// obligation.
+pub(crate) fn free_docs(owned: Owned) -> (String, String) {
+    let mut types = TypeUses::default();
+    let pointee = |pointer: CType| match pointer {
+        CType::Pointer { to, .. } => to.declare(""),
+        other => other.declare(""),
+    };
+    match owned {
+        Owned::Value(ty) if is_c_string(ty) => (
+            "Frees a string this library returned; NULL is a no-op.".to_owned(),
+            "`value` is NULL or came from this library and was not freed before.".to_owned(),
+        ),
+        Owned::Value(_) => (
+            format!(
+                "Frees a `{}` this library returned; NULL is a no-op.",
+                pointee(owned_c_type(owned, &mut types))
+            ),
+            "`value` is NULL or came from this library and was not freed before.".to_owned(),
+        ),
+        Owned::Slice { .. } => (
+            format!(
+                "Frees an array of `{}` this library returned; NULL is a no-op.",
+                pointee(owned_c_type(owned, &mut types))
+            ),
+            "`ptr` is NULL or came from this library and was not freed before; `len` is the \
+             length it came with."
+                .to_owned(),
+        ),
+    }
+}
+
 /// The C declaration with [`NAME_SLOT`] for its name, e.g.
 /// `int32_t @(const char *text, double *out)`.
 fn signature(callback: &Callback, types: &mut TypeUses) -> String {
-    let params = callback
-        .params
-        .iter()
-        .filter_map(|param| {
-            let ty = match param.kind {
-                Kind::Local { .. } => return None,
-                Kind::Value => c_type(param.ty, types, false),
-                Kind::Ref { mutable, elem, .. } => {
-                    CType::pointer(c_type(elem, types, true).qualified(!mutable))
-                }
-                Kind::CStr { .. } | Kind::Str { .. } => const_char_pointer(),
-            };
-            let name = match param.binding {
-                Binding::Ident(ident) => Some(c_identifier(&ident.unraw().to_string())),
-                Binding::Wild | Binding::Pattern(_) => None,
-            };
-            Some((name, ty))
-        })
-        .collect();
-    let ret = match callback.output.c_type() {
-        Some(ty) => c_type(ty, types, false),
-        None => CType::named("void"),
+    let mut params = Vec::new();
+    for param in &callback.params {
+        let ty = match param.kind {
+            Kind::Local { .. } => continue,
+            Kind::Value => c_type(param.ty, types, false),
+            Kind::Ref { mutable, elem, .. } | Kind::Slice { mutable, elem, .. } => {
+                CType::pointer(c_type(elem, types, true).qualified(!mutable))
+            }
+            Kind::OutBuf { elem, .. } => CType::pointer(c_type(elem, types, true)),
+            Kind::CStr { .. } | Kind::Str { .. } | Kind::StrLen { .. } => const_char_pointer(),
+        };
+        let name = match param.binding {
+            Binding::Ident(ident) => Some(ident.unraw().to_string()),
+            Binding::Wild | Binding::Pattern(_) => None,
+        };
+        params.push((name.as_deref().map(c_identifier), ty));
+        if let Some(Len::Next) = param.kind.len() {
+            let len = name.map(|name| c_identifier(&format!("{name}_len")));
+            params.push((len, CType::named("size_t")));
+        }
+    }
+    let ret = match (callback.owned, callback.output.c_type()) {
+        (Some(owned), _) => owned_c_type(owned, types),
+        (None, Some(ty)) => c_type(ty, types, false),
+        (None, None) => CType::named("void"),
     };
+    if let Some(Owned::Slice { .. }) = callback.owned {
+        let size_t = CType::pointer(CType::named("size_t"));
+        params.push((Some(RESULT_LEN.to_owned()), size_t));
+    }
     let function = CType::Function {
         ret: Box::new(ret),
         params,
@@ -287,6 +375,22 @@ impl CType {
 
 fn const_char_pointer() -> CType {
     CType::pointer(CType::named("char").qualified(true))
+}
+
+/// The pointer C receives for an owned result: `char *` for a `CString`,
+/// `T *` for a `Box<T>` or an array of `T`s.
+fn owned_c_type(owned: Owned, types: &mut TypeUses) -> CType {
+    match owned {
+        Owned::Value(ty) if is_c_string(ty) => CType::pointer(CType::named("char")),
+        Owned::Value(ty) => c_type(ty, types, false),
+        Owned::Slice { elem, .. } => CType::pointer(c_type(elem, types, true)),
+    }
+}
+
+/// `CString` or `Option<CString>`.
+fn is_c_string(ty: &Type) -> bool {
+    let inner = generic_arg(ty, "Option").unwrap_or(ty);
+    matches!(peel(inner), Type::Path(path) if is_plain(path, "CString"))
 }
 
 /// The C type of `ty`; `behind_pointer` when C reaches it through a pointer

@@ -5,13 +5,13 @@
 //! them and hands everything else to `__private::call`: the gate, the thread's
 //! context, `catch_unwind`, errors and fallbacks live once, in the runtime.
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::{Attribute, FnArg, Ident, Type};
 
-use super::ast::{Binding, Callback, Kind, Output, Param, peel};
+use super::ast::{Binding, Callback, Kind, Len, Output, Owned, Param, RESULT_LEN, is_plain, peel};
 use super::attr::{Attach, Fallback, Gate, Options};
 use super::decl;
 
@@ -63,17 +63,20 @@ pub(crate) fn expand(callback: &Callback, options: &Options) -> TokenStream {
         .map(|index| format_ident!("__callgate_local_{}", index, span = Span::mixed_site()))
         .collect();
 
-    let c_params = callback
+    let result_len = Ident::new(RESULT_LEN, Span::mixed_site());
+    let mut c_params: Vec<TokenStream> = callback
         .params
         .iter()
         .zip(&names)
-        .filter_map(|(param, name)| c_type(param).map(|ty| quote!(#name: #ty)));
-    let conversions = callback
+        .flat_map(|(param, name)| c_params(param, name))
+        .collect();
+    let mut conversions: Vec<TokenStream> = callback
         .params
         .iter()
         .zip(&names)
         .zip(&locals)
-        .map(|((param, name), local)| convert(param, name, local, &frame, &rt));
+        .map(|((param, name), local)| convert(param, name, local, &frame, &rt))
+        .collect();
     let args = callback
         .params
         .iter()
@@ -92,14 +95,81 @@ pub(crate) fn expand(callback: &Callback, options: &Options) -> TokenStream {
     });
     let body_output = &item.sig.output;
     let block = &item.block;
+    // A parameter named by `#[len = count]` is used as a length, even if the
+    // body never reads it.
+    let mut counts: Vec<&Ident> = callback
+        .params
+        .iter()
+        .filter_map(|param| match param.kind.len() {
+            Some(Len::Param(count)) => Some(count),
+            _ => None,
+        })
+        .collect();
+    counts.dedup();
+    let block = if counts.is_empty() {
+        block.to_token_stream()
+    } else {
+        quote!({ #(let _ = &#counts;)* #block })
+    };
 
-    let c_output = callback.output.c_type();
-    let c_return = c_output.map(|ty| quote!(-> #ty));
     let wrap = match callback.output {
         Output::Result { .. } => quote!(#rt::from_result),
         _ => quote!(#rt::ok),
     };
-    let fallbacks = Fallbacks::new(options, c_output);
+    let mut body_call = quote!(#wrap(__callgate_body(#(#args),*)));
+    let mut free_check = None;
+    let (c_return, default_fallback) = match callback.owned {
+        None => {
+            let c_output = callback.output.c_type();
+            let default = match c_output.map(peel) {
+                Some(Type::Ptr(ptr)) if ptr.mutability.is_some() => {
+                    quote!(::core::ptr::null_mut)
+                }
+                Some(Type::Ptr(_)) => quote!(::core::ptr::null),
+                _ => quote!(|| ()),
+            };
+            (c_output.map(ToTokens::to_token_stream), default)
+        }
+        Some(owned) => {
+            let ty = owned.ty();
+            let span = ty.span();
+            if let Some(free) = &options.free {
+                let check = quote_spanned! {free.span()=>
+                    #rt::check_free::<#free, <#ty as #rt::Owned>::Freed>();
+                };
+                free_check = Some(check);
+            }
+            match owned {
+                Owned::Value(_) => {
+                    body_call = quote!(#body_call.map(#rt::owned_value));
+                    let raw = quote_spanned!(span=> <#ty as #rt::OwnedValue>::Raw);
+                    let null = quote!(|| <#ty as #rt::OwnedValue>::NULL);
+                    (Some(raw), null)
+                }
+                Owned::Slice { .. } => {
+                    let len = Ident::new("__callgate_result_len", Span::mixed_site());
+                    // Converted first, so `*result_len` is 0 if anything fails.
+                    conversions.insert(
+                        0,
+                        quote! {
+                            let #len = unsafe { #rt::result_len_arg(#result_len, #RESULT_LEN) }?;
+                        },
+                    );
+                    body_call = quote!(#body_call.map(|value| #rt::owned_slice(value, #len)));
+                    c_params.push(quote_spanned!(span=> #result_len: *mut usize));
+                    let raw = quote_spanned!(span=> *mut <#ty as #rt::OwnedSlice>::Elem);
+                    let null = quote!(|| {
+                        unsafe { #rt::clear_result_len(#result_len) };
+                        ::core::ptr::null_mut()
+                    });
+                    (Some(raw), null)
+                }
+            }
+        }
+    };
+    let ffi_checks = element_checks(callback, attrs.allows_improper_ctypes);
+    let fallbacks = Fallbacks::new(options, c_return.as_ref(), default_fallback);
+    let c_return = c_return.map(|ty| quote!(-> #ty));
     let (on_error, on_panic) = (&fallbacks.on_error, &fallbacks.on_panic);
     let fallback_setup = &fallbacks.setup;
     let (error_policy, panic_policy) = (fallbacks.error_policy, fallbacks.panic_policy);
@@ -142,22 +212,31 @@ pub(crate) fn expand(callback: &Callback, options: &Options) -> TokenStream {
             };
             // The C declaration, for `callgate-header`.
             #decl
+            #free_check
+            #ffi_checks
             #fallback_setup
             #rt::call(&__CALLGATE_SITE, #on_error, #on_panic, |#frame_pat: &#rt::Frame| {
                 #(#conversions)*
-                #wrap(__callgate_body(#(#args),*))
+                #body_call
             })
         }
     }
 }
 
-/// The parameter's type in the C signature, `None` for a `#[local]`. Spanned
-/// at the user's type, so rustc's FFI-safety errors land there.
-fn c_type(param: &Param) -> Option<TokenStream> {
+/// The parameters C passes for `param`: none for a `#[local]`, a pointer
+/// and (unless `#[len = other]` names another parameter) a `usize` length
+/// for a slice, a `#[len] &str` or an `OutBuf`, else one. Spanned at the
+/// user's type, so rustc's FFI-safety errors land there.
+fn c_params(param: &Param, name: &Ident) -> Vec<TokenStream> {
     let span = param.ty.span();
-    Some(match param.kind {
+    let pointer = match param.kind {
         Kind::Value => param.ty.to_token_stream(),
         Kind::Ref {
+            mutable: false,
+            elem,
+            ..
+        }
+        | Kind::Slice {
             mutable: false,
             elem,
             ..
@@ -166,11 +245,76 @@ fn c_type(param: &Param) -> Option<TokenStream> {
             mutable: true,
             elem,
             ..
-        } => quote_spanned!(span=> *mut #elem),
-        Kind::CStr { .. } | Kind::Str { .. } => {
+        }
+        | Kind::Slice {
+            mutable: true,
+            elem,
+            ..
+        }
+        | Kind::OutBuf { elem, .. } => quote_spanned!(span=> *mut #elem),
+        Kind::CStr { .. } | Kind::Str { .. } | Kind::StrLen { .. } => {
             quote_spanned!(span=> *const ::core::ffi::c_char)
         }
-        Kind::Local { .. } => return None,
+        Kind::Local { .. } => return Vec::new(),
+    };
+    let mut params = vec![quote!(#name: #pointer)];
+    if let Some(Len::Next) = param.kind.len() {
+        let len = len_ident(name);
+        params.push(quote!(#len: usize));
+    }
+    params
+}
+
+/// The trampoline's parameter for the length of the slice `name`.
+fn len_ident(name: &Ident) -> Ident {
+    Ident::new(&format!("{}_len", name.unraw()), Span::mixed_site())
+}
+
+/// Asks rustc whether the elements of the slices, `OutBuf`s and owned
+/// arrays are FFI-safe by value, as C reads and writes them in place: each
+/// element type becomes the parameter of an `extern "C" fn` that denies
+/// `improper_ctypes_definitions` (unless the user allowed it), spanned at
+/// the user's type.
+fn element_checks(callback: &Callback, allowed: bool) -> TokenStream {
+    if allowed {
+        return TokenStream::new();
+    }
+    let params = callback.params.iter().filter_map(|param| match param.kind {
+        Kind::Slice { elem, .. } | Kind::OutBuf { elem, .. } => Some(elem),
+        _ => None,
+    });
+    let returned = match callback.owned {
+        Some(Owned::Slice { elem, .. }) => Some(elem),
+        _ => None,
+    };
+    // An element naming the fn's lifetimes cannot be named by a nested item;
+    // `valid`'s syntactic check is all it gets.
+    let elements: Vec<&Type> = params
+        .chain(returned)
+        .filter(|elem| !mentions_lifetime(elem.to_token_stream()))
+        .collect();
+    if elements.is_empty() {
+        return TokenStream::new();
+    }
+    let checks = elements.iter().map(|elem| {
+        quote_spanned! {elem.span()=>
+            #[deny(improper_ctypes_definitions)]
+            extern "C" fn __callgate_element(_: #elem) {}
+        }
+    });
+    quote! {
+        #[allow(dead_code)]
+        const _: () = {
+            #(const _: () = { #checks };)*
+        };
+    }
+}
+
+fn mentions_lifetime(tokens: TokenStream) -> bool {
+    tokens.into_iter().any(|token| match token {
+        TokenTree::Punct(punct) => punct.as_char() == '\'',
+        TokenTree::Group(group) => mentions_lifetime(group.stream()),
+        TokenTree::Ident(_) | TokenTree::Literal(_) => false,
     })
 }
 
@@ -219,6 +363,9 @@ fn convert(
         Kind::CStr { nullable: true } => "opt_cstr_arg",
         Kind::Str { nullable: false } => "str_arg",
         Kind::Str { nullable: true } => "opt_str_arg",
+        Kind::Slice { .. } | Kind::StrLen { .. } | Kind::OutBuf { .. } => {
+            return convert_with_len(param, name, &label, rt);
+        }
     };
     let function = Ident::new(function, Span::call_site());
     // SAFETY (of the generated block): the trampoline is an `unsafe fn` whose
@@ -227,6 +374,57 @@ fn convert(
     quote! {
         let #name = unsafe { #rt::#function(#name, #label) }?;
     }
+}
+
+/// The statement for a (pointer, length) parameter.
+fn convert_with_len(param: &Param, name: &Ident, label: &str, rt: &TokenStream) -> TokenStream {
+    let function = match param.kind {
+        Kind::Slice {
+            mutable: false,
+            nullable: false,
+            ..
+        } => "slice_arg",
+        Kind::Slice {
+            mutable: true,
+            nullable: false,
+            ..
+        } => "mut_slice_arg",
+        Kind::Slice {
+            mutable: false,
+            nullable: true,
+            ..
+        } => "opt_slice_arg",
+        Kind::Slice {
+            mutable: true,
+            nullable: true,
+            ..
+        } => "opt_mut_slice_arg",
+        Kind::StrLen {
+            nullable: false, ..
+        } => "str_len_arg",
+        Kind::StrLen { nullable: true, .. } => "opt_str_len_arg",
+        // A `char *` buffer holds text (NUL-terminated), any other elements.
+        Kind::OutBuf { elem, .. } if is_c_char(elem) => "out_text_arg",
+        _ => "out_buf_arg",
+    };
+    let function = Ident::new(function, Span::call_site());
+    let len = match param.kind.len() {
+        Some(Len::Param(count)) => {
+            let label = count.unraw().to_string();
+            quote!(#rt::len_arg(#count, #label)?)
+        }
+        _ => len_ident(name).into_token_stream(),
+    };
+    // SAFETY (of the generated block): as in `convert`; the runtime checks
+    // NULL, alignment and the length.
+    quote! {
+        let #name = unsafe { #rt::#function(#name, #len, #label) }?;
+    }
+}
+
+/// `c_char`, however it is reached (`c_char`, `ffi::c_char`, `libc::c_char`).
+fn is_c_char(ty: &Type) -> bool {
+    matches!(peel(ty), Type::Path(path) if is_plain(path, "c_char"))
 }
 
 /// The `on_error` / `on_panic` closures and the policies the `Site` records.
@@ -240,11 +438,13 @@ struct Fallbacks {
 }
 
 impl Fallbacks {
-    fn new(options: &Options, c_output: Option<&Type>) -> Self {
+    /// `c_return` is the C return type (`None` for `()`), `default` the
+    /// fallback closure when neither `on_error` nor `on_panic` is given.
+    fn new(options: &Options, c_return: Option<&TokenStream>, default: TokenStream) -> Self {
         let on_error = Ident::new("__callgate_on_error", Span::mixed_site());
         let on_panic = Ident::new("__callgate_on_panic", Span::mixed_site());
-        let ret = match c_output {
-            Some(ty) => ty.to_token_stream(),
+        let ret = match c_return {
+            Some(ty) => ty.clone(),
             None => quote!(()),
         };
         let value = |ident: &Ident, expr: &dyn ToTokens| quote!(let #ident = || -> #ret { #expr };);
@@ -293,23 +493,15 @@ impl Fallbacks {
                 error_policy: abort.clone(),
                 panic_policy: abort,
             },
-            // Validation allows no fallback only for `()` and pointers.
-            (None, None) => {
-                let default = match c_output.map(peel) {
-                    Some(Type::Ptr(ptr)) if ptr.mutability.is_some() => {
-                        quote!(::core::ptr::null_mut)
-                    }
-                    Some(Type::Ptr(_)) => quote!(::core::ptr::null),
-                    _ => quote!(|| ()),
-                };
-                Fallbacks {
-                    setup: TokenStream::new(),
-                    on_error: default.clone(),
-                    on_panic: default,
-                    error_policy: ret_policy.clone(),
-                    panic_policy: ret_policy,
-                }
-            }
+            // Validation allows no fallback only for `()`, pointers and owned
+            // results.
+            (None, None) => Fallbacks {
+                setup: TokenStream::new(),
+                on_error: default.clone(),
+                on_panic: default,
+                error_policy: ret_policy.clone(),
+                panic_policy: ret_policy,
+            },
         }
     }
 }

@@ -66,8 +66,9 @@ fn path_value(path: &TypePath, ty: &Type, position: Position, in_option: bool) -
         "String" | "CString" | "OsString" | "PathBuf" if param => {
             format!("`{name}` cannot cross the C boundary; take `&CStr` or `&str`")
         }
-        "String" | "CString" | "OsString" | "PathBuf" => format!(
-            "`{name}` cannot cross the C boundary; return `*mut c_char` from `CString::into_raw`"
+        "String" | "OsString" | "PathBuf" => format!(
+            "`{name}` cannot cross the C boundary; return a `CString` and name the function that \
+             frees it: `#[c_callback(free = …)]`"
         ),
         "str" | "CStr" | "OsStr" | "Path" if is_plain(path, &name) => {
             format!("`{name}` cannot cross the C boundary by value; take `&CStr` or `&str`")
@@ -75,10 +76,14 @@ fn path_value(path: &TypePath, ty: &Type, position: Position, in_option: bool) -
         "Vec" | "VecDeque" if param => {
             format!("`{name}<T>` cannot cross the C boundary; {POINTER_AND_LENGTH_TAIL}")
         }
-        "Vec" | "VecDeque" => format!(
-            "`{name}<T>` cannot cross the C boundary; return a pointer and write the length \
-             through an out-parameter"
-        ),
+        "VecDeque" => "`VecDeque<T>` cannot cross the C boundary; return a `Vec<T>` and name \
+                       the function that frees it: `#[c_callback(free = …)]`"
+            .to_owned(),
+        "Box" if !param && generic_arg(ty, "Box").is_some_and(is_text) => {
+            "a boxed string cannot cross the C boundary; return a `CString` and name the \
+             function that frees it: `#[c_callback(free = …)]`"
+                .to_owned()
+        }
         "char" if is_plain(path, "char") && param => {
             "`char` cannot cross the C boundary (C's `char` is a byte); take `u32` and convert \
              with `char::from_u32`, or take `c_char`"
@@ -108,9 +113,15 @@ fn path_value(path: &TypePath, ty: &Type, position: Position, in_option: bool) -
 fn pointee(elem: &Type, mutable: bool, position: Position) -> Option<String> {
     let param = position == Position::Param;
     let message = match peel(elem) {
+        Type::Slice(_) if param => {
+            "a reference to a slice cannot be nested in another type; take `&[T]` itself".to_owned()
+        }
         Type::Slice(_) => {
             let amp = if mutable { "&mut " } else { "&" };
-            format!("`{amp}[T]` cannot cross the C boundary; {POINTER_AND_LENGTH_TAIL}")
+            format!(
+                "`{amp}[T]` cannot be returned to C; return a `Vec<T>` or `Box<[T]>` and name \
+                 the function that frees it (`free = …`), or fill an `OutBuf<'_, T>` parameter"
+            )
         }
         Type::TraitObject(_) => DYN.to_owned(),
         Type::Reference(_) => {
@@ -119,7 +130,9 @@ fn pointee(elem: &Type, mutable: bool, position: Position) -> Option<String> {
                 .to_owned()
         }
         Type::Path(path) if is_plain(path, "str") && mutable => {
-            "`&mut str` cannot cross the C boundary; take `*mut c_char` and a length".to_owned()
+            "`&mut str` cannot cross the C boundary; take `&mut [u8]`, or `OutBuf<'_, c_char>` \
+             to write text"
+                .to_owned()
         }
         Type::Path(path) if is_plain(path, "CStr") && mutable => {
             "`&mut CStr` cannot cross the C boundary; take `&CStr`, or `*mut c_char` to write"
@@ -163,8 +176,55 @@ fn bare_fn(function: &TypeBareFn, needs_option: bool) -> Option<String> {
 
 const DYN: &str = "`dyn Trait` is a fat pointer and cannot cross the C boundary; pass a thin \
                    pointer (`*mut c_void` to a `Box<Box<dyn Trait>>`) or a `#[repr(C)]` struct";
-const POINTER_AND_LENGTH: &str = "slices cannot cross the C boundary; take a pointer and a length";
-const POINTER_AND_LENGTH_TAIL: &str = "take a pointer and a length";
+const POINTER_AND_LENGTH: &str =
+    "slices cannot cross the C boundary by value; take `&[T]` (a pointer and a length)";
+const POINTER_AND_LENGTH_TAIL: &str = "take `&[T]` or `&mut [T]` (a pointer and a length)";
+
+/// Checks the elements of a slice, an `OutBuf` or an owned array: C reads
+/// and writes them in place, so they must be FFI-safe by value. (rustc's
+/// `improper_ctypes_definitions` check of the element, which the expansion
+/// asks for, catches what this misses.)
+pub(crate) fn check_element(elem: &Type) -> Option<syn::Error> {
+    if let Some(impl_trait) = find_impl_trait(elem) {
+        return Some(syn::Error::new_spanned(
+            impl_trait,
+            "the elements of a C array cannot be `impl Trait`; name the type",
+        ));
+    }
+    let message = match peel(elem) {
+        Type::Reference(_) => "the elements of a C array cannot be references: C may put NULL \
+                               in it; use `Option<&T>` or `*const T` elements"
+            .to_owned(),
+        Type::Slice(_) => "the elements of a C array cannot be slices; use a `#[repr(C)]` \
+                           struct of a pointer and a length"
+            .to_owned(),
+        Type::Path(path) if is_text_path(path) => {
+            let name = &path.path.segments.last()?.ident;
+            format!(
+                "`{name}` cannot be the element of a C array; use `*const c_char` elements (C \
+                 strings)"
+            )
+        }
+        _ => {
+            let reason = value(elem, Position::Param, false)?;
+            format!("the elements of a C array must be FFI-safe: {reason}")
+        }
+    };
+    Some(syn::Error::new_spanned(elem, message))
+}
+
+/// `String`, `str`, `CStr` and the other Rust string types.
+fn is_text_path(path: &TypePath) -> bool {
+    [
+        "String", "CString", "OsString", "PathBuf", "str", "CStr", "OsStr", "Path",
+    ]
+    .iter()
+    .any(|name| is_plain(path, name))
+}
+
+fn is_text(ty: &Type) -> bool {
+    matches!(peel(ty), Type::Path(path) if is_text_path(path))
+}
 
 fn is_dyn(ty: &Type) -> bool {
     matches!(peel(ty), Type::TraitObject(_))

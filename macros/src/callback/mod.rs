@@ -1,6 +1,6 @@
 //! `#[c_callback]`: parse → validate → expand.
 
-mod ast;
+pub(crate) mod ast;
 mod attr;
 pub(crate) mod decl;
 mod expand;

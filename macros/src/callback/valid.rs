@@ -2,10 +2,11 @@
 //! problem is reported, each at its own tokens.
 
 use quote::ToTokens;
-use syn::{GenericParam, Meta, ReturnType, Type, WherePredicate};
+use syn::ext::IdentExt;
+use syn::{Attribute, GenericParam, Ident, Meta, ReturnType, Type, WherePredicate};
 
-use super::ast::{Binding, Callback, Kind, Output, peel};
-use super::attr::Options;
+use super::ast::{Binding, Callback, Kind, Len, Output, Owned, Param, RESULT_LEN, is_plain, peel};
+use super::attr::{Fallback, Options};
 use super::ffi::{self, Position};
 use crate::fail;
 
@@ -15,6 +16,7 @@ pub(crate) fn check(callback: &Callback, options: Option<&Options>) -> syn::Resu
     let mut errors = Vec::new();
     signature(callback, &mut errors);
     params(callback, &mut errors);
+    c_names(callback, &mut errors);
     output(callback, options, &mut errors);
     match fail::combine(errors) {
         Some(error) => Err(error),
@@ -105,10 +107,16 @@ fn params(callback: &Callback, errors: &mut Vec<syn::Error>) {
         for attr in &param.other_attrs {
             errors.push(syn::Error::new_spanned(
                 attr,
-                "#[c_callback] parameters take no attributes other than `#[local]`",
+                "#[c_callback] parameters take no attributes other than `#[local]` and `#[len]`",
             ));
         }
         if let Some(local) = param.local {
+            if let Some(len) = param.len {
+                errors.push(syn::Error::new_spanned(
+                    len,
+                    "#[local] parameters are not passed by C and have no length; remove `#[len]`",
+                ));
+            }
             if !matches!(local.meta, Meta::Path(_)) {
                 errors.push(syn::Error::new_spanned(
                     &local.meta,
@@ -143,7 +151,130 @@ fn params(callback: &Callback, errors: &mut Vec<syn::Error>) {
             }
             continue;
         }
-        errors.extend(ffi::check(param.ty, Position::Param));
+        if let Some(attr) = param.len {
+            len_attribute(callback, param, attr, errors);
+        }
+        match param.kind {
+            Kind::Slice { elem, .. } | Kind::OutBuf { elem, .. } => {
+                errors.extend(ffi::check_element(elem));
+            }
+            Kind::StrLen { .. } => {}
+            _ => errors.extend(ffi::check(param.ty, Position::Param)),
+        }
+    }
+}
+
+/// `#[len]` or `#[len = count]` on `param`.
+fn len_attribute(
+    callback: &Callback,
+    param: &Param,
+    attr: &Attribute,
+    errors: &mut Vec<syn::Error>,
+) {
+    let Some(len) = param.kind.len() else {
+        errors.push(syn::Error::new_spanned(
+            attr,
+            "`#[len]` goes on a slice (`&[T]`, `&mut [T]`), a `&str` or an `OutBuf` parameter",
+        ));
+        return;
+    };
+    let well_formed = matches!(
+        (&attr.meta, len),
+        (Meta::Path(_), _) | (Meta::NameValue(_), Len::Param(_))
+    );
+    if !well_formed {
+        errors.push(syn::Error::new_spanned(
+            &attr.meta,
+            "`#[len]` takes nothing, or the name of the parameter that holds the length: \
+             `#[len = count]`",
+        ));
+        return;
+    }
+    let Len::Param(name) = len else { return };
+    let Some(target) = callback.param(name) else {
+        errors.push(syn::Error::new_spanned(
+            name,
+            format!("`#[len = {name}]` names no parameter of this fn; add `{name}: usize`"),
+        ));
+        return;
+    };
+    if matches!(param.binding, Binding::Ident(ident) if ident == name) {
+        errors.push(syn::Error::new_spanned(
+            name,
+            "a parameter cannot be its own length; name an integer parameter",
+        ));
+    } else if target.local.is_some() || !is_integer(target.ty) {
+        let ty = target.ty.to_token_stream().to_string();
+        errors.push(syn::Error::new_spanned(
+            name,
+            format!(
+                "`#[len = {name}]` names a parameter of type `{ty}`; the length must be an \
+                 integer parameter (`usize`, `u32`, `c_int` …)"
+            ),
+        ));
+    }
+}
+
+/// Whether `ty` is spelled as an integer type C can pass.
+fn is_integer(ty: &Type) -> bool {
+    const INTEGERS: &str = "\
+        u8 u16 u32 u64 usize i8 i16 i32 i64 isize \
+        c_schar c_uchar c_short c_ushort c_int c_uint c_long c_ulong c_longlong c_ulonglong \
+        size_t ssize_t c_size_t c_ssize_t ptrdiff_t c_ptrdiff_t intptr_t uintptr_t \
+        int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t";
+    matches!(peel(ty), Type::Path(path)
+        if INTEGERS.split_whitespace().any(|name| is_plain(path, name)))
+}
+
+/// The parameter names of the C signature are distinct: the length
+/// parameters the attribute adds (`data_len`, `result_len`) must not take
+/// the name of another parameter.
+fn c_names(callback: &Callback, errors: &mut Vec<syn::Error>) {
+    let named: Vec<(&Param, &Ident)> = callback
+        .params
+        .iter()
+        .filter_map(|param| match param.binding {
+            Binding::Ident(ident) if param.local.is_none() => Some((param, ident)),
+            _ => None,
+        })
+        .collect();
+    let user = |name: &str| {
+        named
+            .iter()
+            .map(|&(_, ident)| ident)
+            .find(|ident| ident.unraw() == name)
+    };
+    // Each added parameter's name, and the slice it is the length of.
+    let mut added: Vec<(String, Option<&Ident>)> = named
+        .iter()
+        .filter(|(param, _)| matches!(param.kind.len(), Some(Len::Next)))
+        .map(|&(_, ident)| (format!("{}_len", ident.unraw()), Some(ident)))
+        .collect();
+    if let Some(Owned::Slice { .. }) = callback.owned {
+        added.push((RESULT_LEN.to_owned(), None));
+    }
+    for (index, (name, slice)) in added.iter().enumerate() {
+        let earlier = added[..index].iter().any(|(other, _)| other == name);
+        let message = match (slice, user(name)) {
+            (Some(slice), Some(_)) => format!(
+                "the length of `{slice}` is passed in a parameter `{name}` after it, and this \
+                 parameter has that name; make it the length with `#[len = {name}]` on \
+                 `{slice}`, or rename it"
+            ),
+            (None, Some(_)) => format!(
+                "this fn returns an owned array, whose length C receives through a last \
+                 parameter `{name}`; rename this parameter"
+            ),
+            (Some(slice), None) if earlier => format!(
+                "the length of `{slice}` would be passed in a parameter `{name}`, which \
+                 another length parameter already is; rename `{slice}`"
+            ),
+            _ => continue,
+        };
+        let blame = user(name)
+            .or(*slice)
+            .expect("a clash has a parameter to blame");
+        errors.push(syn::Error::new_spanned(blame, message));
     }
 }
 
@@ -167,6 +298,17 @@ fn output(callback: &Callback, options: Option<&Options>, errors: &mut Vec<syn::
         ));
         return;
     }
+    if let Some(owned) = callback.owned {
+        owned_output(owned, options, errors);
+        return;
+    }
+    if let Some(free) = options.and_then(|options| options.free.as_ref()) {
+        errors.push(syn::Error::new_spanned(
+            free,
+            "`free` names the function that frees an owned result (`CString`, `Box<T>`, \
+             `Vec<T>`, `Box<[T]>`), and this fn returns none; remove it",
+        ));
+    }
     let Some(c_type) = callback.output.c_type() else {
         return;
     };
@@ -181,5 +323,31 @@ fn output(callback: &Callback, options: Option<&Options>, errors: &mut Vec<syn::
             "#[c_callback] functions that return a value need `on_panic = VALUE` or \
              `on_error = VALUE`: what C receives when the body panics or fails",
         ));
+    }
+}
+
+/// An owned result needs its free function, fails with NULL rather than a
+/// fallback value, and holds FFI-safe elements if it is an array.
+fn owned_output(owned: Owned, options: Option<&Options>, errors: &mut Vec<syn::Error>) {
+    if let Owned::Slice { elem, .. } = owned {
+        errors.extend(ffi::check_element(elem));
+    }
+    let Some(options) = options else { return };
+    if options.free.is_none() {
+        errors.push(syn::Error::new_spanned(
+            owned.ty(),
+            "#[c_callback] functions that return an owned value hand C memory that only Rust can \
+             free: declare the free function with `callgate::export_free!(name: Type)` and name \
+             it with `#[c_callback(free = name)]`",
+        ));
+    }
+    for fallback in [&options.on_error, &options.on_panic] {
+        if let Some(Fallback::Value(value)) = fallback {
+            errors.push(syn::Error::new_spanned(
+                value,
+                "#[c_callback] functions that return an owned value return NULL when they \
+                 fail; remove this value (`abort` is allowed)",
+            ));
+        }
     }
 }

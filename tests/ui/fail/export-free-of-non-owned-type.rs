@@ -1,0 +1,3 @@
+callgate::export_free!(pub string_free: String);
+
+fn main() {}
