@@ -119,11 +119,13 @@
 //! the layers below its own, and of its own layer without a cycle:
 //!
 //! 1. **Entry points**: `__private`, the one door generated code goes
-//!    through; `env`, environment writes that keep the settings in sync.
+//!    through; `env`, environment writes that keep the settings in sync;
+//!    `closure`, Rust closures C calls through the boundary.
 //! 2. **The boundary**: `boundary`, one call from C (gate, attach, body
 //!    under `catch_unwind`, fallback); `args`, C pointers to references;
 //!    `slice`, (pointer, length) pairs to slices; `out_buf`, caller
-//!    buffers; `owned`, results C frees through exported free functions.
+//!    buffers; `owned`, results C frees through exported free functions;
+//!    `user_data`, the `void *` C APIs pass back.
 //! 3. **What a call uses**: `init`, load-time initialisation and its gate;
 //!    `last_error`, the per-thread message C reads; `stats`, the counters.
 //! 4. **Thread binding**: `thread`, attaching a thread to a context and
@@ -156,6 +158,8 @@
 #[path = "private.rs"]
 pub mod __private;
 #[cfg(not(callgate_loom))]
+pub mod closure;
+#[cfg(not(callgate_loom))]
 pub mod env;
 
 // The boundary: one call from C, and its arguments.
@@ -169,6 +173,8 @@ mod out_buf;
 mod owned;
 #[cfg(not(callgate_loom))]
 mod slice;
+#[cfg(not(callgate_loom))]
+mod user_data;
 
 // What a call uses: the init gate, the last error, the statistics.
 #[cfg(not(callgate_loom))]
@@ -214,6 +220,8 @@ pub use callgate_macros::c_callback;
 #[cfg(not(callgate_loom))]
 #[doc = include_str!("../doc/init.md")]
 pub use callgate_macros::init;
+#[cfg(not(callgate_loom))]
+pub use closure::{Closure, OnceClosure};
 pub use gate::{GatePolicy, InitState};
 #[cfg(not(callgate_loom))]
 pub use init::init_state;
@@ -227,6 +235,8 @@ pub use out_buf::OutBuf;
 pub use settings::{AttachMode, PanicMode, Settings};
 #[cfg(not(callgate_loom))]
 pub use stats::{Stats, stats};
+#[cfg(not(callgate_loom))]
+pub use user_data::UserData;
 
 /// The runtime settings in force.
 ///
