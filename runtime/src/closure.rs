@@ -143,6 +143,14 @@ pub trait Signature {
 /// A closure [`Closure::new`] takes: `FnMut(A, B, …) -> O + Send + 'static`
 /// with [`CValue`] parameters and an [`Outcome`]. `M` only tells the
 /// parameter lists apart.
+#[diagnostic::on_unimplemented(
+    message = "this closure cannot be called from C as an `FnMut` with C values",
+    label = "not a C-callable closure",
+    note = "a closure C can call takes annotated parameters that are C values (integers, \
+            floats, `bool`, raw pointers, `callgate::closure::CValue` types), returns `()`, a C \
+            value or a `Result` of one, and is `Send + 'static`; references and strings arrive \
+            as raw pointers"
+)]
 pub trait FnMutBody<S: Signature, M>: Send + 'static {
     /// The C functions of this closure type.
     #[doc(hidden)]
@@ -151,6 +159,14 @@ pub trait FnMutBody<S: Signature, M>: Send + 'static {
 
 /// A closure [`Closure::concurrent`] takes: `Fn(A, B, …) -> O + Send + Sync
 /// + 'static`.
+#[diagnostic::on_unimplemented(
+    message = "this closure cannot be called from C as an `Fn + Sync` with C values",
+    label = "not a C-callable closure",
+    note = "a closure C can call takes annotated parameters that are C values (integers, \
+            floats, `bool`, raw pointers, `callgate::closure::CValue` types), returns `()`, a C \
+            value or a `Result` of one, and is `Send + 'static`; references and strings arrive \
+            as raw pointers"
+)]
 pub trait FnBody<S: Signature, M>: Send + Sync + 'static {
     /// The C functions of this closure type.
     #[doc(hidden)]
@@ -159,6 +175,14 @@ pub trait FnBody<S: Signature, M>: Send + Sync + 'static {
 
 /// A closure [`OnceClosure::new`] takes: `FnOnce(A, B, …) -> O + Send +
 /// 'static`.
+#[diagnostic::on_unimplemented(
+    message = "this closure cannot be called from C as an `FnOnce` with C values",
+    label = "not a C-callable closure",
+    note = "a closure C can call takes annotated parameters that are C values (integers, \
+            floats, `bool`, raw pointers, `callgate::closure::CValue` types), returns `()`, a C \
+            value or a `Result` of one, and is `Send + 'static`; references and strings arrive \
+            as raw pointers"
+)]
 pub trait FnOnceBody<S: Signature, M>: Send + 'static {
     /// The C functions of this closure type.
     #[doc(hidden)]

@@ -186,6 +186,8 @@ mod stats;
 
 // Thread binding: attach, leave, release.
 #[cfg(not(callgate_loom))]
+mod table;
+#[cfg(not(callgate_loom))]
 mod thread;
 
 // Platform: the hooks C calls (thread exit, fork, dlopen pin), the TLS slot.

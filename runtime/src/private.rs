@@ -29,6 +29,7 @@ pub use crate::user_data::{
     user_data_ref,
 };
 pub use callgate_macros::export_free_impl;
+pub use callgate_macros::export_table_impl;
 
 /// The index of the context serving the calling thread, if it is attached;
 /// for tests that check which context a call ran on.

@@ -331,10 +331,8 @@ mod tests {
         let before = DROPS.load(Ordering::Relaxed);
         let raw = UserData::new(Counted(7)).into_raw();
         // SAFETY: `raw` came from `into_raw` and is live.
-        assert_eq!(
-            unsafe { UserData::<Counted>::ref_from_raw(raw) }.map(|c| c.0),
-            Some(7)
-        );
+        let counted = unsafe { UserData::<Counted>::ref_from_raw(raw) };
+        assert_eq!(counted.map(|c| c.0), Some(7));
         // SAFETY: as above; nothing else uses it.
         if let Some(counted) = unsafe { UserData::<Counted>::mut_from_raw(raw) } {
             counted.0 = 8;
