@@ -149,10 +149,8 @@ fn a_reentrant_fnmut_call_fails_instead_of_aliasing() {
     );
     // The closure still works afterwards.
     // SAFETY: as above.
-    assert_eq!(
-        unsafe { cb_call_first(nested.data_first(), nested.data(), 0) },
-        7
-    );
+    let again = unsafe { cb_call_first(nested.data_first(), nested.data(), 0) };
+    assert_eq!(again, 7);
 }
 
 #[test]
@@ -278,10 +276,8 @@ fn once_closures_free_themselves_after_their_call() {
     })
     .into_raw_parts();
     // SAFETY: called exactly once.
-    assert_eq!(
-        unsafe { cb_call_first(failing.data_first, failing.data, 0) },
-        -7
-    );
+    let result = unsafe { cb_call_first(failing.data_first, failing.data, 0) };
+    assert_eq!(result, -7);
     assert!(last_error().ends_with("panicked: once and done"));
     assert_eq!(drops.lock().unwrap().len(), 1);
 }
