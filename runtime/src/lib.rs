@@ -68,6 +68,9 @@
 //! | [`#[callgate::init]`](init) `fn setup()` | nothing to call: it runs when the library is loaded, and callbacks wait for it |
 //! | [`export_error_api!(prefix)`](export_error_api) | `prefix_last_error_length`, `prefix_last_error_message` and `prefix_clear_last_error` |
 //! | [`export_free!(name: CString)`](export_free) | `void name(char *value)`: frees what callbacks with `free = name` return |
+//! | [`export_table! { static name: Type { cb, … } }`](export_table) | `extern const Type name`: a struct of the `local` callbacks' function pointers |
+//! | [`UserData::new(state).into_raw()`](UserData) | a `void *` to hand a C API, with [`UserData::<T>::destroy`](UserData::destroy) as its destroy callback |
+//! | [`Closure::new(fallback, \|x: c_int\| …)`](Closure) | a function pointer, its `void *` data and a `free` function |
 //!
 //! Parameters map to C types as [`c_callback`] describes: `&T` is checked
 //! for NULL and alignment, `&CStr` for NULL, `&str` also for UTF-8, a slice
@@ -79,6 +82,18 @@
 //! The trampoline is an `unsafe extern "C" fn` when it takes a reference,
 //! a string, a slice or a buffer (C must pass NULL or a valid pointer), a
 //! safe one otherwise.
+//!
+//! # C APIs that take a `void *`
+//!
+//! A `#[user_data] state: &State` parameter is the `void *` a C API passes
+//! back to its callback (`qsort_r`, `pthread_create`, SQLite's `pApp`,
+//! glib's `user_data`), typed and checked for NULL. [`UserData`] hands
+//! Rust state to such an API together with the destroy function it calls
+//! when done, so the state is dropped exactly once. [`Closure`] and
+//! [`OnceClosure`] turn Rust closures into (function, data, free) for
+//! `register(callback, data[, free])` APIs, with every call going through
+//! the same boundary as a `#[c_callback]`. [`export_table!`] exports the
+//! pointers of `local` callbacks as one struct a C host reads.
 //!
 //! # Threads
 //!
