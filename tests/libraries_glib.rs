@@ -191,13 +191,37 @@ fn eventually(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
+/// Ends the threads glib keeps parked for later pools and waits until
+/// their contexts are released: no glib thread is bound afterwards.
+fn end_parked_threads() {
+    // SAFETY: plain glib calls.
+    unsafe {
+        g_thread_pool_set_max_unused_threads(0);
+        g_thread_pool_stop_unused_threads();
+    }
+    // SAFETY: a plain glib call.
+    eventually(
+        "glib's parked threads to end",
+        || unsafe { g_thread_pool_get_num_unused_threads() } == 0,
+    );
+    // Their key destructors release the contexts on their way out, after
+    // the calls above returned: poll.
+    eventually("the parked threads' contexts to be released", || {
+        callgate::stats().contexts_bound == 0
+    });
+}
+
 /// 200 items on a 4-thread pool: each run once, on glib's threads, and
 /// dropped once; the pool's state comes back after `g_thread_pool_free`.
-/// glib keeps the threads for later pools, so their contexts stay bound
-/// until it stops them: `stats().releases` catches up only then.
+/// glib parks the pool's threads for later pools, still bound; their
+/// contexts are released only once glib ends them, after the call that
+/// asks it to has returned: `stats()` is polled for it.
 #[test]
 fn a_pool_runs_every_item_on_its_threads() {
     let _serial = serial();
+    end_parked_threads();
+    // SAFETY: a plain glib call: park up to 8 threads.
+    unsafe { g_thread_pool_set_max_unused_threads(8) };
     let drops = Arc::new(AtomicUsize::new(0));
     let before = callgate::stats();
     let state = UserData::new(PoolState::default()).into_raw();
@@ -221,27 +245,13 @@ fn a_pool_runs_every_item_on_its_threads() {
     let threads = state.threads.lock().unwrap();
     assert!(!threads.is_empty() && threads.len() <= 4);
     assert!(!threads.contains(&std::thread::current().id()));
-
-    // The pool's threads are parked in glib's unused-thread pool, still
-    // bound. Stopping them ends them; their key destructors release the
-    // contexts on their way out, after this call returns: poll.
+    // One bind per pool thread that ran an item.
     let binds = callgate::stats().binds - before.binds;
-    assert!(binds >= threads.len() as u64);
-    // SAFETY: plain glib calls.
-    unsafe {
-        g_thread_pool_set_max_unused_threads(0);
-        g_thread_pool_stop_unused_threads();
-    }
-    eventually("the pool's threads to release their contexts", || {
-        let now = callgate::stats();
-        now.releases - before.releases >= binds
-    });
-    // SAFETY: a plain glib call.
-    eventually(
-        "glib's unused threads to end",
-        || unsafe { g_thread_pool_get_num_unused_threads() } == 0,
-    );
-    // SAFETY: as above.
+    assert_eq!(binds, threads.len() as u64);
+
+    end_parked_threads();
+    assert_eq!(callgate::stats().releases - before.releases, binds);
+    // SAFETY: a plain glib call: glib's default.
     unsafe { g_thread_pool_set_max_unused_threads(2) };
 }
 

@@ -231,7 +231,12 @@ pub trait FnOnceBody<S: Signature, M>: Send + 'static {
 ///   call `free`, call it yourself, once.
 ///
 /// Starting a call after the owner let go (a dropped `Closure`, a `free`d
-/// pointer) is a use after free, as with any C callback data.
+/// pointer) is a use after free, as with any C callback data; a call with
+/// a NULL data pointer aborts the process with a message.
+///
+/// Closure calls use the defaults of `#[c_callback]`: `attach = bound`,
+/// `gate = wait`, and the fallback on both panics and errors (the
+/// `CALLGATE` environment variable applies as usual).
 ///
 /// ```
 /// use callgate::Closure;
