@@ -18,7 +18,8 @@
 #             closures to SQLite, libuv and glib and to C threads
 #             (tests/libraries_*.rs, closures.rs, macros_user_data.rs)
 #   helgrind  no data race: contexts reused across threads in churn waves,
-#             and the nesting harness
+#             the nesting harness, and closures and user data shared by C
+#             threads (the callbacks program)
 #
 # Suppressions (scripts/valgrind.supp) cover only false positives of the
 # tools' model of glibc or std, each documented there. CALLGATE_FULL=1
@@ -146,6 +147,10 @@ run helgrind churn churn churn "$together" 8 no-rss
 run helgrind churn-together churn together "$together" 8 no-rss
 run helgrind nest depth nest "$depth"
 run helgrind nest-per-call depth nest-per-call "$depth"
+# A closure's calls from several threads take turns on its lock; its last
+# reference, dropped on any thread, frees it.
+check helgrind callbacks-threads "$linked/callbacks" threads 4 100
+check helgrind callbacks-closures "$linked/callbacks" closures 20
 
 if [[ $failures -ne 0 ]]; then
     echo "valgrind.sh: $failures run(s) failed" >&2
