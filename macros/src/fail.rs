@@ -14,10 +14,9 @@ pub(crate) fn soft(item: TokenStream, error: syn::Error) -> TokenStream {
 }
 
 /// The user's fn with the `#[local]`, `#[len]` and `#[user_data]` helper
-/// attributes and a
-/// C-variadic `...` removed: rustc would report them too ("cannot find
-/// attribute `local`", "only foreign functions may be C-variadic") and bury
-/// the real error.
+/// attributes and a C-variadic `...` removed: rustc would report them too
+/// ("cannot find attribute `local`", "only foreign functions may be
+/// C-variadic") and bury the real error.
 pub(crate) fn soft_fn(item: &ItemFn, error: syn::Error) -> TokenStream {
     let mut item = item.clone();
     if item.sig.variadic.take().is_some() && item.sig.inputs.trailing_punct() {

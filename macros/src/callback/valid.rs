@@ -97,7 +97,7 @@ fn signature(callback: &Callback, errors: &mut Vec<syn::Error>) {
 
 fn params(callback: &Callback, errors: &mut Vec<syn::Error>) {
     let mut local_types: Vec<String> = Vec::new();
-    let mut first_user_data: Option<&Param> = None;
+    let mut has_user_data = false;
     for param in &callback.params {
         if let Binding::Pattern(pat) = param.binding {
             errors.push(syn::Error::new_spanned(
@@ -113,8 +113,8 @@ fn params(callback: &Callback, errors: &mut Vec<syn::Error>) {
             ));
         }
         if let Some(attr) = param.user_data {
-            user_data(param, attr, first_user_data, errors);
-            first_user_data = first_user_data.or(Some(param));
+            user_data(param, attr, has_user_data, errors);
+            has_user_data = true;
             continue;
         }
         if let Some(local) = param.local {
@@ -171,9 +171,9 @@ fn params(callback: &Callback, errors: &mut Vec<syn::Error>) {
     }
 }
 
-/// `#[user_data]` on `param`; `first` is an earlier `#[user_data]`
-/// parameter of the fn, if any.
-fn user_data(param: &Param, attr: &Attribute, first: Option<&Param>, errors: &mut Vec<syn::Error>) {
+/// `#[user_data]` on `param`; `earlier` when an earlier parameter of the
+/// fn has one too.
+fn user_data(param: &Param, attr: &Attribute, earlier: bool, errors: &mut Vec<syn::Error>) {
     if !matches!(attr.meta, Meta::Path(_)) {
         errors.push(syn::Error::new_spanned(
             &attr.meta,
@@ -200,7 +200,7 @@ fn user_data(param: &Param, attr: &Attribute, first: Option<&Param>, errors: &mu
              sized `T`: C passes a `void *` to it",
         ));
     }
-    if first.is_some() {
+    if earlier {
         errors.push(syn::Error::new_spanned(
             attr,
             "a #[c_callback] fn takes one `#[user_data]` parameter: the `void *` C passes back; \
