@@ -135,7 +135,8 @@
 //!
 //! 1. **Entry points**: `__private`, the one door generated code goes
 //!    through; `env`, environment writes that keep the settings in sync;
-//!    `closure`, Rust closures C calls through the boundary.
+//!    `closure`, Rust closures C calls through the boundary; `table`, the
+//!    `export_table!` macro.
 //! 2. **The boundary**: `boundary`, one call from C (gate, attach, body
 //!    under `catch_unwind`, fallback); `args`, C pointers to references;
 //!    `slice`, (pointer, length) pairs to slices; `out_buf`, caller
@@ -176,6 +177,8 @@ pub mod __private;
 pub mod closure;
 #[cfg(not(callgate_loom))]
 pub mod env;
+#[cfg(not(callgate_loom))]
+mod table;
 
 // The boundary: one call from C, and its arguments.
 #[cfg(not(callgate_loom))]
@@ -200,8 +203,6 @@ mod last_error;
 mod stats;
 
 // Thread binding: attach, leave, release.
-#[cfg(not(callgate_loom))]
-mod table;
 #[cfg(not(callgate_loom))]
 mod thread;
 
