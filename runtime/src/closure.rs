@@ -53,6 +53,7 @@ use crate::failure::{Failure, payload_message};
 use crate::gate::GatePolicy;
 use crate::settings::AttachMode;
 use crate::sync::{AtomicUsize, Ordering};
+use crate::valgrind;
 
 /// A type C passes by value with the same layout in C and Rust: what the
 /// parameters and the result of a [`Closure`] may be.
@@ -681,21 +682,27 @@ impl<F> Exclusive<F> {
             .body
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // std's `Mutex` is built on futexes, which helgrind does not see as
+        // a lock: tell it that the previous turn happens before this one.
+        valgrind::happens_after(&raw const self.body);
         // Relaxed: read only by this thread for the check above.
         self.owner.store(me, Ordering::Relaxed);
-        // Declared after `body`, so the mark is cleared before the unlock,
-        // also when `run` panics.
-        let _clear = ClearOwner(&self.owner);
+        // Declared after `body`, so the turn ends before the unlock, also
+        // when `run` panics.
+        let _end = EndTurn(self);
         Ok(run(&mut body))
     }
 }
 
-struct ClearOwner<'a>(&'a AtomicUsize);
+/// Ends a turn of an `Exclusive` body: clears the owner mark and tells
+/// helgrind this turn happens before the next.
+struct EndTurn<'a, F>(&'a Exclusive<F>);
 
-impl Drop for ClearOwner<'_> {
+impl<F> Drop for EndTurn<'_, F> {
     fn drop(&mut self) {
         // Relaxed: see `Exclusive::with`.
-        self.0.store(0, Ordering::Relaxed);
+        self.0.owner.store(0, Ordering::Relaxed);
+        valgrind::happens_before(&raw const self.0.body);
     }
 }
 
