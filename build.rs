@@ -14,9 +14,17 @@
 //!   library with `dlopen`); each is built into `$OUT_DIR/hosts/<name>` and
 //!   the directory is passed to the tests as `CALLGATE_HOSTS_DIR`.
 //!
+//! * The C libraries the tests hand Rust callbacks to — SQLite, libuv and
+//!   glib — are found with `pkg-config` and linked into the dev package;
+//!   each one found sets `cfg(callgate_sqlite)`, `cfg(callgate_libuv)` or
+//!   `cfg(callgate_glib)` for the tests that use it. A missing one leaves
+//!   those tests out with a warning naming the Debian package to install,
+//!   and fails the build under CI (`CI=true`).
+//!
 //! All C is compiled with `-Wall -Wextra -Werror`.
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 fn c_files(dir: &str) -> Vec<PathBuf> {
     println!("cargo:rerun-if-changed={dir}");
@@ -37,7 +45,15 @@ fn c_files(dir: &str) -> Vec<PathBuf> {
 /// The one C file that needs OpenMP.
 const OPENMP_SOURCE: &str = "examples/c/openmp.c";
 
+/// `(pkg-config module, cfg it sets, Debian package)`.
+const LIBRARIES: [(&str, &str, &str); 3] = [
+    ("sqlite3", "callgate_sqlite", "libsqlite3-dev"),
+    ("libuv", "callgate_libuv", "libuv1-dev"),
+    ("glib-2.0", "callgate_glib", "libglib2.0-dev"),
+];
+
 fn main() {
+    link_libraries();
     let harness: Vec<PathBuf> = ["tests/c", "examples/c"]
         .iter()
         .flat_map(|dir| c_files(dir))
@@ -124,4 +140,37 @@ fn build_host(compiler: &cc::Tool, source: &Path, hosts: &Path) {
         .status()
         .expect("run the C compiler");
     assert!(status.success(), "compiling {} failed", source.display());
+}
+
+/// Links each of `LIBRARIES` that `pkg-config` knows, and sets its cfg.
+fn link_libraries() {
+    println!("cargo:rerun-if-env-changed=CI");
+    println!("cargo:rerun-if-env-changed=PKG_CONFIG_PATH");
+    let ci = std::env::var("CI").is_ok_and(|value| value == "true");
+    for (module, cfg, package) in LIBRARIES {
+        println!("cargo::rustc-check-cfg=cfg({cfg})");
+        let output = Command::new("pkg-config").args(["--libs", module]).output();
+        let flags = match output {
+            Ok(output) if output.status.success() => {
+                String::from_utf8(output.stdout).expect("pkg-config prints its flags as text")
+            }
+            _ => {
+                let message = format!(
+                    "pkg-config does not find {module}: the tests that call it are left out \
+                     (apt-get install {package} pkg-config)"
+                );
+                assert!(!ci, "{message}");
+                println!("cargo:warning={message}");
+                continue;
+            }
+        };
+        for flag in flags.split_whitespace() {
+            if let Some(dir) = flag.strip_prefix("-L") {
+                println!("cargo:rustc-link-search=native={dir}");
+            } else if let Some(library) = flag.strip_prefix("-l") {
+                println!("cargo:rustc-link-lib={library}");
+            }
+        }
+        println!("cargo:rustc-cfg={cfg}");
+    }
 }

@@ -9,9 +9,17 @@
 #             hooks), calls at exit; and the data program compiled against
 #             the generated header (tests/c/linked/data.c): every slice,
 #             owned-result and buffer case, owned values freed on another
-#             thread, create/free cycles
+#             thread, create/free cycles; the callbacks program compiled the
+#             same way (tests/c/linked/callbacks.c): user data through the
+#             table of local callbacks (qsort_r, C threads), closures made,
+#             called, freed on another thread and while a call is in them,
+#             once closures as thread start routines — every value dropped
+#             exactly once; and the test binaries that hand Rust state and
+#             closures to SQLite, libuv and glib and to C threads
+#             (tests/libraries_*.rs, closures.rs, macros_user_data.rs)
 #   helgrind  no data race: contexts reused across threads in churn waves,
-#             and the nesting harness
+#             the nesting harness, and closures and user data shared by C
+#             threads (the callbacks program)
 #
 # Suppressions (scripts/valgrind.supp) cover only false positives of the
 # tools' model of glibc or std, each documented there. CALLGATE_FULL=1
@@ -40,19 +48,25 @@ hosts="$out_dir/hosts"
 fixture="$out_dir/../../../libcallgate_fixture.so"
 # The data program is compiled against the generated header by its test,
 # into the target directory's tmp/linked.
-cargo test -p callgate-dev --test data --quiet >/dev/null
+cargo test -p callgate-dev --test data --test callbacks --quiet >/dev/null
 target_dir=$(cargo metadata --format-version 1 --no-deps |
     grep -o '"target_directory":"[^"]*"' | cut -d'"' -f4)
 linked="$target_dir/tmp/linked"
-if [[ ! -x "$hosts/churn" || ! -f "$fixture" || ! -x "$linked/data" ]]; then
-    echo "valgrind.sh: hosts ($hosts), fixture ($fixture) or data program ($linked) missing" >&2
+if [[ ! -x "$hosts/churn" || ! -f "$fixture" || ! -x "$linked/data" || ! -x "$linked/callbacks" ]]; then
+    echo "valgrind.sh: hosts ($hosts), fixture ($fixture) or linked programs ($linked) missing" >&2
     exit 1
 fi
 
+# test_binary NAME: the path of the dev package's integration test NAME.
+test_binary() {
+    cargo test -p callgate-dev --test "$1" --no-run --message-format=json 2>/dev/null |
+        grep -o '"executable":"[^"]*"' | cut -d'"' -f4 | tail -1
+}
+
 if [[ "${CALLGATE_FULL:-}" == "1" ]]; then
-    churn=4000 together=1000 depth=1000 cycles=100000
+    churn=4000 together=1000 depth=1000 cycles=100000 closures=2000
 else
-    churn=400 together=200 depth=1000 cycles=10000
+    churn=400 together=200 depth=1000 cycles=10000 closures=100
 fi
 
 export RUST_BACKTRACE=0
@@ -67,7 +81,10 @@ run() {
     check "$tool" "$name" "$hosts/$host" "$fixture" "$@"
 }
 
-# check TOOL NAME PROGRAM ARGS...: one valgrind run, its output kept in $log.
+# check TOOL NAME PROGRAM ARGS...: one valgrind run, its output kept in $log;
+# the program must print a `result=ok` line (a Rust test binary, run by
+# check_tests, its `test result: ok.` line).
+success='^result=ok$'
 check() {
     local tool=$1 name=$2
     shift 2
@@ -82,7 +99,7 @@ check() {
         >"$log/$name.out" 2>"$log/$name.err" || status=$?
     local summary
     summary=$(grep -h "ERROR SUMMARY" "$log/$name.err" | tail -1 | sed 's/^==[0-9]*== //')
-    if [[ $status -eq 0 ]] && grep -q '^result=ok$' "$log/$name.out"; then
+    if [[ $status -eq 0 ]] && grep -q "$success" "$log/$name.out"; then
         printf '  ok    %-9s %-26s %3ss  %s\n' "$tool" "$name" $((SECONDS - started)) "$summary"
     else
         printf '  FAIL  %-9s %-26s exit %s  %s\n' "$tool" "$name" "$status" "$summary"
@@ -104,6 +121,20 @@ run memcheck exit-handlers teardown exit bound
 check memcheck data-boundary "$linked/data" boundary
 check memcheck data-threads "$linked/data" threads 1000
 check memcheck data-cycles "$linked/data" cycles "$cycles" no-rss
+check memcheck callbacks-table "$linked/callbacks" table
+check memcheck callbacks-threads "$linked/callbacks" threads 8 200
+check memcheck callbacks-closures "$linked/callbacks" closures "$closures"
+
+# check_tests NAME: the dev package's integration test NAME under memcheck,
+# one test at a time.
+check_tests() {
+    local binary
+    binary=$(test_binary "$1")
+    success='^test result: ok\.' check memcheck "$1" "$binary" --test-threads=1
+}
+for test in closures macros_user_data libraries_sqlite libraries_uv libraries_glib; do
+    check_tests "$test"
+done
 
 # Contexts move between threads through the free list, ordered by its
 # atomics; the runtime tells helgrind about that edge with happens-before
@@ -116,6 +147,10 @@ run helgrind churn churn churn "$together" 8 no-rss
 run helgrind churn-together churn together "$together" 8 no-rss
 run helgrind nest depth nest "$depth"
 run helgrind nest-per-call depth nest-per-call "$depth"
+# A closure's calls from several threads take turns on its lock; its last
+# reference, dropped on any thread, frees it.
+check helgrind callbacks-threads "$linked/callbacks" threads 4 100
+check helgrind callbacks-closures "$linked/callbacks" closures 20
 
 if [[ $failures -ne 0 ]]; then
     echo "valgrind.sh: $failures run(s) failed" >&2

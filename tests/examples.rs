@@ -166,3 +166,24 @@ fn openmp_binds_each_thread_once() {
     }
     line(&out, "π ≈ 3.14159265");
 }
+
+/// Four connections score words with a Rust SQL function whose state
+/// SQLite owns; a panic and an `Err` come back as SQL errors; SQLite drops
+/// every connection's state once.
+#[cfg(callgate_sqlite)]
+#[test]
+fn sqlite_functions_from_four_connections() {
+    let out = run_example("sqlite");
+    line(&out, "c | 3, gate | 33, rust | 78");
+    line(
+        &out,
+        "SQL error: word_score(\"two words\"): ' ' is not a letter",
+    );
+    line(
+        &out,
+        "SQL error: callback `word_score` panicked: asked to panic",
+    );
+    line(&out, "connections 1-3: the same results");
+    assert_eq!(number_after(&out, "words scored:"), 20);
+    line(&out, "connection states dropped by SQLite: 4");
+}

@@ -69,6 +69,11 @@ fn header_has_guards_and_a_stable_order() {
         "typedef int32_t (*fixture_plain_fn)(int32_t value);",
         "int64_t fixture_str_chars(const char *text);",
         "int64_t fixture_nest(int32_t depth, Reenter reenter);",
+        "typedef int (*fixture_compare_counted_fn)(const void *a, const void *b, void *counter);",
+        "typedef struct FixtureCallbacks {",
+        "    fixture_compare_counted_fn fixture_compare_counted;",
+        "} FixtureCallbacks;",
+        "extern const FixtureCallbacks fixture_callbacks;",
         "#endif /* FIXTURE_H */",
     ] {
         assert!(

@@ -51,6 +51,20 @@ fn header_records_types(at: Point, session: Option<&mut Session>, name: &CStr) -
 #[c_callback(local)]
 fn header_records_local(_: *const c_void) {}
 
+/// Counts into the caller's state.
+#[c_callback(local)]
+fn header_records_counting(value: i32, #[user_data] state: &mut i64) {
+    *state += i64::from(value);
+}
+
+callgate::export_table! {
+    /// The local callbacks.
+    pub static header_records_table: HeaderRecordsTable {
+        header_records_local,
+        header_records_counting,
+    }
+}
+
 #[c_callback(export = "header_records_renamed", on_error = 0)]
 fn header_records_rust_name(value: u8) -> u8 {
     value
@@ -64,8 +78,9 @@ callgate::export_error_api!(header_records);
 
 /// This test binary's declarations, the ones of this file.
 fn declarations() -> (Vec<u8>, Vec<Declaration>) {
-    // Referenced so that the `local` callback is compiled in.
+    // Referenced so that the `local` callbacks and the table are compiled in.
     let _ = header_records_local as extern "C" fn(*const c_void);
+    let _ = &header_records_table;
     let exe = std::env::current_exe().expect("the test binary's path");
     let bytes = std::fs::read(&exe).expect("read the test binary");
     let declarations = extract(&bytes)
@@ -92,10 +107,12 @@ fn reads_the_records_the_macros_write() {
         [
             "header_records_callback",
             "header_records_clear_last_error",
+            "header_records_counting",
             "header_records_last_error_length",
             "header_records_last_error_message",
             "header_records_local",
             "header_records_renamed",
+            "header_records_table",
             "header_records_types",
         ]
     );
@@ -132,6 +149,23 @@ fn reads_the_records_the_macros_write() {
         "typedef void (*header_records_local_fn)(const void *)"
     );
     assert_eq!(local.docs(), "");
+
+    let counting = find(&found, "header_records_counting");
+    assert_eq!(
+        counting.pointer_typedef(),
+        "typedef void (*header_records_counting_fn)(int32_t value, void *state)"
+    );
+    let table = find(&found, "header_records_table");
+    assert_eq!(table.kind(), Kind::Table);
+    assert_eq!(
+        table.table_fields(),
+        ["header_records_local", "header_records_counting"]
+    );
+    assert_eq!(
+        table.prototype().as_deref(),
+        Some("extern const HeaderRecordsTable header_records_table")
+    );
+    assert_eq!(table.docs(), "The local callbacks.");
 
     assert_eq!(
         find(&found, "header_records_renamed")
@@ -185,7 +219,7 @@ fn note(record: &[u8]) -> Vec<u8> {
 #[test]
 fn each_note_holds_the_record_byte_for_byte() {
     let (bytes, found) = declarations();
-    assert_eq!(found.len(), 7, "{found:#?}");
+    assert_eq!(found.len(), 9, "{found:#?}");
     for declaration in &found {
         let note = note(&declaration.to_record());
         assert!(

@@ -11,6 +11,10 @@ pub enum Kind {
     /// A `#[c_callback(local)]`: no symbol; the header declares its
     /// function-pointer type `name_fn`.
     LocalCallback,
+    /// A table of `local` callbacks (`callgate::export_table!`): an
+    /// exported, read-only struct of their function pointers; the header
+    /// defines its struct type and declares `extern const Type name`.
+    Table,
 }
 
 impl Kind {
@@ -19,6 +23,7 @@ impl Kind {
         match self {
             Kind::Export => format::EXPORT,
             Kind::LocalCallback => format::LOCAL,
+            Kind::Table => format::TABLE,
         }
     }
 }
@@ -67,29 +72,68 @@ impl Declaration {
         &self.name
     }
 
-    /// The name of its function-pointer type: `name_fn`.
+    /// The name of its type: the function-pointer type `name_fn` of a
+    /// function, the struct type of a table.
     pub fn pointer_type_name(&self) -> String {
-        format!("{}_fn", self.name)
+        match self.kind {
+            Kind::Export | Kind::LocalCallback => format!("{}_fn", self.name),
+            Kind::Table => self.table_type().to_owned(),
+        }
     }
 
-    /// The C prototype without the `;`, e.g.
-    /// `int32_t parse(const char *text, double *out)`; `None` for a `local`
+    /// The C declaration of its symbol without the `;`: a function's
+    /// prototype, e.g. `int32_t parse(const char *text, double *out)`, or a
+    /// table's `extern const Callbacks callbacks`; `None` for a `local`
     /// callback, which has no symbol to declare.
     pub fn prototype(&self) -> Option<String> {
         match self.kind {
             Kind::Export => Some(self.signature.replace(format::NAME_SLOT, &self.name)),
             Kind::LocalCallback => None,
+            Kind::Table => Some(format!("extern const {} {}", self.table_type(), self.name)),
         }
     }
 
-    /// The typedef of its function-pointer type without the `;`, e.g.
-    /// `typedef int32_t (*parse_fn)(const char *text, double *out)`.
+    /// The typedef of its type without the `;`: a function's pointer type,
+    /// e.g. `typedef int32_t (*parse_fn)(const char *text, double *out)`,
+    /// or a table's struct, each field of the type `name_fn` of its
+    /// `local` callback.
     pub fn pointer_typedef(&self) -> String {
+        if self.kind == Kind::Table {
+            let ty = self.table_type();
+            let fields: String = self
+                .table_fields()
+                .into_iter()
+                .map(|field| format!("    {field}_fn {field};\n"))
+                .collect();
+            return format!("typedef struct {ty} {{\n{fields}}} {ty}");
+        }
         let declarator = format!("(*{})", self.pointer_type_name());
         format!(
             "typedef {}",
             self.signature.replace(format::NAME_SLOT, &declarator)
         )
+    }
+
+    /// A table's fields, each the name of a `local` callback; empty for a
+    /// function.
+    pub fn table_fields(&self) -> Vec<&str> {
+        match self.kind {
+            Kind::Table => self
+                .signature
+                .split(format::TYPE_SEPARATOR)
+                .skip(1)
+                .filter(|field| !field.is_empty())
+                .collect(),
+            Kind::Export | Kind::LocalCallback => Vec::new(),
+        }
+    }
+
+    /// A table's struct type: the first word of its signature.
+    fn table_type(&self) -> &str {
+        self.signature
+            .split(format::TYPE_SEPARATOR)
+            .next()
+            .unwrap_or_default()
     }
 
     /// The Rust-defined types its signature names, sorted by name.

@@ -50,8 +50,9 @@ impl HeaderOptions {
 /// and (in C) `<stdbool.h>`, then the prelude, then inside `extern "C"`
 /// (for C++): a `typedef struct Name Name;` forward declaration for each
 /// Rust type not in `defined_types`, the function-pointer typedef of each
-/// `local` callback, and the prototype and function-pointer typedef of each
-/// exported function, each with its doc comment. The order is by name and
+/// `local` callback, the struct type and `extern const` declaration of
+/// each table of `local` callbacks, and the prototype and function-pointer
+/// typedef of each exported function, each with its doc comment. The order is by name and
 /// identical declarations appear once, so the same library always gives
 /// the same header.
 ///
@@ -60,7 +61,9 @@ impl HeaderOptions {
 /// [`Error::NameClash`] when two items would have one C name — a `local`
 /// callback `x` and an exported function `x_fn` (the name of `x`'s pointer
 /// type), two different declarations of one name, or a Rust type and a
-/// function of one name — which C and C++ compilers reject.
+/// function of one name — which C and C++ compilers reject;
+/// [`Error::MissingCallback`] when a table names a `local` callback that is
+/// not among `declarations`.
 pub fn render(declarations: &[Declaration], options: &HeaderOptions) -> Result<String, Error> {
     let declarations = sorted(declarations.to_vec());
     let types = forward_declared(&declarations, &options.defined_types);
@@ -107,6 +110,31 @@ pub fn render(declarations: &[Declaration], options: &HeaderOptions) -> Result<S
         doc_comment(&mut out, &declaration.docs);
         out.push_str(&declaration.pointer_typedef());
         out.push_str(";\n");
+    }
+
+    let tables: Vec<&Declaration> = declarations
+        .iter()
+        .filter(|declaration| declaration.kind == Kind::Table)
+        .collect();
+    if !tables.is_empty() {
+        out.push_str(
+            "\n/* Tables of `local` callbacks, exported as read-only data: one function pointer \
+             per callback. */\n",
+        );
+    }
+    for declaration in tables {
+        out.push('\n');
+        if !is_c_identifier(&declaration.name) {
+            not_declarable(&mut out, declaration);
+            continue;
+        }
+        doc_comment(&mut out, &declaration.docs);
+        out.push_str(&declaration.pointer_typedef());
+        out.push_str(";\n");
+        if let Some(prototype) = declaration.prototype() {
+            out.push_str(&prototype);
+            out.push_str(";\n");
+        }
     }
 
     let exports: Vec<&Declaration> = declarations
@@ -177,6 +205,28 @@ fn check_names(declarations: &[Declaration], types: &[RustType]) -> Result<(), E
                 declaration.pointer_type_name(),
                 format!("the pointer type of the `local` callback `{name}`: {typedef}"),
             )?,
+            Kind::Table => {
+                for field in declaration.table_fields() {
+                    let declared = declarations.iter().any(|callback| {
+                        callback.kind == Kind::LocalCallback && callback.name == field
+                    });
+                    if !declared {
+                        return Err(Error::MissingCallback {
+                            table: name.clone(),
+                            field: field.to_owned(),
+                        });
+                    }
+                }
+                let table_type = declaration.pointer_type_name();
+                claim(
+                    name.clone(),
+                    format!("the table `{name}` of type `{table_type}`"),
+                )?;
+                claim(
+                    table_type.clone(),
+                    format!("the struct type `{table_type}` of the table `{name}`"),
+                )?;
+            }
         }
     }
     Ok(())

@@ -36,6 +36,14 @@ pub enum Error {
         /// The other.
         second: String,
     },
+    /// A table's field names no `local` callback among the declarations, so
+    /// the header has no type for it.
+    MissingCallback {
+        /// The table's symbol.
+        table: String,
+        /// The field without a callback.
+        field: String,
+    },
     /// Two items of the header would have one C name: a `local` callback
     /// `x` (whose pointer type is `x_fn`) and an exported function `x_fn`,
     /// or a type defined in Rust and a function of that name. The header
@@ -72,6 +80,11 @@ impl fmt::Display for Error {
                 f,
                 "`{name}` is declared twice, differently:\n    {first}\n    {second}\nrename one \
                  of the callbacks (`export = \"...\"`), or read one library at a time"
+            ),
+            Error::MissingCallback { table, field } => write!(
+                f,
+                "the table `{table}` has a field `{field}`, but no `local` callback `{field}` is \
+                 declared: read the library that defines it too"
             ),
             Error::NameClash {
                 name,
@@ -178,12 +191,21 @@ fn record(bytes: &[u8], offset: usize) -> Result<Option<(Declaration, usize)>, E
     let kind = match kind {
         format::EXPORT => Kind::Export,
         format::LOCAL => Kind::LocalCallback,
+        format::TABLE => Kind::Table,
         _ => return Err(malformed("unknown kind")),
     };
     if name.is_empty() {
         return Err(malformed("the name is empty"));
     }
-    if signature.matches(format::NAME_SLOT).count() != 1 {
+    if kind == Kind::Table {
+        if signature.split(format::TYPE_SEPARATOR).any(str::is_empty)
+            || signature.split(format::TYPE_SEPARATOR).count() < 2
+        {
+            return Err(malformed(
+                "a table needs a type name and at least one field",
+            ));
+        }
+    } else if signature.matches(format::NAME_SLOT).count() != 1 {
         return Err(malformed("the signature has no single name slot"));
     }
     let mut types: Vec<RustType> = types

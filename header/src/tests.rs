@@ -305,3 +305,70 @@ fn two_items_with_one_c_name_are_refused() {
         Err(Error::NameClash { name, .. }) if name == "f"
     ));
 }
+
+fn table_record() -> Vec<u8> {
+    record_bytes(
+        1,
+        [
+            "table",
+            "mylib_callbacks",
+            "MylibCallbacks compare",
+            "",
+            "What the host registers.",
+        ],
+    )
+}
+
+#[test]
+fn a_table_of_local_callbacks_is_a_struct_and_an_extern_const() {
+    let mut library = table_record();
+    library.extend(compare_record());
+    let declarations = extract(&library).expect("valid records");
+    let table = declarations
+        .iter()
+        .find(|declaration| declaration.kind() == Kind::Table)
+        .expect("the table");
+    assert_eq!(table.table_fields(), ["compare"]);
+    assert_eq!(table.pointer_type_name(), "MylibCallbacks");
+    assert_eq!(
+        table.prototype().as_deref(),
+        Some("extern const MylibCallbacks mylib_callbacks")
+    );
+    assert_eq!(table.to_record(), table_record());
+    let header = render(&declarations, &HeaderOptions::new("T_H")).expect("no clash");
+    let expected = "\
+/* Function-pointer types of the `local` callbacks, to pass to C. */
+
+typedef int (*compare_fn)(const void *a, const void *b);
+
+/* Tables of `local` callbacks, exported as read-only data: one function pointer per callback. */
+
+/**
+ * What the host registers.
+ */
+typedef struct MylibCallbacks {
+    compare_fn compare;
+} MylibCallbacks;
+extern const MylibCallbacks mylib_callbacks;
+";
+    assert!(header.contains(expected), "{header}");
+
+    // Without the callback's own record the field has no type.
+    let alone = extract(&table_record()).unwrap();
+    assert_eq!(
+        render(&alone, &HeaderOptions::new("T_H")),
+        Err(Error::MissingCallback {
+            table: "mylib_callbacks".to_owned(),
+            field: "compare".to_owned(),
+        })
+    );
+    // A table without fields is malformed.
+    let empty = record_bytes(1, ["table", "t", "Type", "", ""]);
+    assert!(matches!(
+        extract(&empty),
+        Err(Error::Malformed {
+            problem: "a table needs a type name and at least one field",
+            ..
+        })
+    ));
+}

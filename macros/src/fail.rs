@@ -13,10 +13,10 @@ pub(crate) fn soft(item: TokenStream, error: syn::Error) -> TokenStream {
     tokens
 }
 
-/// The user's fn with the `#[local]` and `#[len]` helper attributes and a
-/// C-variadic `...` removed: rustc would report them too ("cannot find
-/// attribute `local`", "only foreign functions may be C-variadic") and bury
-/// the real error.
+/// The user's fn with the `#[local]`, `#[len]` and `#[user_data]` helper
+/// attributes and a C-variadic `...` removed: rustc would report them too
+/// ("cannot find attribute `local`", "only foreign functions may be
+/// C-variadic") and bury the real error.
 pub(crate) fn soft_fn(item: &ItemFn, error: syn::Error) -> TokenStream {
     let mut item = item.clone();
     if item.sig.variadic.take().is_some() && item.sig.inputs.trailing_punct() {
@@ -24,9 +24,11 @@ pub(crate) fn soft_fn(item: &ItemFn, error: syn::Error) -> TokenStream {
     }
     for input in &mut item.sig.inputs {
         if let FnArg::Typed(param) = input {
-            param
-                .attrs
-                .retain(|attr| !attr.path().is_ident("local") && !attr.path().is_ident("len"));
+            param.attrs.retain(|attr| {
+                !["local", "len", "user_data"]
+                    .iter()
+                    .any(|helper| attr.path().is_ident(helper))
+            });
         }
     }
     soft(item.into_token_stream(), error)

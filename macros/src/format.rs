@@ -12,10 +12,11 @@
 //! ```
 //!
 //! - `VERSION`: [`VERSION`] in decimal;
-//! - `KIND`: [`EXPORT`] or [`LOCAL`];
+//! - `KIND`: [`EXPORT`], [`LOCAL`] or [`TABLE`];
 //! - `NAME`: the exported symbol, or the `local` callback's name;
 //! - `SIGNATURE`: the C declaration with [`NAME_SLOT`] where the name goes,
-//!   e.g. `int32_t @(const char *text)`;
+//!   e.g. `int32_t @(const char *text)`; for a [`TABLE`], the struct type's
+//!   name and then its fields, separated by [`TYPE_SEPARATOR`];
 //! - `TYPES`: the types defined in Rust that the signature names, sorted by
 //!   name and separated by [`TYPE_SEPARATOR`], each prefixed with
 //!   [`BEHIND_POINTER`] when C only sees it behind pointers;
@@ -58,6 +59,13 @@ pub const EXPORT: &str = "export";
 /// `KIND` of a `#[c_callback(local)]`: no symbol; the header declares its
 /// function-pointer type.
 pub const LOCAL: &str = "local";
+
+/// `KIND` of a table of `local` callbacks (`callgate::export_table!`): an
+/// exported, read-only struct whose fields are function pointers. `NAME` is
+/// its symbol; `SIGNATURE` is `Type field field …`, where each field is
+/// named after a `local` callback the library records and has that
+/// callback's function-pointer type; `TYPES` is empty.
+pub const TABLE: &str = "table";
 
 /// Stands for the declarator in `SIGNATURE`: the header writes the name
 /// there for the prototype, `(*name_fn)` for the function-pointer typedef.

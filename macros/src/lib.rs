@@ -12,6 +12,7 @@ mod format;
 mod free;
 mod init;
 mod record;
+mod table;
 mod targets;
 
 use proc_macro::TokenStream;
@@ -50,4 +51,14 @@ pub fn init(args: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro]
 pub fn export_free_impl(input: TokenStream) -> TokenStream {
     free::export_free(input.into()).into()
+}
+
+/// Declares an exported table of `local` callbacks.
+///
+/// Use it as `callgate::export_table!`, whose documentation this is; that
+/// macro passes its `$crate` first.
+#[doc(hidden)]
+#[proc_macro]
+pub fn export_table_impl(input: TokenStream) -> TokenStream {
+    table::export_table(input.into()).into()
 }

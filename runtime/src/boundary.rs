@@ -79,9 +79,11 @@ pub fn from_result<T, E: Display>(result: Result<T, E>) -> Result<T, Failure> {
 /// `on_error` is returned (unless the site's policy aborts) when the gate is
 /// shut, an argument is bad or the body returns `Err`; `on_panic` when the
 /// body panics. The failure's message becomes the thread's last error.
+/// `site` lives as long as the call: a trampoline's is a `static`, a
+/// closure's is in the closure's allocation.
 #[inline(always)]
 pub fn call<R>(
-    site: &'static Site,
+    site: &Site,
     on_error: impl FnOnce() -> R,
     on_panic: impl FnOnce() -> R,
     body: impl FnOnce(&Frame) -> Result<R, Failure>,

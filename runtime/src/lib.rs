@@ -68,6 +68,9 @@
 //! | [`#[callgate::init]`](init) `fn setup()` | nothing to call: it runs when the library is loaded, and callbacks wait for it |
 //! | [`export_error_api!(prefix)`](export_error_api) | `prefix_last_error_length`, `prefix_last_error_message` and `prefix_clear_last_error` |
 //! | [`export_free!(name: CString)`](export_free) | `void name(char *value)`: frees what callbacks with `free = name` return |
+//! | [`export_table! { static name: Type { cb, … } }`](export_table) | `extern const Type name`: a struct of the `local` callbacks' function pointers |
+//! | [`UserData::new(state).into_raw()`](UserData) | a `void *` to hand a C API, with [`UserData::<T>::destroy`](UserData::destroy) as its destroy callback |
+//! | [`Closure::new(fallback, \|x: c_int\| …)`](Closure) | a function pointer, its `void *` data and a `free` function |
 //!
 //! Parameters map to C types as [`c_callback`] describes: `&T` is checked
 //! for NULL and alignment, `&CStr` for NULL, `&str` also for UTF-8, a slice
@@ -79,6 +82,18 @@
 //! The trampoline is an `unsafe extern "C" fn` when it takes a reference,
 //! a string, a slice or a buffer (C must pass NULL or a valid pointer), a
 //! safe one otherwise.
+//!
+//! # C APIs that take a `void *`
+//!
+//! A `#[user_data] state: &State` parameter is the `void *` a C API passes
+//! back to its callback (`qsort_r`, `pthread_create`, SQLite's `pApp`,
+//! glib's `user_data`), typed and checked for NULL. [`UserData`] hands
+//! Rust state to such an API together with the destroy function it calls
+//! when done, so the state is dropped exactly once. [`Closure`] and
+//! [`OnceClosure`] turn Rust closures into (function, data, free) for
+//! `register(callback, data[, free])` APIs, with every call going through
+//! the same boundary as a `#[c_callback]`. [`export_table!`] exports the
+//! pointers of `local` callbacks as one struct a C host reads.
 //!
 //! # Threads
 //!
@@ -119,11 +134,14 @@
 //! the layers below its own, and of its own layer without a cycle:
 //!
 //! 1. **Entry points**: `__private`, the one door generated code goes
-//!    through; `env`, environment writes that keep the settings in sync.
+//!    through; `env`, environment writes that keep the settings in sync;
+//!    `closure`, Rust closures C calls through the boundary; `table`, the
+//!    `export_table!` macro.
 //! 2. **The boundary**: `boundary`, one call from C (gate, attach, body
 //!    under `catch_unwind`, fallback); `args`, C pointers to references;
 //!    `slice`, (pointer, length) pairs to slices; `out_buf`, caller
-//!    buffers; `owned`, results C frees through exported free functions.
+//!    buffers; `owned`, results C frees through exported free functions;
+//!    `user_data`, the `void *` C APIs pass back.
 //! 3. **What a call uses**: `init`, load-time initialisation and its gate;
 //!    `last_error`, the per-thread message C reads; `stats`, the counters.
 //! 4. **Thread binding**: `thread`, attaching a thread to a context and
@@ -156,7 +174,11 @@
 #[path = "private.rs"]
 pub mod __private;
 #[cfg(not(callgate_loom))]
+pub mod closure;
+#[cfg(not(callgate_loom))]
 pub mod env;
+#[cfg(not(callgate_loom))]
+mod table;
 
 // The boundary: one call from C, and its arguments.
 #[cfg(not(callgate_loom))]
@@ -169,6 +191,8 @@ mod out_buf;
 mod owned;
 #[cfg(not(callgate_loom))]
 mod slice;
+#[cfg(not(callgate_loom))]
+mod user_data;
 
 // What a call uses: the init gate, the last error, the statistics.
 #[cfg(not(callgate_loom))]
@@ -214,6 +238,8 @@ pub use callgate_macros::c_callback;
 #[cfg(not(callgate_loom))]
 #[doc = include_str!("../doc/init.md")]
 pub use callgate_macros::init;
+#[cfg(not(callgate_loom))]
+pub use closure::{Closure, OnceClosure};
 pub use gate::{GatePolicy, InitState};
 #[cfg(not(callgate_loom))]
 pub use init::init_state;
@@ -227,6 +253,8 @@ pub use out_buf::OutBuf;
 pub use settings::{AttachMode, PanicMode, Settings};
 #[cfg(not(callgate_loom))]
 pub use stats::{Stats, stats};
+#[cfg(not(callgate_loom))]
+pub use user_data::UserData;
 
 /// The runtime settings in force.
 ///

@@ -24,7 +24,12 @@ pub use crate::slice::{
     len_arg, mut_slice_arg, opt_mut_slice_arg, opt_slice_arg, opt_str_len_arg, slice_arg,
     str_len_arg,
 };
+pub use crate::user_data::{
+    ExclusiveUserData, SharedUserData, opt_user_data_mut, opt_user_data_ref, user_data_mut,
+    user_data_ref,
+};
 pub use callgate_macros::export_free_impl;
+pub use callgate_macros::export_table_impl;
 
 /// The index of the context serving the calling thread, if it is attached;
 /// for tests that check which context a call ran on.

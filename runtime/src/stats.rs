@@ -23,7 +23,9 @@ pub struct Stats {
     pub contexts_free: u64,
     /// Attachments of a thread to a context (first calls, per-call attaches).
     pub binds: u64,
-    /// Releases of a context (thread exits, per-call returns).
+    /// Releases of a context (thread exits, per-call returns). A thread's
+    /// release happens as it exits, which can be later than the host's
+    /// "join": see [`stats`].
     pub releases: u64,
     /// Calls that passed the init gate, whatever their outcome: a rejected
     /// argument, an `Err` and a panic count too. Calls the gate turned away
@@ -43,6 +45,38 @@ pub struct Stats {
 /// Each counter is read atomically, but the snapshot as a whole is not: taken
 /// while other threads call in, the fields may be from slightly different
 /// moments. Cost: proportional to the number of contexts.
+///
+/// # Releases lag behind a host's "join"
+///
+/// A bound thread's context is released by the thread itself, as it exits
+/// (its pthread key destructor). A host that waits for its threads with
+/// `pthread_join` sees the releases when the join returns; many do not:
+/// CPython's `threading.Thread.join` returns once the thread's Python code
+/// is done, before the OS thread has finished exiting; glib's thread pools
+/// park their threads for reuse instead of ending them
+/// (`g_thread_pool_free` returns with them still bound, until
+/// `g_thread_pool_stop_unused_threads` or their idle timeout); detached
+/// threads exit whenever they get there. After such a "join",
+/// `releases` and `contexts_bound` catch up a little later, or only when
+/// the host ends its parked threads: poll, with a deadline, rather than
+/// reading once.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+///
+/// /// Waits until every bound context was released, or `timeout` passed.
+/// fn wait_until_released(timeout: Duration) -> bool {
+///     let deadline = Instant::now() + timeout;
+///     while callgate::stats().contexts_bound > 0 {
+///         if Instant::now() > deadline {
+///             return false;
+///         }
+///         std::thread::sleep(Duration::from_millis(1));
+///     }
+///     true
+/// }
+/// # assert!(wait_until_released(Duration::from_secs(10)));
+/// ```
 pub fn stats() -> Stats {
     let mut stats = Stats {
         contexts_created: CONTEXTS.allocated() as u64,

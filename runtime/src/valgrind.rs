@@ -9,6 +9,11 @@
 //! `valgrind.h` uses: outside valgrind it is a handful of register
 //! rotations that change nothing, so it stays compiled in (it runs only
 //! when a context is bound or released, never on the call fast path).
+//!
+//! A `Closure`'s turns are the other use: std's `Mutex` is built on
+//! futexes, which helgrind does not recognise as a lock, so each turn
+//! announces that it happens after the previous one (a few instructions
+//! next to the lock's own atomics).
 
 /// `_VG_USERREQ__HG_USERSO_SEND_PRE` (helgrind.h).
 #[cfg(all(target_arch = "x86_64", not(callgate_loom)))]

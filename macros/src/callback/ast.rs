@@ -23,6 +23,8 @@ pub(crate) struct Param<'a> {
     pub local: Option<&'a Attribute>,
     /// The `#[len]` or `#[len = param]` helper attribute.
     pub len: Option<&'a Attribute>,
+    /// The `#[user_data]` helper attribute.
+    pub user_data: Option<&'a Attribute>,
     /// Any other attribute: rejected.
     pub other_attrs: Vec<&'a Attribute>,
     pub kind: Kind<'a>,
@@ -53,6 +55,13 @@ pub(crate) enum Kind<'a> {
     Str { nullable: bool },
     /// `#[local] x: &mut T`: this thread's `T`, not part of the C signature.
     Local { elem: &'a Type },
+    /// `#[user_data] x: &T` (`&mut T`, or an `Option` of either): a
+    /// `void *` to the caller's `elem`.
+    UserData {
+        mutable: bool,
+        nullable: bool,
+        elem: &'a Type,
+    },
     /// `&[T]`, `&mut [T]` and their `Option`s: a pointer to `elem` and a
     /// length.
     Slice {
@@ -155,12 +164,15 @@ impl<'a> Callback<'a> {
                     };
                     let mut local = None;
                     let mut len = None;
+                    let mut user_data = None;
                     let mut other_attrs = Vec::new();
                     for attr in &typed.attrs {
                         if attr.path().is_ident("local") && local.is_none() {
                             local = Some(attr);
                         } else if attr.path().is_ident("len") && len.is_none() {
                             len = Some(attr);
+                        } else if attr.path().is_ident("user_data") && user_data.is_none() {
+                            user_data = Some(attr);
                         } else {
                             other_attrs.push(attr);
                         }
@@ -168,6 +180,7 @@ impl<'a> Callback<'a> {
                     let ty = &*typed.ty;
                     let kind = match (local, mut_ref(ty)) {
                         (Some(_), Some(elem)) => Kind::Local { elem },
+                        _ if user_data.is_some() => user_data_kind(ty),
                         _ => classify(ty, len.map(len_of)),
                     };
                     params.push(Param {
@@ -175,6 +188,7 @@ impl<'a> Callback<'a> {
                         ty,
                         local,
                         len,
+                        user_data,
                         other_attrs,
                         kind,
                     });
@@ -207,6 +221,7 @@ impl<'a> Callback<'a> {
                     | Kind::Slice { .. }
                     | Kind::StrLen { .. }
                     | Kind::OutBuf { .. }
+                    | Kind::UserData { .. }
             )
         });
         pointer_param || matches!(self.owned, Some(Owned::Slice { .. }))
@@ -295,6 +310,32 @@ fn classify<'a>(ty: &'a Type, len: Option<Len<'a>>) -> Kind<'a> {
             Kind::Ref {
                 mutable,
                 nullable: false,
+                elem,
+            }
+        }
+        _ => Kind::Value,
+    }
+}
+
+/// The kind of a `#[user_data]` parameter: a reference (or an `Option` of
+/// one) to a sized type, else `Value` (which `valid` rejects).
+fn user_data_kind(ty: &Type) -> Kind<'_> {
+    let (nullable, reference) = match generic_arg(ty, "Option") {
+        Some(inner) => (true, inner),
+        None => (false, ty),
+    };
+    let Type::Reference(TypeReference {
+        mutability, elem, ..
+    }) = peel(reference)
+    else {
+        return Kind::Value;
+    };
+    match peel(elem) {
+        Type::Path(path) if is_plain(path, "str") || is_plain(path, "CStr") => Kind::Value,
+        Type::Path(_) | Type::Array(_) | Type::Tuple(_) | Type::Ptr(_) | Type::BareFn(_) => {
+            Kind::UserData {
+                mutable: mutability.is_some(),
+                nullable,
                 elem,
             }
         }

@@ -172,6 +172,7 @@ fn signature(callback: &Callback, types: &mut TypeUses) -> String {
             }
             Kind::OutBuf { elem, .. } => CType::pointer(c_type(elem, types, true)),
             Kind::CStr { .. } | Kind::Str { .. } | Kind::StrLen { .. } => const_char_pointer(),
+            Kind::UserData { .. } => CType::pointer(CType::named("void")),
         };
         let name = match param.binding {
             Binding::Ident(ident) => Some(ident.unraw().to_string()),

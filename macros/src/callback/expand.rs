@@ -9,7 +9,7 @@ use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::ext::IdentExt;
 use syn::spanned::Spanned;
-use syn::{Attribute, FnArg, Ident, Type};
+use syn::{Attribute, FnArg, Ident, ItemFn, Type};
 
 use super::ast::{Binding, Callback, Kind, Len, Output, Owned, Param, RESULT_LEN, is_plain, peel};
 use super::attr::{Attach, Fallback, Gate, Options};
@@ -193,7 +193,13 @@ pub(crate) fn expand(callback: &Callback, options: &Options) -> TokenStream {
         quote!(_)
     };
 
+    let table_type = options.local.then(|| {
+        let pointer = quote!(#unsafety extern "C" fn(#(#c_params),*) #c_return);
+        local_pointer_type(item, &pointer)
+    });
+
     quote! {
+        #table_type
         #(#outer_attrs)*
         #safety_doc
         #link
@@ -221,6 +227,26 @@ pub(crate) fn expand(callback: &Callback, options: &Options) -> TokenStream {
             })
         }
     }
+}
+
+/// For a `local` callback, its function-pointer type under its own name in
+/// the type namespace, which `callgate::export_table!` names for the
+/// table's field (as `export_free!` does for a free function). Left out
+/// when the C signature names lifetimes, which a type alias cannot.
+fn local_pointer_type(item: &ItemFn, pointer: &TokenStream) -> Option<TokenStream> {
+    if !item.sig.generics.params.is_empty() || mentions_lifetime(pointer.clone()) {
+        return None;
+    }
+    let (vis, ident) = (&item.vis, &item.sig.ident);
+    let cfgs = item.attrs.iter().filter(|attr| attr.path().is_ident("cfg"));
+    Some(quote! {
+        /// The function-pointer type of this `local` callback, for
+        /// `callgate::export_table!`.
+        #[doc(hidden)]
+        #[allow(non_camel_case_types, dead_code)]
+        #(#cfgs)*
+        #vis type #ident = #pointer;
+    })
 }
 
 /// The parameters C passes for `param`: none for a `#[local]`, a pointer
@@ -255,6 +281,7 @@ fn c_params(param: &Param, name: &Ident) -> Vec<TokenStream> {
         Kind::CStr { .. } | Kind::Str { .. } | Kind::StrLen { .. } => {
             quote_spanned!(span=> *const ::core::ffi::c_char)
         }
+        Kind::UserData { .. } => quote_spanned!(span=> *mut ::core::ffi::c_void),
         Kind::Local { .. } => return Vec::new(),
     };
     let mut params = vec![quote!(#name: #pointer)];
@@ -365,6 +392,27 @@ fn convert(
         Kind::Str { nullable: true } => "opt_str_arg",
         Kind::Slice { .. } | Kind::StrLen { .. } | Kind::OutBuf { .. } => {
             return convert_with_len(param, name, &label, rt);
+        }
+        Kind::UserData {
+            mutable,
+            nullable,
+            elem,
+        } => {
+            let function = match (mutable, nullable) {
+                (false, false) => "user_data_ref",
+                (true, false) => "user_data_mut",
+                (false, true) => "opt_user_data_ref",
+                (true, true) => "opt_user_data_mut",
+            };
+            let function = Ident::new(function, Span::call_site());
+            // The `Sync` / `Send` bound is checked here, so a type that
+            // lacks it is reported at the user's type.
+            let typed = quote_spanned!(elem.span()=> #rt::#function::<#elem>);
+            // SAFETY (of the generated block): as below; the pointer is to
+            // the `T` the user data was made from.
+            return quote! {
+                let #name = unsafe { #typed(#name, #label) }?;
+            };
         }
     };
     let function = Ident::new(function, Span::call_site());

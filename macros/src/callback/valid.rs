@@ -97,6 +97,7 @@ fn signature(callback: &Callback, errors: &mut Vec<syn::Error>) {
 
 fn params(callback: &Callback, errors: &mut Vec<syn::Error>) {
     let mut local_types: Vec<String> = Vec::new();
+    let mut has_user_data = false;
     for param in &callback.params {
         if let Binding::Pattern(pat) = param.binding {
             errors.push(syn::Error::new_spanned(
@@ -107,8 +108,14 @@ fn params(callback: &Callback, errors: &mut Vec<syn::Error>) {
         for attr in &param.other_attrs {
             errors.push(syn::Error::new_spanned(
                 attr,
-                "#[c_callback] parameters take no attributes other than `#[local]` and `#[len]`",
+                "#[c_callback] parameters take no attributes other than `#[local]`, `#[len]` and \
+                 `#[user_data]`",
             ));
+        }
+        if let Some(attr) = param.user_data {
+            user_data(param, attr, has_user_data, errors);
+            has_user_data = true;
+            continue;
         }
         if let Some(local) = param.local {
             if let Some(len) = param.len {
@@ -161,6 +168,45 @@ fn params(callback: &Callback, errors: &mut Vec<syn::Error>) {
             Kind::StrLen { .. } => {}
             _ => errors.extend(ffi::check(param.ty, Position::Param)),
         }
+    }
+}
+
+/// `#[user_data]` on `param`; `earlier` when an earlier parameter of the
+/// fn has one too.
+fn user_data(param: &Param, attr: &Attribute, earlier: bool, errors: &mut Vec<syn::Error>) {
+    if !matches!(attr.meta, Meta::Path(_)) {
+        errors.push(syn::Error::new_spanned(
+            &attr.meta,
+            "`#[user_data]` takes no arguments; write `#[user_data]`",
+        ));
+    }
+    if let Some(local) = param.local {
+        errors.push(syn::Error::new_spanned(
+            local,
+            "a parameter is either `#[user_data]` (C passes it) or `#[local]` (C does not); \
+             remove one",
+        ));
+    }
+    if let Some(len) = param.len {
+        errors.push(syn::Error::new_spanned(
+            len,
+            "`#[user_data]` is one `void *` without a length; remove `#[len]`",
+        ));
+    }
+    if param.local.is_none() && !matches!(param.kind, Kind::UserData { .. }) {
+        errors.push(syn::Error::new_spanned(
+            param.ty,
+            "#[user_data] parameters are `&T`, `&mut T`, `Option<&T>` or `Option<&mut T>` of a \
+             sized `T`: C passes a `void *` to it",
+        ));
+    }
+    if earlier {
+        errors.push(syn::Error::new_spanned(
+            attr,
+            "a #[c_callback] fn takes one `#[user_data]` parameter: the `void *` C passes back; \
+             take any other `void *` as `*mut c_void` and convert it with \
+             `callgate::UserData::ref_from_raw`",
+        ));
     }
 }
 

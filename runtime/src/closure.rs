@@ -1,0 +1,863 @@
+//! Rust closures as C callbacks: a C function pointer, the `void *` C
+//! passes back to it, and the function that frees it — the shape of every
+//! `register(callback, data)` and `register(callback, data, free)` C API.
+//!
+//! ```
+//! use callgate::Closure;
+//! use std::ffi::{c_int, c_void};
+//!
+//! // What a C library would do with it: `int visit(int (*cb)(void *, int), void *data)`.
+//! unsafe fn visit(cb: unsafe extern "C" fn(*mut c_void, c_int) -> c_int, data: *mut c_void) -> c_int {
+//!     // SAFETY: `cb` and `data` belong together (caller obligation).
+//!     (1..=4).map(|value| unsafe { cb(data, value) }).sum()
+//! }
+//!
+//! let mut seen = Vec::new();
+//! let square = Closure::new(-1, move |value: c_int| -> Result<c_int, String> {
+//!     seen.push(value);
+//!     value.checked_mul(value).ok_or_else(|| format!("{value}² overflows"))
+//! });
+//! // SAFETY: the closure outlives the call.
+//! let total = unsafe { visit(square.data_first(), square.data()) };
+//! assert_eq!(total, 1 + 4 + 9 + 16);
+//! ```
+//!
+//! Each call goes through the same boundary as a `#[c_callback]`: the init
+//! gate, the thread's bound context, panics and `Err`s turned into the
+//! declared fallback value with a last error, `stats()`. The closure's
+//! allocation is reference-counted: its owner (the [`Closure`] handle, or C
+//! after [`Closure::into_raw_parts`]) holds one reference and each call in
+//! flight another, so the closure is dropped when the owner lets go and the
+//! last call running on any thread has returned.
+//!
+//! # Atomic orderings
+//!
+//! The reference count follows `Arc`: a call takes its reference with a
+//! Relaxed increment (it can only start while an owner's reference keeps
+//! the allocation alive, and C's hand-over of the pointer to the calling
+//! thread orders the construction before it); every release is a Release
+//! decrement, and the one that reaches zero issues an Acquire fence before
+//! dropping, so every call's use of the closure happens before its drop.
+
+use core::cell::UnsafeCell;
+use core::ffi::c_void;
+use core::fmt::{self, Display};
+use core::ptr::NonNull;
+use core::sync::atomic::fence;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Mutex;
+
+use crate::boundary::{Policy, Site, call};
+use crate::diag::{abort_with, report};
+use crate::failure::{Failure, payload_message};
+use crate::gate::GatePolicy;
+use crate::settings::AttachMode;
+use crate::sync::{AtomicUsize, Ordering};
+use crate::valgrind;
+
+/// A type C passes by value with the same layout in C and Rust: what the
+/// parameters and the result of a [`Closure`] may be.
+///
+/// Implemented for the integers (not 128-bit), `f32`, `f64`, `bool`, raw
+/// pointers and `Option<NonNull<T>>`. Implement it for a `#[repr(C)]`
+/// struct of such fields to pass that struct by value.
+///
+/// # Safety
+///
+/// `Self` is FFI-safe by value (what rustc's `improper_ctypes` accepts),
+/// and C passes only valid values of it, as for a `#[c_callback]` parameter.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a parameter or result of a `Closure`",
+    label = "not a C value",
+    note = "closures take and return integers, floats, `bool`, raw pointers, `Option<NonNull<T>>` \
+            and `#[repr(C)]` types that implement `callgate::closure::CValue`; take a raw pointer \
+            and convert it in the body, or use `#[c_callback]` for the full argument mapping"
+)]
+pub unsafe trait CValue: Copy {}
+
+macro_rules! c_values {
+    ($($ty:ty),*) => {
+        $(
+            // SAFETY: a scalar with the same representation in C.
+            unsafe impl CValue for $ty {}
+        )*
+    };
+}
+
+c_values!(
+    i8, i16, i32, i64, isize, u8, u16, u32, u64, usize, f32, f64, bool
+);
+
+// SAFETY: a thin pointer is a C pointer.
+unsafe impl<T> CValue for *const T {}
+// SAFETY: a thin pointer is a C pointer.
+unsafe impl<T> CValue for *mut T {}
+// SAFETY: NULL-niche-optimised: a C pointer.
+unsafe impl<T> CValue for Option<NonNull<T>> {}
+
+/// What a closure's C function returns: `()` (C's `void`) or a [`CValue`].
+pub trait CReturn: Copy {}
+
+impl CReturn for () {}
+
+impl<T: CValue> CReturn for T {}
+
+/// What a closure body may return: a [`CReturn`] value, passed to C as it
+/// is, or a `Result` of one, whose `Err` C sees as the closure's fallback
+/// value with the error's text as the last error.
+pub trait Outcome {
+    /// The value C receives.
+    type C: CReturn;
+    /// The value for C, or the failure to report.
+    #[doc(hidden)]
+    fn into_c(self) -> Result<Self::C, Failure>;
+}
+
+impl<T: CReturn> Outcome for T {
+    type C = T;
+    #[inline(always)]
+    fn into_c(self) -> Result<T, Failure> {
+        Ok(self)
+    }
+}
+
+impl<T: CReturn, E: Display> Outcome for Result<T, E> {
+    type C = T;
+    #[inline(always)]
+    fn into_c(self) -> Result<T, Failure> {
+        self.map_err(|error| Failure::from_display(&error))
+    }
+}
+
+/// The C signature of a closure, written as a Rust `fn` type of its
+/// parameters and C result: `Closure<fn(c_int, *const c_char) -> c_int>`.
+/// The C function takes the `void *` data first or last besides these.
+pub trait Signature {
+    /// The C result.
+    type Output: CReturn;
+    /// `unsafe extern "C" fn(*mut c_void, A, B, …) -> Output`.
+    type DataFirst: Copy;
+    /// `unsafe extern "C" fn(A, B, …, *mut c_void) -> Output`.
+    type DataLast: Copy;
+}
+
+/// A closure [`Closure::new`] takes: `FnMut(A, B, …) -> O + Send + 'static`
+/// with [`CValue`] parameters and an [`Outcome`]. `M` only tells the
+/// parameter lists apart.
+#[diagnostic::on_unimplemented(
+    message = "this closure cannot be called from C as an `FnMut` with C values",
+    label = "not a C-callable closure",
+    note = "a closure C can call takes annotated parameters that are C values (integers, \
+            floats, `bool`, raw pointers, `callgate::closure::CValue` types), returns `()`, a C \
+            value or a `Result` of one, and is `Send + 'static`; references and strings arrive \
+            as raw pointers"
+)]
+pub trait FnMutBody<S: Signature, M>: Send + 'static {
+    /// The C functions of this closure type.
+    #[doc(hidden)]
+    fn functions() -> (S::DataFirst, S::DataLast);
+}
+
+/// A closure [`Closure::concurrent`] takes: `Fn(A, B, …) -> O + Send + Sync
+/// + 'static`.
+#[diagnostic::on_unimplemented(
+    message = "this closure cannot be called from C as an `Fn + Sync` with C values",
+    label = "not a C-callable closure",
+    note = "a closure C can call takes annotated parameters that are C values (integers, \
+            floats, `bool`, raw pointers, `callgate::closure::CValue` types), returns `()`, a C \
+            value or a `Result` of one, and is `Send + 'static`; references and strings arrive \
+            as raw pointers"
+)]
+pub trait FnBody<S: Signature, M>: Send + Sync + 'static {
+    /// The C functions of this closure type.
+    #[doc(hidden)]
+    fn functions() -> (S::DataFirst, S::DataLast);
+}
+
+/// A closure [`OnceClosure::new`] takes: `FnOnce(A, B, …) -> O + Send +
+/// 'static`.
+#[diagnostic::on_unimplemented(
+    message = "this closure cannot be called from C as an `FnOnce` with C values",
+    label = "not a C-callable closure",
+    note = "a closure C can call takes annotated parameters that are C values (integers, \
+            floats, `bool`, raw pointers, `callgate::closure::CValue` types), returns `()`, a C \
+            value or a `Result` of one, and is `Send + 'static`; references and strings arrive \
+            as raw pointers"
+)]
+pub trait FnOnceBody<S: Signature, M>: Send + 'static {
+    /// The C functions of this closure type.
+    #[doc(hidden)]
+    fn functions() -> (S::DataFirst, S::DataLast);
+}
+
+/// A Rust closure C can call: a C function pointer and the `void *` to
+/// pass it.
+///
+/// `S` is the C signature as a Rust `fn` type without the data pointer:
+/// a `Closure<fn(c_int) -> c_int>` gives the C function
+/// `int (*)(void *data, int)` ([`data_first`](Closure::data_first)) or
+/// `int (*)(int, void *data)` ([`data_last`](Closure::data_last)), and
+/// [`data`](Closure::data) is the pointer to pass as `data`.
+///
+/// Parameters and results are plain C values ([`CValue`]: integers,
+/// floats, `bool`, raw pointers, `#[repr(C)]` types that implement it);
+/// annotate the closure's parameter types. The body may return a
+/// `Result<T, E: Display>`: C gets `T`, or the fallback with `E`'s text as
+/// the last error. References, strings and slices arrive as raw pointers:
+/// for the checked mapping of `#[c_callback]`, write a `#[c_callback(local)]`
+/// fn with a `#[user_data]` parameter instead.
+///
+/// # Calls
+///
+/// Every call passes the init gate, runs on the thread's bound context,
+/// catches a panic or an `Err` and returns the `on_failure` value given at
+/// construction, with a last error naming the closure's type. Calls of a
+/// `Closure::new` closure (an `FnMut`) take turns: one on another thread
+/// waits, and one that re-enters the closure from inside itself (through C)
+/// fails with the fallback instead of aliasing it. A
+/// [`Closure::concurrent`] closure (an `Fn + Sync`) runs calls in parallel.
+///
+/// # Ownership
+///
+/// - **Rust keeps it** (`register(cb, data)` APIs, and calls that return
+///   before the closure is dropped: `qsort_r`, `sqlite3_exec`): pass
+///   [`data_first`](Closure::data_first) or [`data_last`](Closure::data_last)
+///   and [`data`](Closure::data), and drop the `Closure` once C has stopped
+///   starting calls (unregistered it). Calls still running on other threads
+///   finish first; the last one drops the closure.
+/// - **C keeps it** (`register(cb, data, free)` APIs: glib's
+///   `GDestroyNotify`, SQLite's `xDestroy`): [`into_raw_parts`](Closure::into_raw_parts)
+///   gives the function, the data and `free`, and C calls `free(data)` once
+///   when it is done. If registration fails and the API says it did not
+///   call `free`, call it yourself, once.
+///
+/// Starting a call after the owner let go (a dropped `Closure`, a `free`d
+/// pointer) is a use after free, as with any C callback data; a call with
+/// a NULL data pointer aborts the process with a message.
+///
+/// Closure calls use the defaults of `#[c_callback]`: `attach = bound`,
+/// `gate = wait`, and the fallback on both panics and errors (the
+/// `CALLGATE` environment variable applies as usual).
+///
+/// ```
+/// use callgate::Closure;
+/// use std::ffi::{c_int, c_void};
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicI32, Ordering};
+///
+/// // A C API that keeps the callback: `void on_event(void (*cb)(int, void *), void *data,
+/// // void (*free)(void *))`, here storing it until it "unregisters" it.
+/// struct Registration {
+///     cb: unsafe extern "C" fn(c_int, *mut c_void),
+///     data: *mut c_void,
+///     free: unsafe extern "C" fn(*mut c_void),
+/// }
+///
+/// let total = Arc::new(AtomicI32::new(0));
+/// let seen = Arc::clone(&total);
+/// let parts = Closure::new((), move |event: c_int| {
+///     seen.fetch_add(event, Ordering::Relaxed);
+/// })
+/// .into_raw_parts();
+/// let registration = Registration { cb: parts.data_last, data: parts.data, free: parts.free };
+///
+/// // SAFETY: the three belong together; C calls `free` once, after its last call.
+/// unsafe {
+///     (registration.cb)(2, registration.data);
+///     (registration.cb)(40, registration.data);
+///     (registration.free)(registration.data);
+/// }
+/// assert_eq!(total.load(Ordering::Relaxed), 42);
+/// assert_eq!(Arc::strong_count(&total), 1, "the closure was dropped");
+/// ```
+pub struct Closure<S: Signature> {
+    header: NonNull<Header>,
+    data_first: S::DataFirst,
+    data_last: S::DataLast,
+}
+
+// SAFETY: the handle owns one reference to the closure, whose body is
+// `Send` (every constructor requires it), so it may be dropped on any
+// thread; through `&Closure` nothing but its pointers can be reached.
+unsafe impl<S: Signature> Send for Closure<S> {}
+// SAFETY: as above.
+unsafe impl<S: Signature> Sync for Closure<S> {}
+
+/// A closure's three C-side parts, from [`Closure::into_raw_parts`] or
+/// [`OnceClosure::into_raw_parts`].
+pub struct RawClosure<S: Signature> {
+    /// The `void *` to register with the function.
+    pub data: *mut c_void,
+    /// The function taking `data` as its first parameter.
+    pub data_first: S::DataFirst,
+    /// The function taking `data` as its last parameter.
+    pub data_last: S::DataLast,
+    /// `void free(void *data)`: releases C's reference; the closure is
+    /// dropped once no call is running. NULL is a no-op.
+    pub free: unsafe extern "C" fn(*mut c_void),
+}
+
+impl<S: Signature> fmt::Debug for RawClosure<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RawClosure")
+            .field("data", &self.data)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: Signature> Closure<S> {
+    /// Wraps an `FnMut` whose calls take turns; C receives `on_failure`
+    /// when a call panics or returns `Err` (or is turned away at the gate,
+    /// or re-enters the closure).
+    pub fn new<F: FnMutBody<S, M>, M>(on_failure: S::Output, body: F) -> Closure<S> {
+        let (data_first, data_last) = F::functions();
+        Closure {
+            header: allocate::<Exclusive<F>, S::Output>(
+                core::any::type_name::<F>(),
+                on_failure,
+                Exclusive::new(body),
+            ),
+            data_first,
+            data_last,
+        }
+    }
+
+    /// Wraps an `Fn + Sync` whose calls may run in parallel, for C that
+    /// calls from several threads at once (a thread pool's work function).
+    pub fn concurrent<F: FnBody<S, M>, M>(on_failure: S::Output, body: F) -> Closure<S> {
+        let (data_first, data_last) = F::functions();
+        Closure {
+            header: allocate::<Concurrent<F>, S::Output>(
+                core::any::type_name::<F>(),
+                on_failure,
+                Concurrent { body },
+            ),
+            data_first,
+            data_last,
+        }
+    }
+
+    /// The `void *` to pass with the function; valid while this `Closure`
+    /// lives.
+    pub fn data(&self) -> *mut c_void {
+        self.header.as_ptr().cast()
+    }
+
+    /// The C function taking the data pointer first:
+    /// `R (*)(void *data, A, B, …)`.
+    pub fn data_first(&self) -> S::DataFirst {
+        self.data_first
+    }
+
+    /// The C function taking the data pointer last:
+    /// `R (*)(A, B, …, void *data)`.
+    pub fn data_last(&self) -> S::DataLast {
+        self.data_last
+    }
+
+    /// Hands the closure to C: it now owns it, and calls `free(data)` once
+    /// when it will make no more calls.
+    #[must_use = "the closure leaks unless C calls `free` with its data"]
+    pub fn into_raw_parts(self) -> RawClosure<S> {
+        let parts = RawClosure {
+            data: self.data(),
+            data_first: self.data_first,
+            data_last: self.data_last,
+            free: free_closure,
+        };
+        core::mem::forget(self);
+        parts
+    }
+}
+
+impl<S: Signature> Drop for Closure<S> {
+    fn drop(&mut self) {
+        // SAFETY: the handle owns one reference and gives it up here.
+        unsafe { release(self.header) };
+    }
+}
+
+impl<S: Signature> fmt::Debug for Closure<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Closure")
+            .field("data", &self.data())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A Rust `FnOnce` C calls exactly once, after which it frees itself:
+/// `pthread_create`'s start routine, glib's `g_thread_new`, a one-shot
+/// completion callback.
+///
+/// [`into_raw_parts`](OnceClosure::into_raw_parts) hands it to C; its one
+/// call runs the body and frees everything. If C will never call it (the
+/// thread could not be created, the request was cancelled), call
+/// `free(data)` instead, once. Dropping an `OnceClosure` that was not handed
+/// over drops the body uncalled.
+///
+/// ```
+/// use callgate::OnceClosure;
+/// use std::ffi::{c_int, c_void};
+///
+/// unsafe extern "C" {
+///     // As bindgen declares it (the `libc` crate's takes a safe fn pointer).
+///     fn pthread_create(
+///         thread: *mut libc::pthread_t,
+///         attr: *const libc::pthread_attr_t,
+///         start: unsafe extern "C" fn(*mut c_void) -> *mut c_void,
+///         arg: *mut c_void,
+///     ) -> c_int;
+/// }
+///
+/// let name = String::from("worker");
+/// let start = OnceClosure::new(std::ptr::null_mut(), move || -> *mut c_void {
+///     println!("{name} started");
+///     std::ptr::null_mut()
+/// })
+/// .into_raw_parts();
+/// let mut thread: libc::pthread_t = 0;
+/// // SAFETY: the start routine and its argument belong together.
+/// let rc = unsafe { pthread_create(&mut thread, std::ptr::null(), start.data_first, start.data) };
+/// if rc != 0 {
+///     // The routine will never run: release it ourselves.
+///     // SAFETY: not called and not freed before.
+///     unsafe { (start.free)(start.data) };
+/// } else {
+///     // SAFETY: a thread we created and have not joined.
+///     unsafe { libc::pthread_join(thread, std::ptr::null_mut()) };
+/// }
+/// ```
+pub struct OnceClosure<S: Signature> {
+    header: NonNull<Header>,
+    data_first: S::DataFirst,
+    data_last: S::DataLast,
+}
+
+// SAFETY: as for `Closure`: the body is `Send`, and the handle only owns a
+// reference.
+unsafe impl<S: Signature> Send for OnceClosure<S> {}
+// SAFETY: as above.
+unsafe impl<S: Signature> Sync for OnceClosure<S> {}
+
+impl<S: Signature> OnceClosure<S> {
+    /// Wraps an `FnOnce`; C receives `on_failure` if the call panics or
+    /// returns `Err` (or is turned away at the gate).
+    pub fn new<F: FnOnceBody<S, M>, M>(on_failure: S::Output, body: F) -> OnceClosure<S> {
+        let (data_first, data_last) = F::functions();
+        OnceClosure {
+            header: allocate::<Once<F>, S::Output>(
+                core::any::type_name::<F>(),
+                on_failure,
+                Once {
+                    body: UnsafeCell::new(Some(body)),
+                },
+            ),
+            data_first,
+            data_last,
+        }
+    }
+
+    /// Hands the closure to C, which calls `data_first` or `data_last` with
+    /// `data` exactly once — that call frees it — or, if it never will,
+    /// `free(data)` once instead.
+    #[must_use = "the closure leaks unless C calls it or `free`s it"]
+    pub fn into_raw_parts(self) -> RawClosure<S> {
+        let parts = RawClosure {
+            data: self.header.as_ptr().cast(),
+            data_first: self.data_first,
+            data_last: self.data_last,
+            free: free_closure,
+        };
+        core::mem::forget(self);
+        parts
+    }
+}
+
+impl<S: Signature> Drop for OnceClosure<S> {
+    fn drop(&mut self) {
+        // SAFETY: the handle owns the only reference and gives it up here.
+        unsafe { release(self.header) };
+    }
+}
+
+impl<S: Signature> fmt::Debug for OnceClosure<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OnceClosure").finish_non_exhaustive()
+    }
+}
+
+/// The start of every closure allocation, which the data pointer points
+/// to.
+#[repr(C)]
+struct Header {
+    /// One for the owner, one per call in flight.
+    refs: AtomicUsize,
+    /// Drops the whole allocation, a `Shared<B, R>`.
+    destroy: unsafe fn(NonNull<Header>),
+}
+
+#[repr(C)]
+struct Shared<B, R> {
+    header: Header,
+    site: Site,
+    on_failure: R,
+    body: B,
+}
+
+fn allocate<B, R>(name: &'static str, on_failure: R, body: B) -> NonNull<Header> {
+    let shared = Box::new(Shared {
+        header: Header {
+            refs: AtomicUsize::new(1),
+            destroy: destroy::<B, R>,
+        },
+        site: Site {
+            name,
+            attach: AttachMode::Bound,
+            gate: GatePolicy::Wait,
+            on_panic: Policy::Return,
+            on_error: Policy::Return,
+        },
+        on_failure,
+        body,
+    });
+    // The header is the first field of the `#[repr(C)]` allocation.
+    NonNull::from(Box::leak(shared)).cast()
+}
+
+/// Drops a `Shared<B, R>` whose last reference was released.
+///
+/// # Safety
+///
+/// `header` is the header of a `Shared<B, R>` from `allocate`, with no
+/// reference left.
+unsafe fn destroy<B, R>(header: NonNull<Header>) {
+    let shared = header.cast::<Shared<B, R>>();
+    // SAFETY: from `Box::leak` in `allocate`, with no reference left, so
+    // nothing else can reach it (caller obligation).
+    let shared = unsafe { Box::from_raw(shared.as_ptr()) };
+    let name = shared.site.name;
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(move || drop(shared))) {
+        dropped_with_panic(name, payload);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn dropped_with_panic(name: &str, payload: Box<dyn core::any::Any + Send>) {
+    report(&format!(
+        "callgate: dropping closure `{name}` panicked: {}",
+        payload_message(payload)
+    ));
+}
+
+/// Takes a reference for a call.
+///
+/// # Safety
+///
+/// `header` belongs to a live closure: its owner still holds a reference.
+#[inline(always)]
+unsafe fn retain(header: NonNull<Header>) {
+    // SAFETY: live (caller obligation).
+    let refs = unsafe { &(*header.as_ptr()).refs };
+    // Relaxed: see "Atomic orderings" in the module docs.
+    let old = refs.fetch_add(1, Ordering::Relaxed);
+    if old > isize::MAX as usize {
+        abort_with("callgate: a closure has more than isize::MAX calls in flight; aborting");
+    }
+}
+
+/// Gives up one reference; the last one drops the closure.
+///
+/// # Safety
+///
+/// The caller owns one reference to the live closure of `header`, and uses
+/// neither the reference nor the closure afterwards.
+#[inline(always)]
+unsafe fn release(header: NonNull<Header>) {
+    // SAFETY: live until this decrement (caller obligation).
+    let refs = unsafe { &(*header.as_ptr()).refs };
+    // Release/Acquire: see "Atomic orderings" in the module docs.
+    if refs.fetch_sub(1, Ordering::Release) != 1 {
+        return;
+    }
+    fence(Ordering::Acquire);
+    // SAFETY: the last reference is gone; `destroy` was set by `allocate`
+    // for this allocation's type.
+    unsafe { ((*header.as_ptr()).destroy)(header) };
+}
+
+/// The `free` of every closure: releases the reference C holds.
+///
+/// # Safety
+///
+/// `data` is NULL, or the data of a closure C owns (from `into_raw_parts`),
+/// and C uses it no more.
+unsafe extern "C" fn free_closure(data: *mut c_void) {
+    if let Some(header) = NonNull::new(data.cast::<Header>()) {
+        // SAFETY: C gives up its reference (caller obligation).
+        unsafe { release(header) };
+    }
+}
+
+/// How a closure's body is stored and called.
+trait Invoke<Args> {
+    /// What the body returns.
+    type Out: Outcome;
+    /// True when the owner's reference is the one a call uses (and
+    /// releases): a once closure.
+    const CALL_OWNS: bool;
+    fn invoke(&self, args: Args) -> Result<<Self::Out as Outcome>::C, Failure>;
+}
+
+/// The C result of a body called with `Args`.
+type ReturnOf<B, Args> = <<B as Invoke<Args>>::Out as Outcome>::C;
+
+/// Runs one call of the closure whose data is `data`, at the boundary.
+///
+/// # Safety
+///
+/// `data` is the data pointer of a live closure whose body is a `B` and
+/// whose result is `ReturnOf<B, Args>`; for a once closure, this is its one
+/// call.
+#[inline(always)]
+unsafe fn run<B: Invoke<Args>, Args>(data: *mut c_void, args: Args) -> ReturnOf<B, Args> {
+    let header = NonNull::new(data.cast::<Header>()).unwrap_or_else(|| null_data());
+    if !B::CALL_OWNS {
+        // SAFETY: live (caller obligation).
+        unsafe { retain(header) };
+    }
+    let result = {
+        // SAFETY: a live `Shared<B, ReturnOf<B, Args>>` (caller obligation),
+        // kept alive by the reference this call holds until `release`.
+        let shared = unsafe { &*header.cast::<Shared<B, ReturnOf<B, Args>>>().as_ptr() };
+        let on_failure = shared.on_failure;
+        call(
+            &shared.site,
+            || on_failure,
+            || on_failure,
+            |_| shared.body.invoke(args),
+        )
+    };
+    // SAFETY: the call's reference (the owner's for a once closure), given
+    // up after its last use of the closure.
+    unsafe { release(header) };
+    result
+}
+
+#[cold]
+#[inline(never)]
+fn null_data() -> ! {
+    abort_with("callgate: a closure was called with a NULL data pointer; aborting")
+}
+
+/// The body of a `Closure::new` closure: an `FnMut` whose calls take turns.
+struct Exclusive<F> {
+    /// The thread running the body (its `thread_mark`), or 0.
+    owner: AtomicUsize,
+    body: Mutex<F>,
+}
+
+impl<F> Exclusive<F> {
+    fn new(body: F) -> Exclusive<F> {
+        Exclusive {
+            owner: AtomicUsize::new(0),
+            body: Mutex::new(body),
+        }
+    }
+
+    /// Runs `run` on the body once no other thread is in it; an error if
+    /// this thread already is (a re-entrant call through C).
+    #[inline(always)]
+    fn with<O>(&self, run: impl FnOnce(&mut F) -> O) -> Result<O, Failure> {
+        let me = thread_mark();
+        // Relaxed: `owner` equals `me` only if this thread stored it (no
+        // other thread writes this thread's mark) and has not cleared it
+        // yet, which program order shows this thread without any fence.
+        if self.owner.load(Ordering::Relaxed) == me {
+            return Err(reentered());
+        }
+        // A panicking body poisons the mutex; like a `#[c_callback]`, the
+        // closure stays callable with whatever state the panic left.
+        let mut body = self
+            .body
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // std's `Mutex` is built on futexes, which helgrind does not see as
+        // a lock: tell it that the previous turn happens before this one.
+        valgrind::happens_after(&raw const self.body);
+        // Relaxed: read only by this thread for the check above.
+        self.owner.store(me, Ordering::Relaxed);
+        // Declared after `body`, so the turn ends before the unlock, also
+        // when `run` panics.
+        let _end = EndTurn(self);
+        Ok(run(&mut body))
+    }
+}
+
+/// Ends a turn of an `Exclusive` body: clears the owner mark and tells
+/// helgrind this turn happens before the next.
+struct EndTurn<'a, F>(&'a Exclusive<F>);
+
+impl<F> Drop for EndTurn<'_, F> {
+    fn drop(&mut self) {
+        // Relaxed: see `Exclusive::with`.
+        self.0.owner.store(0, Ordering::Relaxed);
+        valgrind::happens_before(&raw const self.0.body);
+    }
+}
+
+/// A non-zero number unique to the calling thread among running threads:
+/// the address of a thread-local. (It has no destructor, so it is usable
+/// during thread teardown.)
+#[inline(always)]
+fn thread_mark() -> usize {
+    thread_local! {
+        static MARK: u8 = const { 0 };
+    }
+    MARK.with(|mark| core::ptr::from_ref(mark).addr())
+}
+
+#[cold]
+#[inline(never)]
+fn reentered() -> Failure {
+    Failure::new(
+        "the closure was called again from inside its own call on this thread; an `FnMut` \
+         cannot run twice at once (use `Closure::concurrent` with an `Fn`)",
+    )
+}
+
+/// The body of a `Closure::concurrent` closure: an `Fn + Sync`.
+struct Concurrent<F> {
+    body: F,
+}
+
+/// The body of a `OnceClosure`, taken by its one call.
+struct Once<F> {
+    body: UnsafeCell<Option<F>>,
+}
+
+impl<F> Once<F> {
+    #[inline(always)]
+    fn take(&self) -> Result<F, Failure> {
+        // SAFETY: a once closure has exactly one call (its caller's
+        // obligation), so this is the only access to the cell until the
+        // closure is dropped.
+        let body = unsafe { (*self.body.get()).take() };
+        body.ok_or_else(|| Failure::new("the once closure was already called"))
+    }
+}
+
+/// Generates, for one parameter list: the `Signature` of `fn(..) -> R`,
+/// the data-first and data-last C functions, the `Invoke` impls of the
+/// three bodies, and the `Fn*Body` impls that pick them.
+macro_rules! arity {
+    ($first:ident, $last:ident; $($arg:ident: $ty:ident),*) => {
+        impl<R: CReturn, $($ty: CValue),*> Signature for fn($($ty),*) -> R {
+            type Output = R;
+            type DataFirst = unsafe extern "C" fn(*mut c_void, $($ty),*) -> R;
+            type DataLast = unsafe extern "C" fn($($ty,)* *mut c_void) -> R;
+        }
+
+        /// # Safety
+        ///
+        /// As `run`.
+        unsafe extern "C" fn $first<B: Invoke<($($ty,)*)>, $($ty),*>(
+            data: *mut c_void,
+            $($arg: $ty),*
+        ) -> ReturnOf<B, ($($ty,)*)> {
+            // SAFETY: forwarded caller obligation.
+            unsafe { run::<B, ($($ty,)*)>(data, ($($arg,)*)) }
+        }
+
+        /// # Safety
+        ///
+        /// As `run`.
+        unsafe extern "C" fn $last<B: Invoke<($($ty,)*)>, $($ty),*>(
+            $($arg: $ty,)*
+            data: *mut c_void
+        ) -> ReturnOf<B, ($($ty,)*)> {
+            // SAFETY: forwarded caller obligation.
+            unsafe { run::<B, ($($ty,)*)>(data, ($($arg,)*)) }
+        }
+
+        impl<F, O: Outcome, $($ty),*> Invoke<($($ty,)*)> for Exclusive<F>
+        where
+            F: FnMut($($ty),*) -> O,
+        {
+            type Out = O;
+            const CALL_OWNS: bool = false;
+            #[inline(always)]
+            fn invoke(&self, ($($arg,)*): ($($ty,)*)) -> Result<O::C, Failure> {
+                self.with(|body| body($($arg),*))?.into_c()
+            }
+        }
+
+        impl<F, O: Outcome, $($ty),*> Invoke<($($ty,)*)> for Concurrent<F>
+        where
+            F: Fn($($ty),*) -> O,
+        {
+            type Out = O;
+            const CALL_OWNS: bool = false;
+            #[inline(always)]
+            fn invoke(&self, ($($arg,)*): ($($ty,)*)) -> Result<O::C, Failure> {
+                (self.body)($($arg),*).into_c()
+            }
+        }
+
+        impl<F, O: Outcome, $($ty),*> Invoke<($($ty,)*)> for Once<F>
+        where
+            F: FnOnce($($ty),*) -> O,
+        {
+            type Out = O;
+            const CALL_OWNS: bool = true;
+            #[inline(always)]
+            fn invoke(&self, ($($arg,)*): ($($ty,)*)) -> Result<O::C, Failure> {
+                (self.take()?)($($arg),*).into_c()
+            }
+        }
+
+        impl<F, O: Outcome, $($ty: CValue),*> FnMutBody<fn($($ty),*) -> O::C, ($($ty,)* O,)> for F
+        where
+            F: FnMut($($ty),*) -> O + Send + 'static,
+        {
+            fn functions() -> (
+                unsafe extern "C" fn(*mut c_void, $($ty),*) -> O::C,
+                unsafe extern "C" fn($($ty,)* *mut c_void) -> O::C,
+            ) {
+                ($first::<Exclusive<F>, $($ty),*>, $last::<Exclusive<F>, $($ty),*>)
+            }
+        }
+
+        impl<F, O: Outcome, $($ty: CValue),*> FnBody<fn($($ty),*) -> O::C, ($($ty,)* O,)> for F
+        where
+            F: Fn($($ty),*) -> O + Send + Sync + 'static,
+        {
+            fn functions() -> (
+                unsafe extern "C" fn(*mut c_void, $($ty),*) -> O::C,
+                unsafe extern "C" fn($($ty,)* *mut c_void) -> O::C,
+            ) {
+                ($first::<Concurrent<F>, $($ty),*>, $last::<Concurrent<F>, $($ty),*>)
+            }
+        }
+
+        impl<F, O: Outcome, $($ty: CValue),*> FnOnceBody<fn($($ty),*) -> O::C, ($($ty,)* O,)> for F
+        where
+            F: FnOnce($($ty),*) -> O + Send + 'static,
+        {
+            fn functions() -> (
+                unsafe extern "C" fn(*mut c_void, $($ty),*) -> O::C,
+                unsafe extern "C" fn($($ty,)* *mut c_void) -> O::C,
+            ) {
+                ($first::<Once<F>, $($ty),*>, $last::<Once<F>, $($ty),*>)
+            }
+        }
+    };
+}
+
+arity!(data_first_0, data_last_0;);
+arity!(data_first_1, data_last_1; a1: A1);
+arity!(data_first_2, data_last_2; a1: A1, a2: A2);
+arity!(data_first_3, data_last_3; a1: A1, a2: A2, a3: A3);
+arity!(data_first_4, data_last_4; a1: A1, a2: A2, a3: A3, a4: A4);
+arity!(data_first_5, data_last_5; a1: A1, a2: A2, a3: A3, a4: A4, a5: A5);
+arity!(data_first_6, data_last_6; a1: A1, a2: A2, a3: A3, a4: A4, a5: A5, a6: A6);

@@ -1,0 +1,266 @@
+/* Callbacks for C APIs that take a `void *`, from C, through the header
+ * callgate generates from the fixture (tests/fixture, `callbacks` module):
+ * `local` callbacks reached through the exported table `fixture_callbacks`
+ * with Rust state as their user data (glibc's qsort_r, C threads), and
+ * closures as (function, data, free) — called from C threads, freed on
+ * another thread, freed while a call is in flight, once closures as
+ * pthread_create start routines.
+ *
+ * Compiled by the test (tests/callbacks.rs) against the generated header,
+ * like data.c.
+ *
+ *   callbacks table          the table, qsort_r with a counted comparator,
+ *                            NULL user data, a panicking comparison
+ *   callbacks threads T N    T threads × N calls on shared user data and on
+ *                            one FnMut closure
+ *   callbacks closures N     N closures and N once closures made, called and
+ *                            freed; a closure freed while a call is in it
+ *
+ * Every mode ends by checking that every Rust value it made was dropped
+ * exactly once (fixture_values_live() back where it was). Prints
+ * `key=value` lines and `result=ok`; a failed check prints
+ * `FAIL: file:line: message` on stderr and exits 1. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fixture.h"
+
+static int checks = 0;
+
+__attribute__((noreturn, format(printf, 3, 4))) static void fail_at(const char *file, int line,
+                                                                    const char *format, ...) {
+    va_list args;
+    va_start(args, format);
+    fprintf(stderr, "FAIL: %s:%d: ", file, line);
+    vfprintf(stderr, format, args);
+    fputc('\n', stderr);
+    va_end(args);
+    fflush(stdout);
+    _exit(1);
+}
+
+#define CHECK(cond, ...)                                      \
+    do {                                                      \
+        checks++;                                             \
+        if (!(cond)) fail_at(__FILE__, __LINE__, __VA_ARGS__); \
+    } while (0)
+
+/* The calling thread's last error ("" if none). */
+static const char *last_error(void) {
+    static __thread char buf[512];
+    if (fixture_last_error_message(buf, sizeof buf) < 0) buf[0] = '\0';
+    return buf;
+}
+
+typedef int32_t (*adder_fn)(void *, int32_t);
+typedef void (*release_fn)(void *);
+typedef void *(*start_fn)(void *);
+
+/* ------------------------------------------------------------------------ */
+/* The table and user data                                                   */
+/* ------------------------------------------------------------------------ */
+
+static void table(void) {
+    int64_t live = fixture_values_live();
+    const FixtureCallbacks *callbacks = &fixture_callbacks;
+    CHECK(callbacks->fixture_compare_counted && callbacks->fixture_add_shared &&
+              callbacks->fixture_sort_counter_destroy && callbacks->fixture_shared_total_destroy,
+          "a table entry is NULL");
+
+    /* glibc's qsort_r with the table's comparator and Rust state. */
+    enum { N = 1000 };
+    int32_t values[N];
+    for (int i = 0; i < N; i++) values[i] = (int32_t)((i * 7919) % 1009) - 500;
+    void *counter = fixture_sort_counter_new();
+    CHECK(counter != NULL, "no counter");
+    CHECK(fixture_values_live() == live + 1, "the counter is alive");
+    qsort_r(values, N, sizeof values[0], callbacks->fixture_compare_counted, counter);
+    for (int i = 1; i < N; i++) CHECK(values[i - 1] <= values[i], "unsorted at %d", i);
+    int64_t comparisons = fixture_sort_counter_comparisons(counter);
+    CHECK(comparisons >= N - 1, "%lld comparisons", (long long)comparisons);
+    printf("comparisons=%lld\n", (long long)comparisons);
+
+    /* A panicking comparison compares equal; qsort_r carries on. */
+    int32_t poisoned[] = {3, INT32_MIN, 1, 2};
+    qsort_r(poisoned, 4, sizeof poisoned[0], callbacks->fixture_compare_counted, counter);
+    CHECK(strstr(last_error(), "panicked: INT32_MIN cannot be ordered") != NULL, "last error: %s",
+          last_error());
+    callbacks->fixture_sort_counter_destroy(counter);
+    CHECK(fixture_values_live() == live, "the counter was dropped");
+
+    /* NULL user data is an error naming the argument. */
+    CHECK(callbacks->fixture_add_shared(NULL, 1) == -1, "NULL total accepted");
+    CHECK(strcmp(last_error(), "argument `total` is NULL") == 0, "last error: %s", last_error());
+    CHECK(fixture_shared_total_get(NULL) == INT64_MIN, "NULL total read");
+    CHECK(fixture_sort_counter_comparisons(NULL) == -1, "NULL counter read");
+    /* Destroying NULL is a no-op. */
+    callbacks->fixture_shared_total_destroy(NULL);
+    CHECK(fixture_values_live() == live, "every value dropped once");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Threads                                                                   */
+/* ------------------------------------------------------------------------ */
+
+struct worker {
+    pthread_t thread;
+    void *total;
+    adder_fn add;
+    void *adder;
+    int calls;
+    int failures;
+};
+
+static void *work(void *arg) {
+    struct worker *worker = arg;
+    for (int i = 0; i < worker->calls; i++) {
+        if (fixture_callbacks.fixture_add_shared(worker->total, 1) != 1) worker->failures++;
+        if (worker->add(worker->adder, 1) < 0) worker->failures++;
+    }
+    return NULL;
+}
+
+struct release_job {
+    release_fn release;
+    void *data;
+};
+
+static void *release_on_thread(void *arg) {
+    struct release_job *job = arg;
+    job->release(job->data);
+    return NULL;
+}
+
+/* Calls release(data) on a new thread, and waits for it. */
+static void release_elsewhere(release_fn release, void *data) {
+    struct release_job job = {release, data};
+    pthread_t thread;
+    CHECK(pthread_create(&thread, NULL, release_on_thread, &job) == 0, "pthread_create");
+    pthread_join(thread, NULL);
+}
+
+static void threads(int count, int calls) {
+    int64_t live = fixture_values_live();
+    void *total = fixture_shared_total_new();
+    adder_fn add = NULL;
+    release_fn release = NULL;
+    void *adder = fixture_adder_new(0, &add, &release);
+    CHECK(total && adder && add && release, "made the state and the closure");
+    struct worker *workers = calloc((size_t)count, sizeof *workers);
+    CHECK(workers != NULL, "out of memory");
+    for (int i = 0; i < count; i++) {
+        workers[i] = (struct worker){.total = total, .add = add, .adder = adder, .calls = calls};
+        CHECK(pthread_create(&workers[i].thread, NULL, work, &workers[i]) == 0, "pthread_create");
+    }
+    int failures = 0;
+    for (int i = 0; i < count; i++) {
+        pthread_join(workers[i].thread, NULL);
+        failures += workers[i].failures;
+    }
+    free(workers);
+    int64_t expected = (int64_t)count * calls;
+    CHECK(failures == 0, "%d calls failed", failures);
+    CHECK(fixture_shared_total_get(total) == expected, "total %lld, expected %lld",
+          (long long)fixture_shared_total_get(total), (long long)expected);
+    /* The FnMut's running sum saw every call, none lost to an overlap. */
+    CHECK(add(adder, 0) == expected, "running sum %d, expected %lld", add(adder, 0),
+          (long long)expected);
+    fixture_callbacks.fixture_shared_total_destroy(total);
+    release_elsewhere(release, adder);
+    CHECK(fixture_values_live() == live, "every value dropped once");
+    printf("calls=%lld\n", (long long)expected * 2);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Closures                                                                  */
+/* ------------------------------------------------------------------------ */
+
+struct call_job {
+    adder_fn add;
+    void *data;
+    int32_t value;
+    int32_t result;
+};
+
+static void *call_on_thread(void *arg) {
+    struct call_job *job = arg;
+    job->result = job->add(job->data, job->value);
+    return NULL;
+}
+
+static void closures(int n) {
+    int64_t live = fixture_values_live();
+    uint64_t dropped = fixture_values_dropped();
+    for (int i = 0; i < n; i++) {
+        adder_fn add = NULL;
+        release_fn release = NULL;
+        void *adder = fixture_adder_new(i, &add, &release);
+        CHECK(add(adder, 1) == i + 1, "first call");
+        CHECK(add(adder, 2) == i + 3, "second call");
+        CHECK(add(adder, 1000) == -1, "a panic returns the fallback");
+        CHECK(strstr(last_error(), "panicked: 1000 is out of range") != NULL, "last error: %s",
+              last_error());
+        CHECK(add(adder, 0) == i + 3, "the panicking call added nothing");
+        if (i % 2 == 0) {
+            release(adder);
+        } else {
+            release_elsewhere(release, adder);
+        }
+
+        /* A once closure as a thread's start routine: runs once and frees
+         * itself on that thread. */
+        start_fn start = NULL;
+        void *once = fixture_once_new(i, &start, &release);
+        pthread_t thread;
+        CHECK(pthread_create(&thread, NULL, start, once) == 0, "pthread_create");
+        void *result = NULL;
+        pthread_join(thread, &result);
+        CHECK((intptr_t)result == i + 1, "the start routine returned %p", result);
+
+        /* One that never runs is freed instead. */
+        void *never = fixture_once_new(i, &start, &release);
+        release(never);
+    }
+    CHECK(fixture_values_live() == live, "every closure dropped");
+    CHECK(fixture_values_dropped() - dropped == (uint64_t)n * 3, "%llu dropped, expected %d",
+          (unsigned long long)(fixture_values_dropped() - dropped), n * 3);
+
+    /* Freed while a call is inside it: the drop waits for that call. */
+    adder_fn add = NULL;
+    release_fn release = NULL;
+    void *adder = fixture_adder_new(5, &add, &release);
+    struct call_job job = {add, adder, 2000, 0};
+    pthread_t caller;
+    CHECK(pthread_create(&caller, NULL, call_on_thread, &job) == 0, "pthread_create");
+    fixture_hold_wait_inside();
+    release(adder);
+    CHECK(fixture_values_live() == live + 1, "dropped while a call was in it");
+    fixture_hold_release();
+    pthread_join(caller, NULL);
+    CHECK(job.result == 2005, "the held call returned %d", job.result);
+    CHECK(fixture_values_live() == live, "dropped by the held call's return");
+    printf("closures=%d\n", n * 3 + 1);
+}
+
+int main(int argc, char **argv) {
+    const char *mode = argc > 1 ? argv[1] : "";
+    int n = argc > 2 ? atoi(argv[2]) : 0;
+    int calls = argc > 3 ? atoi(argv[3]) : 0;
+    if (strcmp(mode, "table") == 0) {
+        table();
+    } else if (strcmp(mode, "threads") == 0 && n > 0 && calls > 0) {
+        threads(n, calls);
+    } else if (strcmp(mode, "closures") == 0 && n > 0) {
+        closures(n);
+    } else {
+        fprintf(stderr, "usage: %s table | threads T N | closures N\n", argv[0]);
+        return 2;
+    }
+    printf("checks=%d\nresult=ok\n", checks);
+    return 0;
+}

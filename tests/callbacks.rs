@@ -1,0 +1,48 @@
+//! Callbacks for C APIs that take a `void *`, from a C program compiled
+//! against the generated header (`tests/c/linked/callbacks.c`): the
+//! exported table of `local` callbacks, Rust state as their user data
+//! (glibc's `qsort_r`, C threads), closures as (function, data, free) and
+//! once closures as `pthread_create` start routines — every Rust value
+//! dropped exactly once.
+
+mod host;
+
+use std::time::Duration;
+
+fn callbacks(args: &[&str]) -> host::Outcome {
+    host::run(
+        host::linked("callbacks").args(args),
+        Duration::from_secs(300),
+    )
+}
+
+/// The table's entries, `qsort_r` sorting 1000 values with the counted
+/// comparator and Rust state, a panicking comparison, NULL user data.
+#[test]
+fn the_table_and_user_data_from_c() {
+    let outcome = callbacks(&["table"]);
+    outcome.assert_ok();
+    assert!(outcome.number("comparisons") >= 999.0);
+    assert_eq!(outcome.number("checks"), 1010.0);
+}
+
+/// 8 threads call through shared user data and one `FnMut` closure, which
+/// a ninth thread frees.
+#[test]
+fn user_data_and_a_closure_from_c_threads() {
+    let calls = host::size(2_000, 50_000);
+    let outcome = callbacks(&["threads", "8", &calls.to_string()]);
+    outcome.assert_ok();
+    assert_eq!(outcome.number("calls"), (16 * calls) as f64);
+}
+
+/// Closures made, called (a panicking call included) and freed, on this
+/// thread or another; once closures run as thread start routines or freed
+/// unstarted; a closure freed while a call is inside it.
+#[test]
+fn closures_made_called_and_freed_from_c() {
+    let count = host::size(200, 5_000);
+    let outcome = callbacks(&["closures", &count.to_string()]);
+    outcome.assert_ok();
+    assert_eq!(outcome.number("closures"), (count * 3 + 1) as f64);
+}
