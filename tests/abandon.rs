@@ -95,3 +95,26 @@ fn deferred_cancel_inside_a_callback_releases_the_context() {
 fn asynchronous_cancel_inside_a_callback_releases_the_context() {
     ends_inside_a_callback("async-cancel");
 }
+
+/// A C++ exception thrown by host code a callback called, caught by the
+/// C++ code that called the callback, on 1 000 threads: with the release
+/// fixture the exception passes the trampoline's frames, the next call of
+/// the same callback finds the `#[local]` value free again, and each
+/// thread's context is released once at exit; with the debug fixture the
+/// exception meets a landing pad and the process aborts naming the
+/// callback.
+#[test]
+fn a_cpp_exception_through_a_callback_is_survived() {
+    let run = |threads: u64| {
+        host::run(
+            host::host("exception").arg(threads.to_string()),
+            Duration::from_secs(300),
+        )
+    };
+    if host::fixture_is_release() {
+        let threads = host::size(1_000, 10_000);
+        assert_released_once_per_thread(&run(threads), threads);
+    } else {
+        run(1).assert_aborted_with("is unwinding through callback `fixture_hold_token`; aborting");
+    }
+}

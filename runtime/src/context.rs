@@ -106,6 +106,14 @@ impl Context {
         self.per_call.set(per_call);
         self.after_exit.set(after_exit);
         self.stack.forget();
+        // SAFETY: owning thread, no call running (caller obligation).
+        let nested = unsafe { &mut *self.nested.get() };
+        if nested.capacity() == 0 {
+            // Once per context, when it is new: nested entries up to this
+            // depth then never allocate (a call from a signal handler that
+            // interrupted malloc would deadlock on it).
+            nested.reserve(NESTED_RESERVE);
+        }
     }
 
     /// True when the context serves a thread whose bound context was
@@ -263,5 +271,8 @@ impl Context {
         }
     }
 }
+
+/// Nested calls recorded without allocating.
+const NESTED_RESERVE: usize = 16;
 
 pub(crate) type ContextNode = Node<Context>;
