@@ -12,7 +12,9 @@
 //!   thread. The rest of the harness does not get `-fopenmp`.
 //! * `tests/c/hosts/*.c` are standalone C programs (they load the fixture
 //!   library with `dlopen`); each is built into `$OUT_DIR/hosts/<name>` and
-//!   the directory is passed to the tests as `CALLGATE_HOSTS_DIR`.
+//!   the directory is passed to the tests as `CALLGATE_HOSTS_DIR`; the
+//!   `.cc` hosts there (C++ exceptions through callbacks) are compiled the
+//!   same way by the C++ compiler.
 //!
 //! * The C libraries the tests hand Rust callbacks to — SQLite, libuv and
 //!   glib — are found with `pkg-config` and linked into the dev package;
@@ -34,6 +36,22 @@ fn c_files(dir: &str) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = entries
         .filter_map(|entry| entry.ok().map(|entry| entry.path()))
         .filter(|path| path.extension().is_some_and(|ext| ext == "c"))
+        .collect();
+    files.sort();
+    for file in &files {
+        println!("cargo:rerun-if-changed={}", file.display());
+    }
+    files
+}
+
+/// The `.cc` files of `dir`, sorted.
+fn cxx_files(dir: &str) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .filter(|path| path.extension().is_some_and(|ext| ext == "cc"))
         .collect();
     files.sort();
     for file in &files {
@@ -85,6 +103,11 @@ fn main() {
     let compiler = cc::Build::new().get_compiler();
     for source in c_files("tests/c/hosts") {
         build_host(&compiler, &source, &hosts);
+    }
+    // The C++ hosts (exceptions thrown through callbacks), compiled by c++.
+    let cxx = cc::Build::new().cpp(true).get_compiler();
+    for source in cxx_files("tests/c/hosts") {
+        build_host(&cxx, &source, &hosts);
     }
     println!("cargo:rustc-env=CALLGATE_HOSTS_DIR={}", hosts.display());
 }

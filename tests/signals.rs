@@ -24,6 +24,25 @@ fn signal_storm_during_first_binds() {
     assert_eq!(outcome.number("contexts_bound"), 0.0);
 }
 
+/// The same storm, but SIGUSR1's handler calls back, so a handler makes a
+/// thread's first call while that thread may be inside its own first bind
+/// (after a first wave filled the free list: a handler must not enter
+/// malloc): every result right, one bind per thread — an interrupted bind
+/// hands its context back and uses the handler's — and nothing bound at
+/// the end.
+#[test]
+fn signal_handlers_calling_back_during_first_binds_leave_one_context() {
+    let threads = host::size(1_000, 10_000).to_string();
+    let outcome = host::run(
+        host::host("signals").args(["reentrant-binds", &threads]),
+        Duration::from_secs(300),
+    );
+    outcome.assert_ok();
+    assert!(outcome.number("handler_calls") > 0.0);
+    assert_eq!(outcome.number("wrong_results"), 0.0);
+    assert_eq!(outcome.number("contexts_bound"), 0.0);
+}
+
 /// 16 threads waiting at the gate of a slow init are stormed with SIGUSR1
 /// and SIGPROF: none passes early, all get through once the init finishes,
 /// masks unchanged.

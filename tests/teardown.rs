@@ -85,31 +85,3 @@ fn destructor_calls_leak_nothing_under_memcheck() {
     );
     outcome.assert_ok();
 }
-
-/// `pthread_exit` in C code called from inside a callback starts a forced
-/// unwind that would pass through the trampoline's Rust frames; it does not
-/// silently skip them (which would leave the context "in a call" forever):
-/// the process aborts (glibc: "FATAL: exception not rethrown").
-#[test]
-fn pthread_exit_inside_a_callback_aborts() {
-    let outcome = teardown(&["pthread-exit"]);
-    assert_eq!(
-        outcome.get("exiting"),
-        Some("inside a callback"),
-        "{outcome}"
-    );
-    assert_eq!(outcome.get("survived"), None);
-    outcome.assert_aborted_with("exception not rethrown");
-}
-
-/// The same for a deferred `pthread_cancel` acted on inside a callback.
-#[test]
-fn pthread_cancel_inside_a_callback_aborts() {
-    let outcome = teardown(&["pthread-cancel"]);
-    assert_eq!(
-        outcome.get("waiting"),
-        Some("for cancellation inside a callback")
-    );
-    assert_eq!(outcome.get("survived"), None);
-    outcome.assert_aborted_with("exception not rethrown");
-}

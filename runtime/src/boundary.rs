@@ -17,6 +17,7 @@ use crate::failure::{Failure, payload_message};
 use crate::gate::{Closed, GatePolicy};
 use crate::local::{Local, LocalRef};
 use crate::settings::{self, AttachMode, PanicMode};
+use crate::stack::Anchor;
 use crate::{init, last_error, stats, thread};
 
 /// What to do with a failure (`on_panic = abort`).
@@ -46,6 +47,8 @@ pub struct Site {
 /// The calling thread's context, handed to the body of a callback.
 pub struct Frame {
     node: &'static ContextNode,
+    /// The depth this call runs at.
+    depth: u32,
     /// Tied to the thread: a frame never leaves the call it was made for.
     _not_send: PhantomData<*const ()>,
 }
@@ -57,7 +60,7 @@ impl Frame {
     pub fn local<T: Local>(&self) -> Result<LocalRef<'_, T>, Failure> {
         // SAFETY: frames exist only inside `call` on the thread the context
         // serves (`Frame` is neither `Send` nor `Sync`).
-        unsafe { self.node.value.locals.get::<T>() }
+        unsafe { self.node.value.locals.get::<T>(self.depth) }
     }
 }
 
@@ -98,37 +101,72 @@ pub fn call<R>(
         Some(node) => node,
         None => thread::attach(site.attach),
     };
-    // SAFETY: `node` serves this thread: `current` or `attach` just returned
-    // it here, and only this thread's own `leave` below can release it.
-    unsafe { node.value.enter() };
+    let anchor = Anchor::new();
+    // SAFETY:
+    // - `node` serves this thread: `current` or `attach` just returned it
+    //   here, and only this thread's own `leave` below can release it;
+    // - `anchor` is in this call's frame and lives until the end of it.
+    let start = unsafe { node.value.enter(&anchor) };
     let frame = Frame {
         node,
+        depth: start + 1,
         _not_send: PhantomData,
     };
-    let outcome = catch_unwind(AssertUnwindSafe(|| body(&frame)));
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        let guard = ForeignUnwind(site);
+        let result = body(&frame);
+        core::mem::forget(guard);
+        result
+    }));
     // Every arm ends the call with `thread::leave`, whose obligations hold
     // on all three paths:
-    // - `node` still serves this thread: the body's nested calls returned,
-    //   and a nested call releases the context only as the outermost one;
-    // - `enter` above started this call, and it has not left yet;
+    // - `node` still serves this thread: a nested call releases the context
+    //   only as the outermost one;
+    // - `enter` above started this call at `start`, and it has not left;
     // - `node` is not used after `leave`, which may release it.
     match outcome {
         Ok(Ok(value)) => {
             // SAFETY: the obligations listed above the `match`.
-            unsafe { thread::leave(node) };
+            unsafe { thread::leave(node, start) };
             value
         }
         Ok(Err(failure)) => {
             node.value.errors.bump();
             // SAFETY: the obligations listed above the `match`.
-            unsafe { thread::leave(node) };
+            unsafe { thread::leave(node, start) };
             failed(site, failure, on_error)
         }
         Err(payload) => {
             node.value.panics.bump();
             // SAFETY: the obligations listed above the `match`.
-            unsafe { thread::leave(node) };
+            unsafe { thread::leave(node, start) };
             panicked(site, payload, on_panic)
+        }
+    }
+}
+
+/// Dropped only when something unwinds out of a callback's body: a Rust
+/// panic (caught right after, so nothing to do), or an unwind that is not
+/// a Rust panic — a forced unwind (`pthread_exit`, a cancellation acted
+/// on) or a foreign (C++) exception thrown by C code the body called.
+/// Where such an unwind reaches a landing pad here, it cannot be caught
+/// (a forced unwind must not stop; Rust cannot catch foreign exceptions),
+/// so the process aborts with a message naming the callback. Where the
+/// compiler dropped the landing pads (the body's C calls are `extern "C"`,
+/// which cannot unwind, so an optimised build often has none), the unwind
+/// passes through without running anything, and the runtime recovers the
+/// abandoned call later (see `stack`).
+struct ForeignUnwind(&'static Site);
+
+impl Drop for ForeignUnwind {
+    #[cold]
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            diag::abort_with(&format!(
+                "callgate: a forced unwind (pthread_exit, pthread_cancel) or a foreign exception \
+                 is unwinding through callback `{}`; aborting",
+                self.0.name
+            ));
         }
     }
 }

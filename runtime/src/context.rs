@@ -1,9 +1,10 @@
 //! Thread contexts: the per-thread runtime state, pooled and recycled.
 
-use core::cell::Cell;
+use core::cell::{Cell, UnsafeCell};
 
 use crate::freelist::{FreeList, Node};
 use crate::local::Locals;
+use crate::stack::{self, Anchor, Mark, ThreadStack};
 use crate::sync::{AtomicU64, Ordering};
 
 /// Every context ever created; never freed while the process runs.
@@ -19,14 +20,14 @@ impl Counter {
         Counter(AtomicU64::new(0))
     }
 
+    /// Counts one more; returns the count before.
     #[inline(always)]
-    pub(crate) fn bump(&self) {
+    pub(crate) fn bump(&self) -> u64 {
         // Relaxed: a statistic with a single writer (the owning thread), so
         // load + store cannot lose an update; readers only need atomicity.
-        self.0.store(
-            self.0.load(Ordering::Relaxed).wrapping_add(1),
-            Ordering::Relaxed,
-        );
+        let before = self.0.load(Ordering::Relaxed);
+        self.0.store(before.wrapping_add(1), Ordering::Relaxed);
+        before
     }
 
     pub(crate) fn get(&self) -> u64 {
@@ -48,8 +49,19 @@ impl Counter {
 /// paths never share a line: no false sharing between bound threads.
 #[repr(align(128))]
 pub(crate) struct Context {
-    /// How many callbacks are running on the owning thread right now.
+    /// How many callbacks are running on the owning thread right now, as
+    /// far as the runtime knows: calls whose frames were abandoned
+    /// (`longjmp`, a forced unwind) are counted until a `leave` or the
+    /// next entry finds out (see [`stack`](crate::stack)).
     depth: Cell<u32>,
+    /// The mark of the outermost running call (depth 0 → 1).
+    outer: Cell<Mark>,
+    /// The marks of the nested running calls: `nested[d - 1]` is the mark
+    /// of the call that entered at depth `d`. Only the cold nested entry
+    /// touches it.
+    nested: UnsafeCell<Vec<Mark>>,
+    /// The owning thread's stack bounds, for telling abandoned calls.
+    stack: ThreadStack,
     /// Release the context when the outermost call returns.
     per_call: Cell<bool>,
     /// Serving a thread whose bound context was already released at exit.
@@ -71,6 +83,9 @@ impl Context {
     pub(crate) const fn new() -> Context {
         Context {
             depth: Cell::new(0),
+            outer: Cell::new(Mark::NONE),
+            nested: UnsafeCell::new(Vec::new()),
+            stack: ThreadStack::new(),
             per_call: Cell::new(false),
             after_exit: Cell::new(false),
             binds: Counter::new(),
@@ -90,6 +105,15 @@ impl Context {
     pub(crate) unsafe fn set_per_call(&self, per_call: bool, after_exit: bool) {
         self.per_call.set(per_call);
         self.after_exit.set(after_exit);
+        self.stack.forget();
+        // SAFETY: owning thread, no call running (caller obligation).
+        let nested = unsafe { &mut *self.nested.get() };
+        if nested.capacity() == 0 {
+            // Once per context, when it is new: nested entries up to this
+            // depth then never allocate (a call from a signal handler that
+            // interrupted malloc would deadlock on it).
+            nested.reserve(NESTED_RESERVE);
+        }
     }
 
     /// True when the context serves a thread whose bound context was
@@ -119,6 +143,8 @@ impl Context {
     /// not serving it.
     pub(crate) unsafe fn reset_orphan(&self) {
         self.depth.set(0);
+        // SAFETY: no other thread can reach the context (caller obligation).
+        unsafe { (*self.nested.get()).clear() };
         self.per_call.set(false);
         self.after_exit.set(false);
         // SAFETY: forwarded caller obligation.
@@ -131,34 +157,122 @@ impl Context {
         }
     }
 
-    /// A callback starts on the owning thread.
+    /// A callback starts on the owning thread, with `anchor` in its frame;
+    /// returns the depth it starts at, which its `leave` restores. The
+    /// call's token is the context's call count, so no two calls share one.
     ///
-    /// # Safety
-    ///
-    /// The caller is the context's owner.
-    #[inline(always)]
-    pub(crate) unsafe fn enter(&self) {
-        self.depth.set(self.depth.get().wrapping_add(1));
-        self.calls.bump();
-    }
-
-    /// A callback returns; true when it was the outermost one of a
-    /// per-call attachment, which must now be released.
+    /// The outermost call only records its mark. A call that starts while
+    /// others are recorded as running takes the cold path, which first
+    /// drops the recorded calls whose frames are provably gone.
     ///
     /// # Safety
     ///
     /// - The caller is the context's owner.
-    /// - It pairs with the `enter` of the call that is returning: an
-    ///   unpaired `leave` makes the depth lie, and the context could be
-    ///   released under a call that is still running.
+    /// - `anchor` is in the frame of the call that is starting and lives
+    ///   until that call leaves.
     #[inline(always)]
-    pub(crate) unsafe fn leave(&self) -> bool {
-        let depth = self.depth.get().wrapping_sub(1);
-        self.depth.set(depth);
+    pub(crate) unsafe fn enter(&self, anchor: &Anchor) -> u32 {
+        let mark = anchor.mark(self.calls.bump());
+        let mut start = self.depth.get();
+        if start == 0 {
+            self.outer.set(mark);
+        } else {
+            // SAFETY: forwarded caller obligations.
+            start = unsafe { self.enter_nested(start, mark) };
+        }
+        self.depth.set(start + 1);
+        start
+    }
+
+    /// The cold half of `enter`: `recorded` calls are recorded as running.
+    /// Keeps those that may still be running (see [`stack`]), frees the
+    /// `#[local]` values the others held, and records `mark`.
+    ///
+    /// # Safety
+    ///
+    /// As for `enter`.
+    #[cold]
+    #[inline(never)]
+    unsafe fn enter_nested(&self, recorded: u32, mark: Mark) -> u32 {
+        // SAFETY: owning thread (caller obligation); no user code runs
+        // while this borrow lives.
+        let nested = unsafe { &mut *self.nested.get() };
+        nested.truncate(recorded as usize - 1);
+        let outer = core::iter::once(self.outer.get()).chain(nested.iter().copied());
+        let live = stack::live_calls(outer, mark, &self.stack);
+        if live == 0 {
+            self.outer.set(mark);
+        } else {
+            nested.truncate(live as usize - 1);
+            nested.push(mark);
+        }
+        if live != recorded {
+            // SAFETY: owning thread; the calls deeper than `live` are gone,
+            // so no `LocalRef` of theirs can be used again.
+            unsafe { self.locals.free_held_below(live) };
+        }
+        live
+    }
+
+    /// A callback that entered at depth `start` returns; true when it was
+    /// the outermost one of a per-call attachment, which must now be
+    /// released.
+    ///
+    /// Restoring `start` (rather than decrementing) forgets the calls
+    /// nested in this one whose frames were abandoned: they cannot be
+    /// running once this one returns.
+    ///
+    /// # Safety
+    ///
+    /// - The caller is the context's owner.
+    /// - `start` is what the `enter` of the call that is returning gave,
+    ///   and that call has not left yet.
+    #[inline(always)]
+    pub(crate) unsafe fn leave(&self, start: u32) -> bool {
+        if self.depth.get() != start + 1 {
+            // SAFETY: owning thread (caller obligation).
+            unsafe { self.forget_abandoned(start) };
+        }
+        self.depth.set(start);
         // `&`, not `&&`: straight-line code with one not-taken branch on the
         // common path (a short-circuit made LLVM jump out and back).
-        self.per_call.get() & (depth == 0)
+        self.per_call.get() & (start == 0)
+    }
+
+    /// Calls nested in one that entered at `start` were abandoned: free the
+    /// `#[local]` values they held.
+    ///
+    /// # Safety
+    ///
+    /// The caller is the context's owner, and the call that entered at
+    /// `start` is returning: every call nested in it is gone.
+    #[cold]
+    #[inline(never)]
+    unsafe fn forget_abandoned(&self, start: u32) {
+        // SAFETY: owning thread; the deeper calls are gone (caller
+        // obligations).
+        unsafe { self.locals.free_held_below(start + 1) };
+    }
+
+    /// The owning thread is exiting and none of its frames remain: forget
+    /// every call recorded as running and free every `#[local]` value.
+    ///
+    /// # Safety
+    ///
+    /// The caller is the context's owner, running the thread's key
+    /// destructor: the thread's callbacks have all returned or been
+    /// abandoned, so no `LocalRef` can be used again.
+    pub(crate) unsafe fn forget_all_calls(&self) {
+        self.depth.set(0);
+        // SAFETY: owning thread (caller obligation).
+        unsafe {
+            (*self.nested.get()).clear();
+            self.locals.free_held_below(0);
+        }
     }
 }
+
+/// Nested calls recorded without allocating.
+const NESTED_RESERVE: usize = 16;
 
 pub(crate) type ContextNode = Node<Context>;

@@ -16,12 +16,11 @@
 //! `pthread_atfork` on unix; elsewhere no hook at thread exit (every call is
 //! served per call) and a `thread_local!` destructor to free the message.
 
-pub(crate) use imp::{HAS_THREAD_EXIT_HOOK, free_at_exit, handle_fork, register_exit_hook};
+pub(crate) use imp::{HAS_THREAD_EXIT_HOOK, arm_exit_hook, handle_fork, register_exit_hook};
 
 #[cfg(unix)]
 mod imp {
     use core::ffi::c_void;
-    use core::ptr;
     use std::sync::Once;
 
     use crate::context::ContextNode;
@@ -36,23 +35,24 @@ mod imp {
     static PIN: Once = Once::new();
     static AT_FORK: Once = Once::new();
 
-    /// The key value of a thread that is not bound but has a last-error
-    /// message to free at exit.
-    static ERROR_ONLY: u8 = 0;
+    /// The key value of a thread that is not bound but needs its exit hook:
+    /// to free its last-error message, or to release a per-call context
+    /// whose outermost call never returned.
+    static ARMED: u8 = 0;
 
-    fn error_only() -> *const c_void {
-        (&raw const ERROR_ONLY).cast()
+    fn armed() -> *const c_void {
+        (&raw const ARMED).cast()
     }
 
     /// Makes sure the thread's exit hook runs even if the thread is not
-    /// bound, so the last-error message it just got is freed when it exits.
+    /// bound: a no-op if it is armed already.
     #[cold]
-    pub(crate) fn free_at_exit() {
+    pub(crate) fn arm_exit_hook() {
         let key = key();
         // SAFETY: `key` is a live key created by `key()` and never deleted.
         if unsafe { libc::pthread_getspecific(key) }.is_null() {
             // SAFETY: as above.
-            let rc = unsafe { libc::pthread_setspecific(key, error_only()) };
+            let rc = unsafe { libc::pthread_setspecific(key, armed()) };
             if rc != 0 {
                 diag::abort_with("callgate: pthread_setspecific failed (out of memory); aborting");
             }
@@ -111,21 +111,12 @@ mod imp {
     }
 
     /// The key destructor: the thread is exiting; free its last error and
-    /// release its context.
-    unsafe extern "C" fn on_thread_exit(value: *mut c_void) {
+    /// release the context serving it. The key's value only arms the hook
+    /// (the context is found in the thread's slot).
+    unsafe extern "C" fn on_thread_exit(_value: *mut c_void) {
         crate::last_error::discard();
-        let bound = if ptr::eq(value.cast_const(), error_only()) {
-            None
-        } else {
-            // SAFETY: the key holds either `error_only()` (handled above) or
-            // a node of `CONTEXTS` (never freed) stored by
-            // `register_exit_hook` on this thread.
-            Some(unsafe { &*value.cast::<ContextNode>() })
-        };
-        // SAFETY: this is the key destructor of the exiting thread, and
-        // `bound` is what `register_exit_hook` stored for it: the context
-        // bound to this thread, if any.
-        unsafe { crate::thread::release_at_exit(bound) };
+        // SAFETY: this is the key destructor of the exiting thread.
+        unsafe { crate::thread::release_at_exit() };
     }
 
     /// In a `fork` child only the forking thread exists: the contexts bound
@@ -202,6 +193,7 @@ mod imp {
 
     /// Frees the last error when the thread's Rust thread-locals are
     /// destroyed (a message set after that leaks: there is no later hook).
+    /// Every call is per call here, so there is no context to release.
     struct FreeOnExit;
 
     impl Drop for FreeOnExit {
@@ -216,7 +208,7 @@ mod imp {
 
     /// Makes sure the thread's last-error message is freed when it exits.
     #[cold]
-    pub(crate) fn free_at_exit() {
+    pub(crate) fn arm_exit_hook() {
         let _ = FREE_ON_EXIT.try_with(|_| ());
     }
 

@@ -75,7 +75,7 @@ fn replace(message: Option<String>) {
         return;
     }
     LAST_ERROR.with(|slot| slot.set(Box::into_raw(Box::new(message))));
-    crate::hooks::free_at_exit();
+    crate::hooks::arm_exit_hook();
 }
 
 /// Frees the calling thread's message: it is being replaced, or the thread

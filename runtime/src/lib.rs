@@ -153,8 +153,8 @@
 //!    `#[local]` values; `settings`, the process-wide `CALLGATE` settings.
 //! 7. **Foundations**: `freelist` and `gate`, the lock-free core the loom
 //!    models check; `failure`, a failure's message; `diag`, reporting and
-//!    aborting; `sync`, the atomics loom swaps in; `valgrind`, helgrind
-//!    annotations.
+//!    aborting; `stack`, telling which recorded calls still have frames;
+//!    `sync`, the atomics loom swaps in; `valgrind`, helgrind annotations.
 //!
 //! The only calls that point up are the hooks C invokes, from outside every
 //! callback: `hooks` → `thread` (release a context at thread exit, reclaim
@@ -229,6 +229,8 @@ mod freelist;
 mod gate;
 #[cfg(all(callgate_loom, test))]
 mod loom_models;
+#[cfg(not(callgate_loom))]
+mod stack;
 mod sync;
 mod valgrind;
 

@@ -47,12 +47,26 @@ pub trait Local: Default + Send + 'static {
     fn release(&mut self) {}
 }
 
-struct Slot<T> {
-    value: T,
-    /// A call (or `bind`/`release`) holds `&mut value` right now.
-    in_use: bool,
+/// The type-independent head of every slot, reachable through the
+/// type-erased pointer (`Slot` is `repr(C)` with the head first).
+struct Head {
+    /// Who holds `&mut value` right now: [`FREE`], the depth of the call
+    /// that borrowed it (its `LocalRef`, or its `bind`), or [`OUTSIDE`]
+    /// for a `release` that runs outside every call.
+    holder: u32,
     /// `bind` ran for the thread the context serves now.
     bound: bool,
+}
+
+/// Nobody holds the value.
+const FREE: u32 = 0;
+/// `release` holds the value, outside every call.
+const OUTSIDE: u32 = u32::MAX;
+
+#[repr(C)]
+struct Slot<T> {
+    head: Head,
+    value: T,
 }
 
 /// The per-type operations on a type-erased `*mut Slot<T>`.
@@ -70,7 +84,7 @@ impl<T: Local> Slot<T> {
     };
 
     /// Runs `Local::release` if the value is bound; returns the panic
-    /// message if it panicked. The slot is marked in use meanwhile, so a
+    /// message if it panicked. The slot is held meanwhile, so a
     /// callback made from `release` cannot borrow the value a second time.
     ///
     /// # Safety
@@ -79,15 +93,15 @@ impl<T: Local> Slot<T> {
     unsafe fn release(slot: *mut ()) -> Result<(), String> {
         let slot = slot.cast::<Slot<T>>();
         // SAFETY: live and ours (caller obligation); only fields are touched
-        // through the raw pointer, and `&mut value` only while `in_use`.
+        // through the raw pointer, and `&mut value` only while held.
         unsafe {
-            if !(*slot).bound || (*slot).in_use {
+            if !(*slot).head.bound || (*slot).head.holder != FREE {
                 return Ok(());
             }
-            (*slot).in_use = true;
+            (*slot).head.holder = OUTSIDE;
             let outcome = catch_unwind(AssertUnwindSafe(|| (*slot).value.release()));
-            (*slot).in_use = false;
-            (*slot).bound = false;
+            (*slot).head.holder = FREE;
+            (*slot).head.bound = false;
             outcome.map_err(payload_message)
         }
     }
@@ -142,12 +156,13 @@ impl Locals {
         }
     }
 
-    /// This context's `T`, created and bound on first use.
+    /// This context's `T`, created and bound on first use, for the call
+    /// running at `depth` (at least 1).
     ///
     /// # Safety
     ///
     /// Only the thread that owns the context may call this.
-    pub(crate) unsafe fn get<T: Local>(&self) -> Result<LocalRef<'_, T>, Failure> {
+    pub(crate) unsafe fn get<T: Local>(&self, depth: u32) -> Result<LocalRef<'_, T>, Failure> {
         let id = TypeId::of::<T>();
         // SAFETY: owning thread (caller obligation); the borrow ends before
         // any user code runs.
@@ -166,17 +181,17 @@ impl Locals {
         // `LocalRef` to it, so only fields are accessed through the raw
         // pointer, and `&mut value` is created only when it is not in use.
         unsafe {
-            if (*slot).in_use {
+            if (*slot).head.holder != FREE {
                 return Err(in_use::<T>());
             }
-            // In use before `bind` runs: `bind` may call back into Rust.
-            (*slot).in_use = true;
-            if !(*slot).bound {
+            // Held before `bind` runs: `bind` may call back into Rust.
+            (*slot).head.holder = depth;
+            if !(*slot).head.bound {
                 if let Err(payload) = catch_unwind(AssertUnwindSafe(|| (*slot).value.bind())) {
-                    (*slot).in_use = false;
+                    (*slot).head.holder = FREE;
                     std::panic::resume_unwind(payload);
                 }
-                (*slot).bound = true;
+                (*slot).head.bound = true;
             }
         }
         Ok(LocalRef {
@@ -206,9 +221,11 @@ impl Locals {
         unsafe { &mut *self.constructing.get() }.retain(|constructing| *constructing != id);
         let value = value.unwrap_or_else(|payload| std::panic::resume_unwind(payload));
         let slot = Box::into_raw(Box::new(Slot {
+            head: Head {
+                holder: FREE,
+                bound: false,
+            },
             value,
-            in_use: false,
-            bound: false,
         }));
         let entry = Entry {
             id,
@@ -257,6 +274,32 @@ impl Locals {
         }
     }
 
+    /// Frees the values held by calls deeper than `depth`: those calls are
+    /// gone (their frames were abandoned), so their `&mut` borrows can
+    /// never be used again. `depth` 0 frees every value held by a call.
+    ///
+    /// # Safety
+    ///
+    /// - Only the thread that owns the context may call this.
+    /// - No call deeper than `depth` is running on the thread: every
+    ///   `LocalRef` they made lives in a frame that is gone.
+    #[cold]
+    pub(crate) unsafe fn free_held_below(&self, depth: u32) {
+        // SAFETY: owning thread (caller obligation); a short borrow with no
+        // user code inside.
+        for entry in unsafe { &*self.slots.get() } {
+            let head = entry.slot.cast::<Head>();
+            // SAFETY: every slot starts with its `Head` (`repr(C)`), is
+            // live, and only this thread touches it; only the head is
+            // accessed, never the value a running call may borrow.
+            unsafe {
+                if (*head).holder > depth && (*head).holder != OUTSIDE {
+                    (*head).holder = FREE;
+                }
+            }
+        }
+    }
+
     /// Abandons every value: the thread the context served does not exist
     /// in this `fork` child, so neither `release` nor `Drop` may run on its
     /// behalf (either could act on that thread's resources). The values are
@@ -295,14 +338,16 @@ pub struct LocalRef<'a, T> {
 impl<T> Deref for LocalRef<'_, T> {
     type Target = T;
     fn deref(&self) -> &T {
-        // SAFETY: `in_use` guarantees this is the only reference to the value.
+        // SAFETY: the slot's holder guarantees this is the only reference to
+        // the value.
         unsafe { &(*self.slot).value }
     }
 }
 
 impl<T> DerefMut for LocalRef<'_, T> {
     fn deref_mut(&mut self) -> &mut T {
-        // SAFETY: `in_use` guarantees this is the only reference to the value.
+        // SAFETY: the slot's holder guarantees this is the only reference to
+        // the value.
         unsafe { &mut (*self.slot).value }
     }
 }
@@ -310,7 +355,7 @@ impl<T> DerefMut for LocalRef<'_, T> {
 impl<T> Drop for LocalRef<'_, T> {
     fn drop(&mut self) {
         // SAFETY: the slot outlives the borrow; only the owning thread touches
-        // it, and no other reference to `in_use` exists now.
-        unsafe { (*self.slot).in_use = false };
+        // it, and no other reference to its head exists now.
+        unsafe { (*self.slot).head.holder = FREE };
     }
 }

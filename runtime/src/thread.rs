@@ -41,10 +41,16 @@ pub(crate) fn current() -> Option<&'static ContextNode> {
 
 /// Attaches the calling thread to a context: the slow path of a thread's
 /// first call (or of every call in per-call mode).
+///
+/// Re-entrant: if a call on this thread (a signal handler) binds the
+/// thread while this one is popping a context, the slot is claimed with a
+/// compare-and-swap, so exactly one context ends up bound: the loser's
+/// context goes straight back to the free list.
 #[cold]
 #[inline(never)]
 pub(crate) fn attach(attach: AttachMode) -> &'static ContextNode {
-    let after_exit = ptr::eq(tls::get(), EXITED);
+    let seen = tls::get();
+    let after_exit = ptr::eq(seen, EXITED);
     let per_call = attach == AttachMode::PerCall
         || !hooks::HAS_THREAD_EXIT_HOOK
         || after_exit
@@ -58,13 +64,39 @@ pub(crate) fn attach(attach: AttachMode) -> &'static ContextNode {
         debug_assert_eq!(node.value.depth(), 0);
         node.value.set_per_call(per_call, after_exit);
     }
-    // SAFETY: `node` is a node of `CONTEXTS` that serves this thread.
-    unsafe { tls::set(node) };
-    if !per_call {
+    // Armed before the slot is claimed: once claimed, a nested call may
+    // use the context, and the destructor must find it if the thread ends
+    // inside that call. A per-call context is armed too, for a thread that
+    // ends (or jumps out) inside its outermost call.
+    if per_call {
+        if hooks::HAS_THREAD_EXIT_HOOK {
+            hooks::arm_exit_hook();
+        }
+    } else {
         hooks::register_exit_hook(node);
+    }
+    // SAFETY: `node` is a node of `CONTEXTS` that serves this thread.
+    if let Err(bound) = unsafe { tls::claim(seen, node) } {
+        // A nested call bound the thread meanwhile: use its context.
+        // SAFETY: this thread owns `node`, which never served a call, and
+        // gives it up.
+        unsafe { CONTEXTS.push(node) };
+        if let Some(bound) = current() {
+            return bound;
+        }
+        // The nested call's per-call context was released again.
+        debug_assert!(ptr::eq(bound, EXITED) || bound.is_null());
+        return attach_again(attach);
     }
     node.value.binds.bump();
     node
+}
+
+/// `attach` lost its claim to a nested per-call attachment that has been
+/// released since: start over (rare, so a plain recursion).
+#[cold]
+fn attach_again(mode: AttachMode) -> &'static ContextNode {
+    attach(mode)
 }
 
 /// True once the runtime's key destructor ran on this thread.
@@ -83,14 +115,14 @@ pub(crate) fn exiting() -> bool {
 ///
 /// - `node` serves the calling thread: `current` or `attach` returned it on
 ///   this thread, and it was not released since.
-/// - The call that is returning entered `node` with `Context::enter`, and
-///   has not left it yet.
+/// - The call that is returning entered `node` with `Context::enter`,
+///   which returned `start`, and has not left it yet.
 /// - The caller does not use `node` afterwards: it may have been released.
 #[inline(always)]
-pub(crate) unsafe fn leave(node: &'static ContextNode) {
+pub(crate) unsafe fn leave(node: &'static ContextNode, start: u32) {
     // SAFETY: `node` serves this thread, and this pairs with the `enter` of
     // the returning call (caller obligations).
-    if unsafe { node.value.leave() } {
+    if unsafe { node.value.leave(start) } {
         // SAFETY:
         // - `node` serves this thread, and the caller gives it up;
         // - the outermost call just left it, so no call runs on it and no
@@ -100,26 +132,31 @@ pub(crate) unsafe fn leave(node: &'static ContextNode) {
 }
 
 /// The runtime's key destructor runs on an exiting thread: releases the
-/// context `bound` to it, if any, and serves any later call on the thread
-/// per call.
+/// context serving it, if any, and serves any later call on the thread per
+/// call.
+///
+/// Exact whatever the thread's calls did: the destructor runs after the
+/// thread function returned or after `pthread_exit`/cancellation finished
+/// unwinding, so none of the thread's frames remain. Calls recorded as
+/// running had their frames abandoned (a `longjmp`, or a forced unwind
+/// that skipped the trampoline's Rust frames): they are forgotten, their
+/// `#[local]` values freed and released. This also releases a per-call
+/// context whose outermost call never returned.
 ///
 /// # Safety
 ///
-/// Runs on the exiting thread, from its key destructor, and `bound` is the
-/// context bound to that thread (what `attach` registered with the key), or
-/// `None` for a thread that was never bound.
-pub(crate) unsafe fn release_at_exit(bound: Option<&'static ContextNode>) {
-    if let Some(node) = bound {
-        // SAFETY: `node` serves this thread (caller obligation).
-        if unsafe { node.value.depth() } != 0 {
-            // Unreachable in practice: a thread cannot exit in the middle of
-            // a callback without unwinding through it, which aborts.
-            return;
-        }
+/// Runs on the exiting thread, from its key destructor.
+pub(crate) unsafe fn release_at_exit() {
+    if let Some(node) = current() {
+        // SAFETY:
+        // - `node` serves this thread (`current`);
+        // - the thread is in its key destructor: its callbacks all
+        //   returned or were abandoned, no `LocalRef` can be used again.
+        unsafe { node.value.forget_all_calls() };
         // SAFETY:
         // - `node` serves this thread, which is exiting and never uses it
-        //   again;
-        // - its depth is 0: no call runs on it, no `LocalRef` is alive.
+        //   again as its owner (a later call attaches per call);
+        // - its depth is now 0 and no `LocalRef` is alive.
         unsafe { release(node) };
     }
     // SAFETY: `EXITED` is one of the slot's values.

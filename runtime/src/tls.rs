@@ -52,3 +52,19 @@ pub(crate) fn get() -> *const ContextNode {
 pub(crate) unsafe fn set(value: *const ContextNode) {
     imp::set(value);
 }
+
+/// Stores `value` in the calling thread's slot if it still holds
+/// `expected`; otherwise returns what it holds. One instruction where the
+/// target allows it, so a signal handler that binds the thread in between
+/// cannot be overwritten.
+///
+/// # Safety
+///
+/// As for [`set`].
+#[inline]
+pub(crate) unsafe fn claim(
+    expected: *const ContextNode,
+    value: *const ContextNode,
+) -> Result<(), *const ContextNode> {
+    imp::claim(expected, value)
+}

@@ -23,19 +23,50 @@ pub fn size(small: u64, large: u64) -> u64 {
     if full() { large } else { small }
 }
 
-/// The fixture library the hosts load: `libcallgate_fixture.so` in the
-/// profile directory this test binary was built into.
-pub fn fixture() -> PathBuf {
+/// The build profile of the fixture the hosts load: `CALLGATE_FIXTURE_PROFILE`
+/// (`debug` or `release`), or the profile this test binary was built in.
+/// `scripts/test.sh` runs the host tests against both.
+pub fn fixture_profile() -> String {
+    match std::env::var("CALLGATE_FIXTURE_PROFILE") {
+        Ok(profile) if !profile.is_empty() => profile,
+        _ => own_profile_dir()
+            .file_name()
+            .and_then(|name| name.to_str())
+            .expect("a profile directory name")
+            .to_owned(),
+    }
+}
+
+/// True when the fixture is an optimised build.
+pub fn fixture_is_release() -> bool {
+    fixture_profile() == "release"
+}
+
+/// target/<profile> of this test binary.
+fn own_profile_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary's path");
     // target/<profile>/deps/<test>-<hash>
-    let profile = exe
-        .parent()
+    exe.parent()
         .and_then(|deps| deps.parent())
-        .expect("the test binary lives in target/<profile>/deps");
-    let library = profile.join("libcallgate_fixture.so");
+        .expect("the test binary lives in target/<profile>/deps")
+        .to_path_buf()
+}
+
+/// The fixture library the hosts load: `libcallgate_fixture.so` in
+/// `target/<fixture_profile()>`.
+pub fn fixture() -> PathBuf {
+    let own = own_profile_dir();
+    let target = own.parent().expect("target/<profile> has a parent");
+    let profile = fixture_profile();
+    let library = target.join(&profile).join("libcallgate_fixture.so");
+    let build = if profile == "debug" {
+        String::new()
+    } else {
+        format!(" --profile {profile}")
+    };
     assert!(
         library.exists(),
-        "{} is missing: build it first with `cargo build --workspace --lib` \
+        "{} is missing: build it first with `cargo build --workspace --lib{build}` \
          (scripts/test.sh does)",
         library.display()
     );

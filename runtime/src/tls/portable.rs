@@ -18,3 +18,22 @@ pub(super) fn get() -> *const ContextNode {
 pub(super) fn set(value: *const ContextNode) {
     CURRENT.with(|current| current.set(value));
 }
+
+/// Not one instruction here: a signal handler that binds the thread between
+/// the read and the write is overwritten (callbacks from signal handlers
+/// are outside the contract).
+#[inline]
+pub(super) fn claim(
+    expected: *const ContextNode,
+    value: *const ContextNode,
+) -> Result<(), *const ContextNode> {
+    CURRENT.with(|current| {
+        let found = current.get();
+        if found == expected {
+            current.set(value);
+            Ok(())
+        } else {
+            Err(found)
+        }
+    })
+}

@@ -62,3 +62,31 @@ pub(super) fn set(value: *const ContextNode) {
         );
     }
 }
+
+/// `cmpxchg` without `lock`: atomic with respect to signal handlers on
+/// this thread (an instruction is never interrupted halfway), and no other
+/// thread touches the slot.
+#[inline]
+pub(super) fn claim(
+    expected: *const ContextNode,
+    value: *const ContextNode,
+) -> Result<(), *const ContextNode> {
+    let found: *const ContextNode;
+    // SAFETY: compares and writes this thread's slot (see `get`); only this
+    // thread ever accesses it.
+    unsafe {
+        asm!(
+            "mov {offset}, qword ptr [rip + __callgate_current_context@GOTTPOFF]",
+            "cmpxchg qword ptr fs:[{offset}], {value}",
+            offset = out(reg) _,
+            value = in(reg) value,
+            inout("rax") expected => found,
+            options(nostack),
+        );
+    }
+    if found == expected {
+        Ok(())
+    } else {
+        Err(found)
+    }
+}

@@ -10,7 +10,9 @@
 #ifndef CALLGATE_FIXTURE_HOST_H
 #define CALLGATE_FIXTURE_HOST_H
 
-#define _GNU_SOURCE
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* g++ defines it already */
+#endif
 #include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>

@@ -4,6 +4,14 @@
  *   signals FIXTURE binds THREADS   THREADS threads in waves of 50 make their
  *                                   first calls under a SIGUSR1 (pthread_kill)
  *                                   and SIGPROF (ITIMER_PROF) storm
+ *   signals FIXTURE reentrant-binds THREADS
+ *                                   the same, but SIGUSR1's handler calls
+ *                                   back (`plain`), so a handler may make a
+ *                                   thread's first call while that thread is
+ *                                   inside its own first bind; a first wave
+ *                                   without handler calls fills the free
+ *                                   list, so no bind under the storm needs
+ *                                   malloc (which a handler must not enter)
  *   signals FIXTURE gate THREADS    (FIXTURE_INIT=slow) THREADS threads are
  *                                   stormed while they wait at the init gate
  *
@@ -19,11 +27,16 @@
 #define WAVE 50
 
 static fixture lib;
-static atomic_long usr1_handled, prof_handled;
+static atomic_long usr1_handled, prof_handled, handler_calls;
+static atomic_int call_from_handler, wrong_results;
 
 static void on_usr1(int sig) {
     (void)sig;
     atomic_fetch_add(&usr1_handled, 1);
+    if (atomic_load(&call_from_handler)) {
+        if (lib.plain(1) != 2) atomic_fetch_add(&wrong_results, 1);
+        atomic_fetch_add(&handler_calls, 1);
+    }
 }
 
 static void on_prof(int sig) {
@@ -65,7 +78,7 @@ static void choose_mask(int index, sigset_t *mask) {
     CHECK(pthread_sigmask(SIG_SETMASK, NULL, mask) == 0, "pthread_sigmask");
 }
 
-static atomic_int mask_changes, wrong_results, calls_done;
+static atomic_int mask_changes, calls_done;
 
 /* Makes a call and checks the mask did not change. */
 #define CALL_KEEPS_MASK(call, expected)                                  \
@@ -100,14 +113,46 @@ static void *first_calls(void *raw) {
     return NULL;
 }
 
-static void binds(int threads) {
+static long storm_waves(int threads);
+
+static void binds(int threads, int reentrant) {
     CHECK(fixture_wait_init(&lib, 30) == 0, "init not ready");
+    if (reentrant) {
+        /* Fill the free list, then let the handler call back. */
+        storm_waves(WAVE);
+        atomic_store(&call_from_handler, 1);
+    }
     fixture_stats_t before = fixture_wait_bound(&lib, 0, 10);
+    double started = fixture_now();
+    long kills = storm_waves(threads);
+    atomic_store(&call_from_handler, 0);
+    double elapsed = fixture_now() - started;
+    fixture_stats_t after = fixture_wait_bound(&lib, 0, 10);
+    printf("threads=%d\nseconds=%.3f\nkills_sent=%ld\n", threads, elapsed, kills);
+    printf("sigusr1_handled=%ld\nsigprof_handled=%ld\nhandler_calls=%ld\n",
+           atomic_load(&usr1_handled), atomic_load(&prof_handled), atomic_load(&handler_calls));
+    printf("mask_changes=%d\nwrong_results=%d\n", atomic_load(&mask_changes),
+           atomic_load(&wrong_results));
+    fixture_print_stats("", &after);
+    CHECK(atomic_load(&wrong_results) == 0, "%d calls returned a wrong value",
+          atomic_load(&wrong_results));
+    CHECK(atomic_load(&mask_changes) == 0, "%d calls changed the caller's signal mask",
+          atomic_load(&mask_changes));
+    CHECK(atomic_load(&usr1_handled) > 0, "no SIGUSR1 was handled: no storm");
+    CHECK(!reentrant || atomic_load(&handler_calls) > 0, "no handler called back");
+    CHECK(after.binds - before.binds == (uint64_t)threads, "%" PRIu64 " binds for %d threads",
+          after.binds - before.binds, threads);
+    CHECK(after.contexts_bound == 0, "%" PRIu64 " contexts bound at the end",
+          after.contexts_bound);
+}
+
+/* THREADS threads in waves of WAVE make their first calls under the storm;
+ * returns how many signals were sent. */
+static long storm_waves(int threads) {
     prof_timer(200);
     worker workers[WAVE];
     pthread_t ids[WAVE];
     long kills = 0;
-    double started = fixture_now();
     for (int done = 0; done < threads; done += WAVE) {
         int n = threads - done < WAVE ? threads - done : WAVE;
         pthread_barrier_t start, hold;
@@ -133,23 +178,7 @@ static void binds(int threads) {
         pthread_barrier_destroy(&hold);
     }
     prof_timer(0);
-    double elapsed = fixture_now() - started;
-    fixture_stats_t after = fixture_snapshot(&lib);
-    printf("threads=%d\nseconds=%.3f\nkills_sent=%ld\n", threads, elapsed, kills);
-    printf("sigusr1_handled=%ld\nsigprof_handled=%ld\n", atomic_load(&usr1_handled),
-           atomic_load(&prof_handled));
-    printf("mask_changes=%d\nwrong_results=%d\n", atomic_load(&mask_changes),
-           atomic_load(&wrong_results));
-    fixture_print_stats("", &after);
-    CHECK(atomic_load(&wrong_results) == 0, "%d calls returned a wrong value",
-          atomic_load(&wrong_results));
-    CHECK(atomic_load(&mask_changes) == 0, "%d calls changed the caller's signal mask",
-          atomic_load(&mask_changes));
-    CHECK(atomic_load(&usr1_handled) > 0, "no SIGUSR1 was handled: no storm");
-    CHECK(after.binds - before.binds == (uint64_t)threads, "%" PRIu64 " binds for %d threads",
-          after.binds - before.binds, threads);
-    CHECK(after.contexts_bound == 0, "%" PRIu64 " contexts bound at the end",
-          after.contexts_bound);
+    return kills;
 }
 
 /* --- storm at the gate ----------------------------------------------------- */
@@ -213,7 +242,9 @@ int main(int argc, char **argv) {
     install(SIGPROF, on_prof, SA_RESTART);
     fixture_open(&lib, path, RTLD_NOW);
     if (strcmp(mode, "binds") == 0) {
-        binds(threads);
+        binds(threads, 0);
+    } else if (strcmp(mode, "reentrant-binds") == 0) {
+        binds(threads, 1);
     } else if (strcmp(mode, "gate") == 0) {
         gate(threads);
     } else {

@@ -11,12 +11,6 @@
  *                                   calls from an atexit handler and from a
  *                                   __attribute__((destructor)) at exit, the
  *                                   main thread bound before exit or not
- *   teardown FIXTURE pthread-exit | pthread-cancel
- *                                   a thread ends (pthread_exit, or a
- *                                   deferred pthread_cancel acted on) in C
- *                                   code called from inside a callback: the
- *                                   forced unwind must not pass through the
- *                                   Rust frames, so the process aborts
  *
  * Each call from a destructor checks a plain call, a #[local] call, an Err
  * and a caught panic. glibc runs thread_local destructors first, then key
@@ -260,43 +254,6 @@ static void at_exit(const char *how) {
     /* exit() runs the atexit handler, then the destructors. */
 }
 
-/* --- a thread ending inside a callback ------------------------------------------ */
-
-static int64_t exit_inside_callback(int32_t depth) {
-    (void)depth;
-    printf("exiting=inside a callback\n");
-    fflush(stdout);
-    pthread_exit(NULL);
-}
-
-static int64_t cancelled_inside_callback(int32_t depth) {
-    (void)depth;
-    printf("waiting=for cancellation inside a callback\n");
-    fflush(stdout);
-    for (;;) pause(); /* a cancellation point */
-    return 0;
-}
-
-static void *ends_inside_callback(void *raw) {
-    int cancel = raw != NULL;
-    CHECK(lib.token() > 0, "token");
-    lib.nest(1, cancel ? cancelled_inside_callback : exit_inside_callback);
-    FAIL("the nest returned");
-}
-
-static void end_inside_callback(int cancel) {
-    fixture_open(&lib, getenv("TEARDOWN_FIXTURE"), RTLD_NOW);
-    CHECK(fixture_wait_init(&lib, 30) == 0, "init not ready");
-    pthread_t id = fixture_spawn(ends_inside_callback, cancel ? (void *)1 : NULL, 0);
-    if (cancel) {
-        fixture_sleep_ms(100);
-        pthread_cancel(id);
-    }
-    pthread_join(id, NULL);
-    printf("survived=1\n");
-    FAIL("the thread ended inside a callback and the process went on");
-}
-
 int main(int argc, char **argv) {
     const char *path = fixture_path_arg(argc, argv);
     setenv("TEARDOWN_FIXTURE", path, 1);
@@ -305,10 +262,6 @@ int main(int argc, char **argv) {
         keys(argc > 3 ? atoi(argv[3]) : 1000);
     } else if (strcmp(mode, "last-round") == 0) {
         last_round(argc > 3 ? atoi(argv[3]) : 16);
-    } else if (strcmp(mode, "pthread-exit") == 0) {
-        end_inside_callback(0);
-    } else if (strcmp(mode, "pthread-cancel") == 0) {
-        end_inside_callback(1);
     } else if (strcmp(mode, "exit") == 0) {
         at_exit(argc > 3 ? argv[3] : "bound");
         return 0;

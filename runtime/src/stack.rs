@@ -1,0 +1,219 @@
+//! Telling which calls recorded as running on a thread still have frames,
+//! so the runtime survives calls that never return: C that `longjmp`s out
+//! of a callback (the error handling of libpng, libjpeg, Lua …), a forced
+//! unwind (`pthread_exit`, cancellation) or a foreign exception that skips
+//! the callback's Rust frames.
+//!
+//! Every call writes a fresh *token* (the context's call count, so no two
+//! calls of a context share one) into an [`Anchor`], a word in the
+//! trampoline's own frame, and the context records where that word is and
+//! what it holds: a [`Mark`]. A running call's anchor is never written by
+//! anything else, so **a mark whose word no longer holds its token belongs
+//! to a frame that is gone**: its memory was reused.
+//!
+//! Marks are only checked when a call starts while others are recorded as
+//! running (the cold nested entry), and only marks at or below the new
+//! call's own anchor are candidates: a running outer call on the same
+//! stack is always strictly above its nested calls, so the marks above are
+//! the normal nesting and cost nothing. A candidate is gone when
+//!
+//! 1. its token was overwritten (its memory was reused: true whatever
+//!    stack it is on), or
+//! 2. it and the new call are both on the thread's own stack (the bounds
+//!    `pthread_getattr_np` reports): a running call there would be above
+//!    the new one, so a call at or below it has no frame left.
+//!
+//! Any other candidate is kept (treated as running): it may be live on
+//! another stack (`swapcontext`, a signal stack), and declaring a live
+//! frame gone would hand out a second `&mut` to a `#[local]` value. That
+//! is the case of a host that abandons a callback running on a coroutine
+//! stack and calls again from another stack: the abandoned call stays
+//! recorded until a call that encloses it returns (`leave` restores the
+//! depth that call started at) or the thread exits (the key destructor
+//! forgets every call: no frame of an exiting thread remains), and its
+//! `#[local]` values report "already in use" meanwhile.
+//!
+//! Rule 2 assumes that a stack switched to from inside a callback is not
+//! carved out of the thread's own stack *above* that callback (a
+//! `makecontext` stack in an array of a frame further up): such a stack
+//! must not call back while the callback below it is suspended.
+
+use core::cell::{Cell, UnsafeCell};
+
+/// A word in a call's frame holding that call's token.
+pub(crate) struct Anchor(UnsafeCell<u64>);
+
+impl Anchor {
+    #[inline(always)]
+    pub(crate) const fn new() -> Anchor {
+        Anchor(UnsafeCell::new(0))
+    }
+
+    /// Writes `token` into the anchor and returns the mark that finds it.
+    #[inline(always)]
+    pub(crate) fn mark(&self, token: u64) -> Mark {
+        let word = self.0.get();
+        // SAFETY: `word` points to this anchor's own word; a volatile write
+        // so the token is really in memory, where `read_word` looks.
+        unsafe { word.write_volatile(token) };
+        Mark {
+            address: word.expose_provenance(),
+            token,
+        }
+    }
+}
+
+/// Where a running call's anchor is, and the token it wrote there.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Mark {
+    address: usize,
+    token: u64,
+}
+
+impl Mark {
+    /// No call: never read.
+    pub(crate) const NONE: Mark = Mark {
+        address: 0,
+        token: 0,
+    };
+
+    /// True when the call that made this mark certainly has no frame left,
+    /// seen from a new call marked `current` (the rules of the module).
+    fn is_gone(self, current: Mark, stack: &ThreadStack) -> bool {
+        if self.address > current.address {
+            return false;
+        }
+        // SAFETY: the address is a word of this thread's stack that was an
+        // anchor: stacks stay mapped while their thread runs (a stack freed
+        // while a callback was suspended on it is outside the contract).
+        if unsafe { read_word(self.address) } != self.token {
+            return true;
+        }
+        stack.contains(self.address) && stack.contains(current.address)
+    }
+}
+
+/// How many of the calls recorded as running (`recorded`, outermost first)
+/// may still be running, seen from a new call marked `current`: the calls
+/// before the first one that is certainly gone. A call nested in a gone
+/// call is gone too, so the ones after it are dropped with it.
+pub(crate) fn live_calls(
+    recorded: impl Iterator<Item = Mark>,
+    current: Mark,
+    stack: &ThreadStack,
+) -> u32 {
+    let mut live = 0;
+    for mark in recorded {
+        if mark.is_gone(current, stack) {
+            break;
+        }
+        live += 1;
+    }
+    live
+}
+
+/// The bounds of the owning thread's own stack, looked up on first need
+/// (for the main thread glibc reads `/proc/self/maps`) and kept until the
+/// context serves another thread.
+pub(crate) struct ThreadStack(Cell<Option<(usize, usize)>>);
+
+impl ThreadStack {
+    pub(crate) const fn new() -> ThreadStack {
+        ThreadStack(Cell::new(None))
+    }
+
+    /// Forgets the bounds: the context serves a new thread.
+    pub(crate) fn forget(&self) {
+        self.0.set(None);
+    }
+
+    fn contains(&self, address: usize) -> bool {
+        let (low, high) = match self.0.get() {
+            Some(bounds) => bounds,
+            None => {
+                let bounds = imp::thread_stack().unwrap_or((0, 0));
+                self.0.set(Some(bounds));
+                bounds
+            }
+        };
+        (low..high).contains(&address)
+    }
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod imp {
+    use core::mem::MaybeUninit;
+
+    /// `[low, high)` of the calling thread's stack, or `None` if the C
+    /// library cannot tell.
+    pub(super) fn thread_stack() -> Option<(usize, usize)> {
+        let mut attr = MaybeUninit::<libc::pthread_attr_t>::uninit();
+        // SAFETY: `attr` is a valid out-pointer; on success it is
+        // initialised and destroyed below.
+        if unsafe { libc::pthread_getattr_np(libc::pthread_self(), attr.as_mut_ptr()) } != 0 {
+            return None;
+        }
+        let mut low = core::ptr::null_mut();
+        let mut size = 0;
+        // SAFETY: `attr` was initialised by `pthread_getattr_np`.
+        let rc = unsafe { libc::pthread_attr_getstack(attr.as_ptr(), &mut low, &mut size) };
+        // SAFETY: initialised above, destroyed once.
+        let destroyed = unsafe { libc::pthread_attr_destroy(attr.as_mut_ptr()) };
+        debug_assert_eq!(destroyed, 0);
+        (rc == 0).then(|| (low.addr(), low.addr() + size))
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+mod imp {
+    /// Unknown here: only overwritten tokens tell a call is gone.
+    pub(super) fn thread_stack() -> Option<(usize, usize)> {
+        None
+    }
+}
+
+/// Reads the word at `address`, which may belong to a frame that is gone,
+/// in assembly: to the compiler it is an opaque read of mapped memory, not
+/// an access to a dead Rust local.
+///
+/// # Safety
+///
+/// `address` is 8-byte aligned and mapped readable.
+#[inline]
+unsafe fn read_word(address: usize) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let value: u64;
+        // SAFETY: a plain aligned load from mapped memory (caller
+        // obligation); no stack use, flags preserved, nothing written.
+        unsafe {
+            core::arch::asm!(
+                "mov {value}, qword ptr [{address}]",
+                address = in(reg) address,
+                value = out(reg) value,
+                options(nostack, preserves_flags, readonly),
+            );
+        }
+        value
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        let value: u64;
+        // SAFETY: as above.
+        unsafe {
+            core::arch::asm!(
+                "ldr {value}, [{address}]",
+                address = in(reg) address,
+                value = out(reg) value,
+                options(nostack, preserves_flags, readonly),
+            );
+        }
+        value
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        // SAFETY: aligned and mapped (caller obligation); a volatile read
+        // the compiler cannot drop or reorder.
+        unsafe { core::ptr::with_exposed_provenance::<u64>(address).read_volatile() }
+    }
+}

@@ -1,0 +1,120 @@
+//! Callbacks whose frames C code abandons, from a C program that `dlopen`s
+//! the fixture: `longjmp` out of a nested C call (libpng-style error
+//! handling), `pthread_exit`, and deferred and asynchronous cancellation
+//! acted on inside a callback. Run against the debug and the release build
+//! of the fixture (`CALLGATE_FIXTURE_PROFILE`, see `scripts/test.sh`).
+
+mod host;
+
+use std::time::Duration;
+
+fn abandon(mode: &str, threads: u64) -> host::Outcome {
+    host::run(
+        host::host("abandon").args([mode, &threads.to_string()]),
+        Duration::from_secs(300),
+    )
+}
+
+/// At most two waves of 8 threads' contexts (one wave exiting while the
+/// next binds) plus the init thread's.
+const MAX_CONTEXTS: f64 = 2.0 * 8.0 + 2.0;
+
+fn assert_released_once_per_thread(outcome: &host::Outcome, threads: u64) {
+    outcome.assert_ok();
+    assert_eq!(outcome.number("contexts_bound"), 0.0, "{outcome}");
+    assert_eq!(
+        outcome.number("token_binds_during_run"),
+        threads as f64,
+        "{outcome}"
+    );
+    assert_eq!(
+        outcome.number("token_releases_during_run"),
+        threads as f64,
+        "{outcome}"
+    );
+    assert!(
+        outcome.number("contexts_created_during_run") <= MAX_CONTEXTS,
+        "{outcome}"
+    );
+}
+
+/// 1 000 threads (10 000 with `CALLGATE_FULL=1`) each `longjmp` out of a
+/// callback that holds their `#[local]` value, then call that callback
+/// 1 000 times: every call succeeds on the same context with the same
+/// value, a nested request for it is still refused, each thread's context
+/// is released once when it exits, and no context stays bound.
+#[test]
+fn longjmp_out_of_a_callback_leaves_the_local_usable() {
+    let threads = host::size(1_000, 10_000);
+    assert_released_once_per_thread(&abandon("longjmp", threads), threads);
+}
+
+/// The same out of an `attach = per_call` nest: the abandoned per-call
+/// context keeps serving the thread and is released when it exits.
+#[test]
+fn longjmp_out_of_a_per_call_callback_releases_its_context() {
+    let threads = host::size(1_000, 10_000);
+    let outcome = abandon("longjmp-per-call", threads);
+    outcome.assert_ok();
+    assert_eq!(outcome.number("contexts_bound"), 0.0, "{outcome}");
+    assert!(
+        outcome.number("contexts_created_during_run") <= MAX_CONTEXTS,
+        "{outcome}"
+    );
+}
+
+/// Ending a thread inside a callback: with the release fixture the
+/// unwind passes the trampoline's frames (their `extern "C"` calls cannot
+/// unwind, so they have no landing pad) and the key destructor releases
+/// the context and runs `Local::release` once per thread; with the debug
+/// fixture the unwind meets a landing pad and the process aborts with a
+/// message naming the callback.
+fn ends_inside_a_callback(mode: &str) {
+    if host::fixture_is_release() {
+        let threads = host::size(1_000, 10_000);
+        let outcome = abandon(mode, threads);
+        assert_released_once_per_thread(&outcome, threads);
+        assert_eq!(outcome.number("ended_inside"), threads as f64);
+    } else {
+        abandon(mode, 1)
+            .assert_aborted_with("is unwinding through callback `fixture_hold_token`; aborting");
+    }
+}
+
+#[test]
+fn pthread_exit_inside_a_callback_releases_the_context() {
+    ends_inside_a_callback("exit");
+}
+
+#[test]
+fn deferred_cancel_inside_a_callback_releases_the_context() {
+    ends_inside_a_callback("cancel");
+}
+
+#[test]
+fn asynchronous_cancel_inside_a_callback_releases_the_context() {
+    ends_inside_a_callback("async-cancel");
+}
+
+/// A C++ exception thrown by host code a callback called, caught by the
+/// C++ code that called the callback, on 1 000 threads: with the release
+/// fixture the exception passes the trampoline's frames, the next call of
+/// the same callback finds the `#[local]` value free again, and each
+/// thread's context is released once at exit; with the debug fixture the
+/// exception meets a landing pad and the process aborts naming the
+/// callback.
+#[test]
+fn a_cpp_exception_through_a_callback_is_survived() {
+    let run = |threads: u64| {
+        host::run(
+            host::host("exception").arg(threads.to_string()),
+            Duration::from_secs(300),
+        )
+    };
+    if host::fixture_is_release() {
+        let threads = host::size(1_000, 10_000);
+        assert_released_once_per_thread(&run(threads), threads);
+    } else {
+        run(1).assert_aborted_with("is unwinding through callback `fixture_hold_token`; aborting");
+    }
+}

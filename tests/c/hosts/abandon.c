@@ -1,0 +1,212 @@
+/* Callbacks whose frames are abandoned by C code running inside them, the
+ * way C libraries end a call early, against the dlopen()ed fixture.
+ *
+ *   abandon FIXTURE longjmp THREADS    libpng-style error handling: each
+ *                                      thread sets a jump point, calls
+ *                                      `hold_token` (which holds the
+ *                                      thread's #[local] Token) with a C
+ *                                      function that longjmps back out of
+ *                                      it, then calls the same callback
+ *                                      1 000 times; the Token is usable
+ *                                      again at once
+ *   abandon FIXTURE longjmp-per-call THREADS
+ *                                      the same out of an `attach =
+ *                                      per_call` nest, then plain calls
+ *   abandon FIXTURE exit THREADS       pthread_exit in C code nested in a
+ *                                      callback that holds the Token
+ *   abandon FIXTURE cancel THREADS     a deferred pthread_cancel acted on
+ *                                      there
+ *   abandon FIXTURE async-cancel THREADS
+ *                                      an asynchronous cancellation there
+ *
+ * Threads run 8 at a time. After every wave no context is bound, so each
+ * thread's context was released (and its Token's `release` ran) when it
+ * exited. At the end the host prints its counters and `result=ok`. */
+#include "fixture_host.h"
+
+#include <setjmp.h>
+#include <stdatomic.h>
+
+static fixture lib;
+
+enum { WAVE = 8, CALLS_AFTER = 1000 };
+
+typedef enum { LONGJMP, LONGJMP_PER_CALL, EXIT, CANCEL, ASYNC_CANCEL } scenario;
+
+static _Thread_local jmp_buf *jump_point;
+static atomic_int inside[WAVE];
+
+static int64_t jump_out(int32_t depth) {
+    (void)depth;
+    longjmp(*jump_point, 1);
+}
+
+static int64_t exit_inside(int32_t depth) {
+    (void)depth;
+    pthread_exit(NULL);
+}
+
+static _Thread_local int slot;
+
+static int64_t wait_for_cancel(int32_t depth) {
+    (void)depth;
+    atomic_store(&inside[slot], 1);
+    for (;;) pause(); /* a cancellation point */
+    return 0;
+}
+
+static int64_t spin_for_cancel(int32_t depth) {
+    (void)depth;
+    int old;
+    pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &old);
+    atomic_store(&inside[slot], 1);
+    for (volatile unsigned long spin = 0;; spin++) {
+    }
+    return 0;
+}
+
+/* Asks for the Token while an outer call holds it: -2 (the error). */
+static int64_t hold_again(int32_t depth) {
+    return lib.hold_token(depth, NULL);
+}
+
+typedef struct {
+    scenario what;
+    int slot;
+    int ok;
+} worker;
+
+/* The host function that handles the library's errors with setjmp: it
+ * calls `hold_token`, whose nested C call jumps back here. */
+static int jump_out_of_hold_token(void) {
+    jmp_buf here;
+    jump_point = &here;
+    if (setjmp(here) == 0) {
+        lib.hold_token(1, jump_out);
+        return 0; /* not reached */
+    }
+    return 1;
+}
+
+static int jump_out_of_nest_per_call(void) {
+    jmp_buf here;
+    jump_point = &here;
+    if (setjmp(here) == 0) {
+        lib.nest_per_call(1, jump_out);
+        return 0;
+    }
+    return 1;
+}
+
+static void *run_worker(void *raw) {
+    worker *w = raw;
+    slot = w->slot;
+    int64_t token = lib.token();
+    if (token <= 0) return NULL;
+    switch (w->what) {
+    case LONGJMP: {
+        if (!jump_out_of_hold_token()) return NULL;
+        /* The same callback again, from the same place: its #[local] value
+         * is free again, and the thread keeps its context. */
+        for (int i = 0; i < CALLS_AFTER; i++) {
+            if (lib.hold_token(0, NULL) != token) return NULL;
+        }
+        if (lib.token() != token) return NULL;
+        /* A nested call asking for the held Token still gets an error. */
+        if (lib.hold_token(1, hold_again) != -2) return NULL;
+        lib.clear_last_error();
+        /* And it survives another jump. */
+        if (!jump_out_of_hold_token()) return NULL;
+        if (lib.hold_token(0, NULL) != token) return NULL;
+        break;
+    }
+    case LONGJMP_PER_CALL:
+        if (!jump_out_of_nest_per_call()) return NULL;
+        for (int i = 0; i < CALLS_AFTER; i++) {
+            if (lib.plain(i) != i + 1) return NULL;
+        }
+        if (lib.token() != token) return NULL;
+        break;
+    case EXIT:
+        lib.hold_token(1, exit_inside);
+        return NULL; /* not reached */
+    case CANCEL:
+        lib.hold_token(1, wait_for_cancel);
+        return NULL;
+    case ASYNC_CANCEL:
+        lib.hold_token(1, spin_for_cancel);
+        return NULL;
+    }
+    w->ok = 1;
+    return NULL;
+}
+
+static void run(scenario what, int threads) {
+    CHECK(fixture_wait_init(&lib, 30) == 0, "init not ready");
+    fixture_stats_t before = fixture_wait_bound(&lib, 0, 10);
+    CHECK(before.contexts_bound == 0, "contexts bound before the run");
+    worker workers[WAVE];
+    pthread_t ids[WAVE];
+    int ended = 0;
+    for (int done = 0; done < threads; done += WAVE) {
+        int n = threads - done < WAVE ? threads - done : WAVE;
+        for (int i = 0; i < n; i++) {
+            workers[i] = (worker){.what = what, .slot = i, .ok = 0};
+            atomic_store(&inside[i], 0);
+            ids[i] = fixture_spawn(run_worker, &workers[i], 0);
+        }
+        if (what == CANCEL || what == ASYNC_CANCEL) {
+            for (int i = 0; i < n; i++) {
+                while (!atomic_load(&inside[i])) fixture_sleep_ms(1);
+                CHECK(pthread_cancel(ids[i]) == 0, "pthread_cancel");
+            }
+        }
+        for (int i = 0; i < n; i++) {
+            void *result = NULL;
+            CHECK(pthread_join(ids[i], &result) == 0, "pthread_join");
+            if (what == CANCEL || what == ASYNC_CANCEL) {
+                CHECK(result == PTHREAD_CANCELED, "thread %d was not cancelled", done + i);
+                ended++;
+            } else if (what == EXIT) {
+                ended++;
+            } else {
+                CHECK(workers[i].ok, "thread %d: a call failed after the jump", done + i);
+            }
+        }
+        fixture_stats_t now = fixture_wait_bound(&lib, 0, 10);
+        CHECK(now.contexts_bound == 0, "after the wave at %d: %" PRIu64 " contexts still bound",
+              done, now.contexts_bound);
+    }
+    fixture_stats_t after = fixture_snapshot(&lib);
+    printf("threads=%d\nended_inside=%d\n", threads, ended);
+    printf("contexts_created_during_run=%" PRIu64 "\n",
+           after.contexts_created - before.contexts_created);
+    printf("token_binds_during_run=%" PRIu64 "\n", after.token_binds - before.token_binds);
+    printf("token_releases_during_run=%" PRIu64 "\n",
+           after.token_releases - before.token_releases);
+    fixture_print_stats("", &after);
+}
+
+int main(int argc, char **argv) {
+    const char *path = fixture_path_arg(argc, argv);
+    fixture_open(&lib, path, RTLD_NOW);
+    const char *mode = argc > 2 ? argv[2] : "longjmp";
+    int threads = argc > 3 ? atoi(argv[3]) : 1000;
+    scenario what;
+    if (strcmp(mode, "longjmp") == 0) {
+        what = LONGJMP;
+    } else if (strcmp(mode, "longjmp-per-call") == 0) {
+        what = LONGJMP_PER_CALL;
+    } else if (strcmp(mode, "exit") == 0) {
+        what = EXIT;
+    } else if (strcmp(mode, "cancel") == 0) {
+        what = CANCEL;
+    } else if (strcmp(mode, "async-cancel") == 0) {
+        what = ASYNC_CANCEL;
+    } else {
+        FAIL("unknown mode %s", mode);
+    }
+    run(what, threads);
+    printf("result=ok\n");
+    return 0;
+}
