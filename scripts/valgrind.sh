@@ -9,7 +9,9 @@
 #             hooks), calls at exit; and the data program compiled against
 #             the generated header (tests/c/linked/data.c): every slice,
 #             owned-result and buffer case, owned values freed on another
-#             thread, create/free cycles
+#             thread, create/free cycles; load/call/unload cycles of a
+#             plugin copy (tests/plugins.rs builds them), whose unload must
+#             free the context pool and the last-error messages
 #   helgrind  no data race: contexts reused across threads in churn waves,
 #             and the nesting harness
 #
@@ -41,18 +43,22 @@ fixture="$out_dir/../../../libcallgate_fixture.so"
 # The data program is compiled against the generated header by its test,
 # into the target directory's tmp/linked.
 cargo test -p callgate-dev --test data --quiet >/dev/null
+# The plugin copies are generated and built by their test, into the target
+# directory's tmp/plugins.
+cargo test -p callgate-dev --test plugins --quiet copies_are_distinct >/dev/null
 target_dir=$(cargo metadata --format-version 1 --no-deps |
     grep -o '"target_directory":"[^"]*"' | cut -d'"' -f4)
 linked="$target_dir/tmp/linked"
-if [[ ! -x "$hosts/churn" || ! -f "$fixture" || ! -x "$linked/data" ]]; then
+plugin="$target_dir/tmp/plugins/target/debug/libcallgate_plugin_000.so"
+if [[ ! -x "$hosts/churn" || ! -f "$fixture" || ! -x "$linked/data" || ! -f "$plugin" ]]; then
     echo "valgrind.sh: hosts ($hosts), fixture ($fixture) or data program ($linked) missing" >&2
     exit 1
 fi
 
 if [[ "${CALLGATE_FULL:-}" == "1" ]]; then
-    churn=4000 together=1000 depth=1000 cycles=100000
+    churn=4000 together=1000 depth=1000 cycles=100000 unloads=200
 else
-    churn=400 together=200 depth=1000 cycles=10000
+    churn=400 together=200 depth=1000 cycles=10000 unloads=25
 fi
 
 export RUST_BACKTRACE=0
@@ -104,6 +110,8 @@ run memcheck exit-handlers teardown exit bound
 check memcheck data-boundary "$linked/data" boundary
 check memcheck data-threads "$linked/data" threads 1000
 check memcheck data-cycles "$linked/data" cycles "$cycles" no-rss
+check memcheck plugin-unload-cycles "$hosts/plugin_cycles" "$plugin" "$unloads"
+check memcheck plugin-last-error "$hosts/plugin_unload" "$plugin" last_error 5
 
 # Contexts move between threads through the free list, ordered by its
 # atomics; the runtime tells helgrind about that edge with happens-before

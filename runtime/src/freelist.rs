@@ -349,6 +349,28 @@ mod tests {
     }
 
     #[test]
+    fn free_all_drops_every_value_and_leaves_the_list_new() {
+        use std::rc::Rc;
+        let alive = Rc::new(());
+        let list = FreeList::new();
+        for i in 0..10 {
+            let node = list.alloc(Rc::clone(&alive));
+            if i % 2 == 0 {
+                // SAFETY: just allocated, pushed once, not used afterwards.
+                unsafe { list.push(node) };
+            }
+        }
+        assert_eq!(Rc::strong_count(&alive), 11);
+        // SAFETY: nothing else uses the list, and no node is used again.
+        unsafe { list.free_all() };
+        assert_eq!(Rc::strong_count(&alive), 1);
+        assert_eq!(list.allocated(), 0);
+        assert!(list.pop().is_none());
+        let node = list.alloc(Rc::clone(&alive));
+        assert_eq!(node.index(), 0);
+    }
+
+    #[test]
     fn concurrent_pop_push_never_hands_a_node_out_twice() {
         use std::sync::atomic::AtomicBool;
         let list: FreeList<AtomicBool> = FreeList::new();

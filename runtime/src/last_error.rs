@@ -45,6 +45,8 @@ fn with_message<R>(f: impl FnOnce(Option<&str>) -> R) -> R {
 fn replace(message: Option<String>) {
     discard();
     let Some(message) = message else { return };
+    // The fork handlers guard the message list's lock.
+    crate::hooks::handle_fork();
     LAST_ERROR.with(|slot| slot.set(messages::insert(message)));
     crate::hooks::free_at_exit();
 }
