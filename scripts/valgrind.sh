@@ -16,7 +16,9 @@
 #             once closures as thread start routines — every value dropped
 #             exactly once; and the test binaries that hand Rust state and
 #             closures to SQLite, libuv and glib and to C threads
-#             (tests/libraries_*.rs, closures.rs, macros_user_data.rs)
+#             (tests/libraries_*.rs, closures.rs, macros_user_data.rs); load/call/unload
+#             cycles of a plugin copy (tests/plugins.rs builds them), whose
+#             unload must free the context pool and the last-error messages
 #   helgrind  no data race: contexts reused across threads in churn waves,
 #             the nesting harness, and closures and user data shared by C
 #             threads (the callbacks program)
@@ -49,11 +51,15 @@ fixture="$out_dir/../../../libcallgate_fixture.so"
 # The data program is compiled against the generated header by its test,
 # into the target directory's tmp/linked.
 cargo test -p callgate-dev --test data --test callbacks --quiet >/dev/null
+# The plugin copies are generated and built by their test, into the target
+# directory's tmp/plugins.
+cargo test -p callgate-dev --test plugins --quiet copies_are_distinct >/dev/null
 target_dir=$(cargo metadata --format-version 1 --no-deps |
     grep -o '"target_directory":"[^"]*"' | cut -d'"' -f4)
 linked="$target_dir/tmp/linked"
-if [[ ! -x "$hosts/churn" || ! -f "$fixture" || ! -x "$linked/data" || ! -x "$linked/callbacks" ]]; then
-    echo "valgrind.sh: hosts ($hosts), fixture ($fixture) or linked programs ($linked) missing" >&2
+plugin="$target_dir/tmp/plugins/target/debug/libcallgate_plugin_000.so"
+if [[ ! -x "$hosts/churn" || ! -f "$fixture" || ! -x "$linked/data" || ! -x "$linked/callbacks" || ! -f "$plugin" ]]; then
+    echo "valgrind.sh: hosts ($hosts), fixture ($fixture), linked programs ($linked) or plugin copy ($plugin) missing" >&2
     exit 1
 fi
 
@@ -64,9 +70,9 @@ test_binary() {
 }
 
 if [[ "${CALLGATE_FULL:-}" == "1" ]]; then
-    churn=4000 together=1000 depth=1000 cycles=100000 closures=2000
+    churn=4000 together=1000 depth=1000 cycles=100000 closures=2000 unloads=200
 else
-    churn=400 together=200 depth=1000 cycles=10000 closures=100
+    churn=400 together=200 depth=1000 cycles=10000 closures=100 unloads=25
 fi
 
 export RUST_BACKTRACE=0
@@ -135,6 +141,9 @@ check_tests() {
 for test in closures macros_user_data libraries_sqlite libraries_uv libraries_glib; do
     check_tests "$test"
 done
+
+check memcheck plugin-unload-cycles "$hosts/plugin_cycles" "$plugin" "$unloads"
+check memcheck plugin-last-error "$hosts/plugin_unload" "$plugin" last_error 5
 
 # Contexts move between threads through the free list, ordered by its
 # atomics; the runtime tells helgrind about that edge with happens-before

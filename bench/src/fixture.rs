@@ -45,9 +45,21 @@ pub fn locate() -> Result<PathBuf, String> {
     Ok(profile_dir.join(FILE))
 }
 
+/// Where glibc put a loaded library's TLS block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TlsPlace {
+    /// In the static TLS reserve: allocated with every thread.
+    Static,
+    /// In dynamic TLS: allocated for a thread on its first access.
+    Dynamic,
+}
+
 /// Loads the library at `path` with `dlopen` (it stays loaded) and looks up
-/// its callbacks.
-pub fn load(path: &Path) -> Result<Callbacks, String> {
+/// its callbacks; also says where the library's TLS block went: a block in static
+/// TLS exists for the calling thread as soon as the library is loaded; a
+/// dynamic one only after the thread's first access, which no code of the
+/// library made on this thread yet.
+pub fn load_placed(path: &Path) -> Result<(Callbacks, TlsPlace), String> {
     let c_path = CString::new(path.as_os_str().as_bytes())
         .map_err(|_| format!("{} contains a NUL byte", path.display()))?;
     // SAFETY: `c_path` is NUL-terminated. The library runs no code at load
@@ -78,14 +90,60 @@ pub fn load(path: &Path) -> Result<Callbacks, String> {
         // never unloaded.
         Ok(unsafe { core::mem::transmute::<*mut c_void, CstrFn>(address) })
     };
-    Ok(Callbacks {
+    let mut block: *mut c_void = core::ptr::null_mut();
+    // SAFETY: `handle` is live; RTLD_DI_TLS_DATA writes one pointer.
+    let rc = unsafe {
+        libc::dlinfo(
+            handle,
+            libc::RTLD_DI_TLS_DATA,
+            (&raw mut block).cast::<c_void>(),
+        )
+    };
+    if rc != 0 {
+        return Err(format!("dlinfo {}: {}", path.display(), dl_error()));
+    }
+    let place = if block.is_null() {
+        TlsPlace::Dynamic
+    } else {
+        TlsPlace::Static
+    };
+    let callbacks = Callbacks {
         raw: int_fn(c"bench_raw")?,
         raw_cstr: cstr_fn(c"bench_raw_cstr")?,
         bound: int_fn(c"bench_bound")?,
         per_call: int_fn(c"bench_per_call")?,
         local: int_fn(c"bench_local")?,
         cstr: cstr_fn(c"bench_cstr")?,
-    })
+    };
+    Ok((callbacks, place))
+}
+
+/// Loads copies of the library at `path` (distinct files in a temporary
+/// directory, so glibc loads each one) until one lands in dynamic TLS, the
+/// case of a plugin loaded after the static TLS reserve filled up; the
+/// earlier copies stay loaded. Returns its callbacks and how many copies
+/// were loaded in all.
+pub fn load_in_dynamic_tls(path: &Path) -> Result<(Callbacks, usize), String> {
+    const MAX_COPIES: usize = 64;
+    let dir = std::env::temp_dir().join(format!("callgate-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
+    let outcome = (|| {
+        for copy in 1..=MAX_COPIES {
+            let copy_path = dir.join(format!("copy_{copy:02}.so"));
+            std::fs::copy(path, &copy_path)
+                .map_err(|e| format!("copy {} to {}: {e}", path.display(), copy_path.display()))?;
+            if let (callbacks, TlsPlace::Dynamic) = load_placed(&copy_path)? {
+                return Ok((callbacks, copy));
+            }
+        }
+        Err(format!(
+            "{MAX_COPIES} copies of {} all got static TLS",
+            path.display()
+        ))
+    })();
+    // The loaded copies stay mapped after their files are gone.
+    let _ = std::fs::remove_dir_all(&dir);
+    outcome
 }
 
 fn dl_error() -> String {

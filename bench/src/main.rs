@@ -88,6 +88,14 @@ const ROWS: [(&str, &str); 13] = [
     ("first_call_ns", "ns"),
 ];
 
+/// Rows measured for the `cdylib` place only: a copy of the fixture loaded
+/// after the static TLS reserve filled up, so its TLS block (callgate's
+/// slot included) is in dynamic TLS; its raw call is the floor.
+const DYNAMIC_TLS_ROWS: [(&str, &str); 2] = [
+    ("cthread.raw_dynamic_tls_ns", "ns"),
+    ("cthread.bound_dynamic_tls_ns", "ns"),
+];
+
 /// How a job measures its rows; one run gives one sample of each.
 enum Probe {
     /// Nanoseconds per call of each callback, on one thread, in blocks of
@@ -245,6 +253,16 @@ fn checks(rows: &[Row], places: &[&'static str]) -> Vec<Check> {
             Some(Target::AtMost(0.5)),
             &|p| median("cthread.bound_ns", p) - median("cthread.raw_ns", p),
         ),
+        Check {
+            what: "cthread.bound_dynamic_tls_ns − cthread.raw_dynamic_tls_ns",
+            values: vec![(
+                "cdylib",
+                median("cthread.bound_dynamic_tls_ns", "cdylib")
+                    - median("cthread.raw_dynamic_tls_ns", "cdylib"),
+            )],
+            unit: " ns",
+            target: None,
+        },
         figure("cthread.per_call_ns / cthread.bound_ns", "", None, &|p| {
             median("cthread.per_call_ns", p) / median("cthread.bound_ns", p)
         }),
@@ -387,7 +405,7 @@ fn main() -> ExitCode {
             let callbacks = if linked {
                 Ok(linked::callbacks())
             } else {
-                load_fixture().map(|(callbacks, _)| callbacks)
+                load_fixture().map(|(callbacks, _, _)| callbacks)
             };
             callbacks.and_then(|callbacks| run_loop(&callbacks, &callback, calls))
         }
@@ -402,31 +420,48 @@ fn main() -> ExitCode {
     }
 }
 
-/// Finds (or builds) and loads the `cdylib` fixture; returns its callbacks
-/// and where it is.
-fn load_fixture() -> Result<(Callbacks, PathBuf), String> {
+/// Finds (or builds) and loads the `cdylib` fixture; returns its callbacks,
+/// where its TLS block went, and where it is.
+fn load_fixture() -> Result<(Callbacks, fixture::TlsPlace, PathBuf), String> {
     let path = fixture::locate()?;
-    Ok((fixture::load(&path)?, path))
+    let (callbacks, place) = fixture::load_placed(&path)?;
+    Ok((callbacks, place, path))
 }
 
 /// The whole benchmark: prints the table, or with `json` the JSON object.
 fn measure(json: bool) -> Result<(), String> {
-    let (cdylib, path) = load_fixture()?;
+    let (cdylib, tls_place, path) = load_fixture()?;
+    let (dynamic_tls, copies) = fixture::load_in_dynamic_tls(&path)?;
     let places = [("cdylib", cdylib), ("binary", linked::callbacks())];
     let cpus = std::thread::available_parallelism().map_or(1, usize::from);
 
     // Row `i * places + p` is measurement `i` for place `p`.
-    let names: Vec<String> = ROWS
+    // The rows after those are `DYNAMIC_TLS_ROWS`.
+    let mut names: Vec<String> = ROWS
         .iter()
         .flat_map(|(key, _)| places.iter().map(move |_| (*key).to_owned()))
         .collect();
+    let grid = names.len();
+    names.extend(DYNAMIC_TLS_ROWS.iter().map(|(key, _)| (*key).to_owned()));
     let row = |key: &str, place: usize| {
         let i = ROWS.iter().position(|(k, _)| *k == key);
         i.unwrap_or_else(|| panic!("no row {key}")) * places.len() + place
     };
     eprintln!("callgate-bench: measuring ({ROUNDS} rounds over all rows, then the environment)…");
     let start = load::CpuClock::now();
-    let jobs = plan(&places, row);
+    let mut jobs = plan(&places, row);
+    // The dynamic-TLS copy takes turns with the other callbacks.
+    if let Job {
+        probe: Probe::Interleaved(turns),
+        rows,
+    } = &mut jobs[0]
+    {
+        for (i, callback) in [dynamic_tls.raw, dynamic_tls.bound].into_iter().enumerate() {
+            let callback = Callback::Int(callback);
+            turns.push((callback, calls_taking(&names[grid + i], callback, BLOCK_NS)));
+            rows.push(grid + i);
+        }
+    }
     let mut samples: Vec<Vec<f64>> = vec![Vec::with_capacity(ROUNDS); names.len()];
     for round in 0..ROUNDS {
         let mut run = |job: &Job| {
@@ -451,8 +486,11 @@ fn measure(json: bool) -> Result<(), String> {
         .iter()
         .enumerate()
         .map(|(i, samples)| {
-            let (key, unit) = ROWS[i / places.len()];
-            let place = places[i % places.len()].0;
+            let ((key, unit), place) = if i < grid {
+                (ROWS[i / places.len()], places[i % places.len()].0)
+            } else {
+                (DYNAMIC_TLS_ROWS[i - grid], "cdylib")
+            };
             Row {
                 key: key.to_owned(),
                 place,
@@ -501,8 +539,14 @@ fn measure(json: bool) -> Result<(), String> {
     let mut header = format!(
         "callgate-bench: {ROUNDS} samples per row, {cpus} CPUs; {others}.\n\
          C pthreads call each callback through a volatile function pointer.\n\
-         callbacks in: cdylib = {} loaded with dlopen; binary = linked into this program.",
-        path.display()
+         callbacks in: cdylib = {} loaded with dlopen ({} TLS); binary = linked into this program;\n\
+         *_dynamic_tls_ns: copy {copies} of the cdylib, loaded after {} copies filled glibc's static TLS reserve.",
+        path.display(),
+        match tls_place {
+            fixture::TlsPlace::Static => "static",
+            fixture::TlsPlace::Dynamic => "dynamic",
+        },
+        copies - 1,
     );
     if let Some(warning) = &warning {
         header = format!("{header}\n{warning}");

@@ -247,26 +247,63 @@ impl<T> FreeList<T> {
     }
 }
 
+impl<T> FreeList<T> {
+    /// Frees every node (dropping its value) and every bucket, and leaves
+    /// the list empty, as `new` made it.
+    ///
+    /// # Safety
+    ///
+    /// Nobody uses the list or any of its nodes during the call, and no
+    /// reference to a node is used afterwards: the same conditions as for
+    /// dropping it, for a list that cannot be dropped (a `static`).
+    #[cfg_attr(callgate_loom, allow(dead_code))]
+    pub(crate) unsafe fn free_all(&self) {
+        // Relaxed: the caller guarantees nobody else uses the list.
+        self.head.store(0, Ordering::Relaxed);
+        self.allocated.store(0, Ordering::Relaxed);
+        for (bucket, slots) in self.buckets.iter().enumerate() {
+            let slots = slots.swap(core::ptr::null_mut(), Ordering::Relaxed);
+            // SAFETY: the bucket was taken out of the list above; nobody else
+            // uses the list (caller obligation).
+            unsafe { free_bucket(slots, bucket) };
+        }
+    }
+}
+
+/// Frees bucket number `bucket` (if `slots` is not null) and the nodes it
+/// holds.
+///
+/// # Safety
+///
+/// `slots` is null or a bucket of a list made by `FreeList::bucket`, which
+/// no list refers to any more and nobody uses.
+unsafe fn free_bucket<T>(slots: *mut AtomicPtr<Node<T>>, bucket: usize) {
+    if slots.is_null() {
+        return;
+    }
+    // SAFETY: a non-null bucket was made by `Box::into_raw` of a slice of
+    // `1 << bucket` slots, and is ours now (caller obligation).
+    let slots =
+        unsafe { Box::from_raw(core::ptr::slice_from_raw_parts_mut(slots, 1usize << bucket)) };
+    for slot in slots.iter() {
+        // Relaxed: nobody else uses the bucket (caller obligation).
+        let node = slot.load(Ordering::Relaxed);
+        if !node.is_null() {
+            // SAFETY: every non-null slot holds a node from `Box::into_raw`
+            // in `alloc`, freed only with its bucket.
+            drop(unsafe { Box::from_raw(node) });
+        }
+    }
+}
+
 impl<T> Drop for FreeList<T> {
     fn drop(&mut self) {
         for (bucket, slots) in self.buckets.iter_mut().enumerate() {
+            // Relaxed: `&mut self` means nobody else uses the list.
             let slots = slots.load(Ordering::Relaxed);
-            if slots.is_null() {
-                continue;
-            }
-            // SAFETY: a non-null bucket was made by `Box::into_raw` of a slice
-            // of `1 << bucket` slots; `&mut self` means nobody else uses it.
-            let slots = unsafe {
-                Box::from_raw(core::ptr::slice_from_raw_parts_mut(slots, 1usize << bucket))
-            };
-            for slot in slots.iter() {
-                let node = slot.load(Ordering::Relaxed);
-                if !node.is_null() {
-                    // SAFETY: every non-null slot holds a node from
-                    // `Box::into_raw` in `alloc`, freed only here.
-                    drop(unsafe { Box::from_raw(node) });
-                }
-            }
+            // SAFETY: `&mut self`: the list is going away and nobody else
+            // uses it or its buckets.
+            unsafe { free_bucket(slots, bucket) };
         }
     }
 }
@@ -309,6 +346,28 @@ mod tests {
         assert!(list.pop().is_none());
         assert_eq!(list.allocated(), 2);
         assert_eq!(list.iter().map(|n| n.value).collect::<Vec<_>>(), [1, 2]);
+    }
+
+    #[test]
+    fn free_all_drops_every_value_and_leaves_the_list_new() {
+        use std::rc::Rc;
+        let alive = Rc::new(());
+        let list = FreeList::new();
+        for i in 0..10 {
+            let node = list.alloc(Rc::clone(&alive));
+            if i % 2 == 0 {
+                // SAFETY: just allocated, pushed once, not used afterwards.
+                unsafe { list.push(node) };
+            }
+        }
+        assert_eq!(Rc::strong_count(&alive), 11);
+        // SAFETY: nothing else uses the list, and no node is used again.
+        unsafe { list.free_all() };
+        assert_eq!(Rc::strong_count(&alive), 1);
+        assert_eq!(list.allocated(), 0);
+        assert!(list.pop().is_none());
+        let node = list.alloc(Rc::clone(&alive));
+        assert_eq!(node.index(), 0);
     }
 
     #[test]

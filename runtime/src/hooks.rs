@@ -12,11 +12,19 @@
 //! when it binds, by `last_error` when it sets a message, by `init` at load
 //! time.
 //!
+//! Unloading: a library destructor deletes the key and frees the context
+//! pool and the last-error messages when the library is unloaded with no
+//! thread bound (bound threads pin it, so it is never unloaded under them);
+//! a background init holds the library loaded until its thread has exited
+//! ([`LibraryHold`]).
+//!
 //! Platform code sits behind a `cfg`-selected `mod imp`: pthread keys and
 //! `pthread_atfork` on unix; elsewhere no hook at thread exit (every call is
 //! served per call) and a `thread_local!` destructor to free the message.
 
-pub(crate) use imp::{HAS_THREAD_EXIT_HOOK, arm_exit_hook, handle_fork, register_exit_hook};
+pub(crate) use imp::{
+    HAS_THREAD_EXIT_HOOK, LibraryHold, arm_exit_hook, handle_fork, register_exit_hook,
+};
 
 #[cfg(unix)]
 mod imp {
@@ -25,7 +33,7 @@ mod imp {
 
     use crate::context::ContextNode;
     use crate::diag;
-    use crate::sync::{AtomicUsize, Ordering};
+    use crate::sync::{AtomicBool, AtomicUsize, Ordering};
 
     /// Bound threads are released by the key destructor when they exit.
     pub(crate) const HAS_THREAD_EXIT_HOOK: bool = true;
@@ -49,7 +57,8 @@ mod imp {
     #[cold]
     pub(crate) fn arm_exit_hook() {
         let key = key();
-        // SAFETY: `key` is a live key created by `key()` and never deleted.
+        // SAFETY: `key` is a live key created by `key()`, deleted only when
+        // the library is unloaded.
         if unsafe { libc::pthread_getspecific(key) }.is_null() {
             // SAFETY: as above.
             let rc = unsafe { libc::pthread_setspecific(key, armed()) };
@@ -63,7 +72,8 @@ mod imp {
     /// pthread key, so `on_thread_exit` releases it when the thread exits.
     pub(crate) fn register_exit_hook(node: &'static ContextNode) {
         let key = key();
-        // SAFETY: `key` is a live key created by `key()` and never deleted.
+        // SAFETY: `key` is a live key created by `key()`, deleted only when
+        // the library is unloaded.
         let rc = unsafe { libc::pthread_setspecific(key, ptr_of(node)) };
         if rc != 0 {
             diag::abort_with("callgate: pthread_setspecific failed (out of memory); aborting");
@@ -127,9 +137,11 @@ mod imp {
     /// Without the handler a child could hang or leak, so a failure to
     /// register it (the C library is out of memory) aborts.
     fn register_fork_handler() {
-        // SAFETY: `in_fork_child` has the handler signature; glibc
+        // SAFETY: the handlers have the expected signature; glibc
         // unregisters a library's handlers when it is unloaded.
-        let rc = unsafe { libc::pthread_atfork(None, None, Some(in_fork_child)) };
+        let rc = unsafe {
+            libc::pthread_atfork(Some(before_fork), Some(in_fork_parent), Some(in_fork_child))
+        };
         if rc != 0 {
             diag::abort_with(
                 "callgate: pthread_atfork failed (out of memory): cannot register the fork handler; aborting",
@@ -142,7 +154,18 @@ mod imp {
         AT_FORK.call_once(register_fork_handler);
     }
 
+    /// Before `fork`: hold the message list's lock, so the child never
+    /// inherits it held by a thread it does not have.
+    extern "C" fn before_fork() {
+        crate::messages::lock();
+    }
+
+    extern "C" fn in_fork_parent() {
+        crate::messages::unlock();
+    }
+
     extern "C" fn in_fork_child() {
+        crate::messages::unlock();
         // SAFETY: `pthread_atfork` runs child handlers in the child, right
         // after `fork`, on its only thread.
         unsafe { crate::thread::reclaim_orphans() };
@@ -153,29 +176,197 @@ mod imp {
     /// object's code, so it must never be unmapped: `dlopen` ourselves with
     /// `RTLD_NODELETE` (a no-op for the main executable).
     fn pin_this_object() {
+        // The handle is deliberately kept: with RTLD_NODELETE the object
+        // stays mapped for the rest of the process anyway.
+        let _ = open_this_object(libc::RTLD_NODELETE);
+    }
+
+    /// Takes a reference on the shared object this code is in, with
+    /// `RTLD_NOLOAD | extra_flags`; null if it cannot be found (then nothing
+    /// was taken).
+    fn open_this_object(extra_flags: libc::c_int) -> *mut c_void {
         let mut info = core::mem::MaybeUninit::<libc::Dl_info>::zeroed();
         let address = on_thread_exit as *const c_void;
         // SAFETY: `info` is a valid out-pointer; `address` is in our code.
         let found = unsafe { libc::dladdr(address, info.as_mut_ptr()) };
         if found == 0 {
-            return;
+            return ptr::null_mut();
         }
         // SAFETY: dladdr succeeded, so it filled `info`.
         let info = unsafe { info.assume_init() };
         if info.dli_fname.is_null() {
-            return;
+            return ptr::null_mut();
         }
         // SAFETY: `dli_fname` is a NUL-terminated path owned by the loader;
         // RTLD_NOLOAD only takes a reference on an already-loaded object.
-        let handle = unsafe {
+        unsafe {
             libc::dlopen(
                 info.dli_fname,
-                libc::RTLD_NOW | libc::RTLD_NOLOAD | libc::RTLD_NODELETE,
+                libc::RTLD_NOW | libc::RTLD_NOLOAD | extra_flags,
+            )
+        }
+    }
+
+    /// Keeps the library loaded while a background init runs: taken by the
+    /// load-time constructor (a `dlopen` reference), handed to the init's
+    /// thread, which trades it for a thread-exit destructor of the library
+    /// (see [`LibraryHold::until_thread_exit`]).
+    pub(crate) struct LibraryHold {
+        handle: *mut c_void,
+    }
+
+    // SAFETY: a `dlopen` handle may be closed from any thread.
+    unsafe impl Send for LibraryHold {}
+
+    impl LibraryHold {
+        /// Takes a reference on the library; called by its constructor,
+        /// before the init's thread starts.
+        pub(crate) fn take() -> LibraryHold {
+            LibraryHold {
+                handle: open_this_object(0),
+            }
+        }
+
+        /// On the init's thread: keeps the library loaded until this thread
+        /// has exited, then lets go of the `dlopen` reference.
+        ///
+        /// glibc does not unload a library while a thread has a pending
+        /// thread-exit destructor (`__cxa_thread_atexit_impl`) of it, even
+        /// after `dlclose`; once the thread has exited, the next `dlclose`
+        /// in the process unloads it. A `dlclose` made while the init runs
+        /// therefore never unmaps the code under the init's thread. The
+        /// `dlopen` reference covers the time before the destructor is
+        /// registered: registering takes the loader's lock, so it waits
+        /// until the `dlopen` that started the thread has returned.
+        pub(crate) fn until_thread_exit(self) {
+            if self.handle.is_null() {
+                return;
+            }
+            if thread_exit_destructor::register() {
+                // SAFETY: `handle` came from `dlopen` and is closed once;
+                // the registered destructor keeps the library loaded.
+                let rc = unsafe { libc::dlclose(self.handle) };
+                debug_assert_eq!(rc, 0);
+            }
+            // Otherwise the reference is kept: the library stays loaded.
+        }
+    }
+
+    #[cfg(target_env = "gnu")]
+    mod thread_exit_destructor {
+        use core::ffi::c_void;
+
+        unsafe extern "C" {
+            /// glibc's thread-exit destructor registration (C++'s
+            /// `thread_local` destructors use it), since glibc 2.18.
+            fn __cxa_thread_atexit_impl(
+                destructor: unsafe extern "C" fn(*mut c_void),
+                object: *mut c_void,
+                dso_symbol: *mut c_void,
+            ) -> libc::c_int;
+            /// This object's handle, defined by the C runtime's start files.
+            static __dso_handle: u8;
+        }
+
+        /// Nothing to destroy: the registration itself is the point.
+        unsafe extern "C" fn nothing(_: *mut c_void) {}
+
+        /// Registers a destructor of this library for the calling thread's
+        /// exit; false if glibc could not (it is out of memory).
+        pub(super) fn register() -> bool {
+            // SAFETY: `nothing` ignores its argument; `__dso_handle` names
+            // this object, so glibc ties the destructor to it.
+            let rc = unsafe {
+                __cxa_thread_atexit_impl(
+                    nothing,
+                    core::ptr::null_mut(),
+                    (&raw const __dso_handle).cast_mut().cast(),
+                )
+            };
+            rc == 0
+        }
+    }
+
+    #[cfg(not(target_env = "gnu"))]
+    mod thread_exit_destructor {
+        /// No registration that holds a library loaded: keep the reference.
+        pub(super) fn register() -> bool {
+            false
+        }
+    }
+
+    /// Set when the process exits (`exit` runs the handler registered by
+    /// `on_load` before any library destructor), so `on_unload` tells an
+    /// exit, when other threads may still run callbacks, from a `dlclose`.
+    static EXITING: AtomicBool = AtomicBool::new(false);
+
+    #[used]
+    #[unsafe(link_section = ".init_array")]
+    static ON_LOAD: extern "C" fn() = on_load;
+
+    #[used]
+    #[unsafe(link_section = ".fini_array")]
+    static ON_UNLOAD: extern "C" fn() = on_unload;
+
+    extern "C" fn mark_exiting(_: *mut c_void) {
+        // Release: pairs with the Acquire in `on_unload`.
+        EXITING.store(true, Ordering::Release);
+    }
+
+    /// The library's constructor: arranges for `EXITING` to be set at exit.
+    extern "C" fn on_load() {
+        unsafe extern "C" {
+            fn __cxa_atexit(
+                function: extern "C" fn(*mut c_void),
+                argument: *mut c_void,
+                dso_handle: *mut c_void,
+            ) -> libc::c_int;
+            static __dso_handle: u8;
+        }
+        // SAFETY: `mark_exiting` has the handler signature and ignores its
+        // argument; `__dso_handle` names this object, so glibc runs the
+        // handler at exit, or when the library is unloaded (after
+        // `on_unload`: the C runtime runs it from the library's first
+        // `.fini_array` entry, which runs last).
+        let rc = unsafe {
+            __cxa_atexit(
+                mark_exiting,
+                ptr::null_mut(),
+                (&raw const __dso_handle).cast_mut().cast(),
             )
         };
-        // The handle is deliberately kept: with RTLD_NODELETE the object
-        // stays mapped for the rest of the process anyway.
-        let _ = handle;
+        if rc != 0 {
+            // Without it an exit could free contexts under running threads.
+            EXITING.store(true, Ordering::Release);
+        }
+    }
+
+    /// The library's destructor. When it runs because of `dlclose`, no
+    /// thread is bound (bound threads pin the library) and none runs its
+    /// code (the caller of `dlclose` guarantees that), so the key is deleted
+    /// — threads that hold only a last error no longer have a destructor
+    /// in the unmapped code — and the contexts and messages are freed. At
+    /// exit nothing is freed: other threads may still be running.
+    extern "C" fn on_unload() {
+        // Acquire: pairs with the Release in `mark_exiting`.
+        if EXITING.load(Ordering::Acquire) || PIN.is_completed() {
+            return;
+        }
+        // Relaxed: no other thread runs the library's code.
+        let stored = KEY.swap(0, Ordering::Relaxed);
+        if stored != 0 {
+            // SAFETY: the key was created by `create_key` and is deleted
+            // once; no thread uses it any more.
+            let rc = unsafe { libc::pthread_key_delete((stored - 1) as libc::pthread_key_t) };
+            debug_assert_eq!(rc, 0);
+        }
+        // SAFETY: no thread runs the library's code or is bound, and the
+        // library is being unloaded: nothing uses a message or a context
+        // again.
+        unsafe {
+            crate::messages::free_all();
+            crate::thread::free_pool();
+        }
     }
 }
 
@@ -214,4 +405,15 @@ mod imp {
 
     /// No `fork` here.
     pub(crate) fn handle_fork() {}
+
+    /// Nothing unloads a library under a running thread here: no hold.
+    pub(crate) struct LibraryHold;
+
+    impl LibraryHold {
+        pub(crate) fn take() -> LibraryHold {
+            LibraryHold
+        }
+
+        pub(crate) fn until_thread_exit(self) {}
+    }
 }

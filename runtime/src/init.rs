@@ -1,18 +1,71 @@
 //! `#[callgate::init]`: library initialisation run at load time, and the
 //! gate callbacks pass before they run.
 
-use core::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::failure::{Failure, payload_message};
 use crate::gate::{Closed, Gate, GatePolicy, InitState};
-use crate::{hooks, stats};
+use crate::sync::{AtomicUsize, Ordering};
+use crate::{diag, hooks, stats};
 
 pub(crate) static GATE: Gate = Gate::new();
 
-thread_local! {
-    /// This thread is running init code: its callbacks never wait.
-    static IN_INIT: Cell<bool> = const { Cell::new(false) };
+/// How many inits of one library may run at the same time.
+const MAX_RUNNING_INITS: usize = 16;
+
+/// The threads running init code right now (their `pthread_self`, or 0 for
+/// a free entry): their callbacks never wait. Kept here rather than in a
+/// thread-local, so the library's thread-locals stay within 16 bytes.
+static INIT_THREADS: [AtomicUsize; MAX_RUNNING_INITS] =
+    [const { AtomicUsize::new(0) }; MAX_RUNNING_INITS];
+
+/// The calling thread's identity for `INIT_THREADS`.
+#[cfg(unix)]
+fn thread_id() -> usize {
+    // SAFETY: `pthread_self` has no preconditions.
+    let id = unsafe { libc::pthread_self() } as usize;
+    // `pthread_t` is the thread's descriptor address on glibc and musl,
+    // never 0; map a 0 anyway so it cannot read as a free entry.
+    id.max(1)
+}
+
+/// The calling thread's identity for `INIT_THREADS`: the address of a
+/// thread-local, unique among the threads alive.
+#[cfg(not(unix))]
+fn thread_id() -> usize {
+    thread_local! {
+        static ID: u8 = const { 0 };
+    }
+    ID.with(|id| core::ptr::from_ref(id).addr())
+}
+
+/// True while the calling thread runs init code.
+fn in_init() -> bool {
+    let id = thread_id();
+    // Relaxed: a thread finds only its own entry, which only it writes.
+    INIT_THREADS
+        .iter()
+        .any(|entry| entry.load(Ordering::Relaxed) == id)
+}
+
+/// Marks the calling thread as running init code; returns its entry, or
+/// `None` if it already was (an init started from init code).
+fn enter_init() -> Option<&'static AtomicUsize> {
+    if in_init() {
+        return None;
+    }
+    let id = thread_id();
+    // Relaxed: the CAS only has to claim a free entry; the entry is read
+    // back only by this thread.
+    let entry = INIT_THREADS.iter().find(|entry| {
+        entry
+            .compare_exchange(0, id, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+    });
+    if entry.is_none() {
+        diag::abort_with("callgate: more than 16 inits of one library run at once; aborting");
+    }
+    entry
 }
 
 /// Where the library's initialisation stands.
@@ -33,7 +86,14 @@ pub fn run_init(name: &'static str, background: bool, init: fn() -> Result<(), F
         run(name, init);
         return;
     }
-    if let Err(error) = spawn_detached(Box::new(move || run(name, init))) {
+    // A `dlclose` while the init runs must not unmap its code: the library
+    // stays loaded until the init's thread has exited.
+    let hold = hooks::LibraryHold::take();
+    let task = move || {
+        hold.until_thread_exit();
+        run(name, init);
+    };
+    if let Err(error) = spawn_detached(Box::new(task)) {
         GATE.finish(Err(format!("`{name}` could not start its thread: {error}")));
     }
 }
@@ -124,13 +184,16 @@ fn spawn_detached(task: Box<dyn FnOnce() + Send>) -> Result<(), std::io::Error> 
 }
 
 fn run(name: &'static str, init: fn() -> Result<(), Failure>) {
-    let outer = IN_INIT.with(|flag| flag.replace(true));
+    let entry = enter_init();
     let outcome = match catch_unwind(AssertUnwindSafe(init)) {
         Ok(Ok(())) => Ok(()),
         Ok(Err(failure)) => Err(format!("`{name}`: {}", failure.message())),
         Err(payload) => Err(format!("`{name}` panicked: {}", payload_message(payload))),
     };
-    IN_INIT.with(|flag| flag.set(outer));
+    if let Some(entry) = entry {
+        // Relaxed: see `enter_init`.
+        entry.store(0, Ordering::Relaxed);
+    }
     GATE.finish(outcome);
 }
 
@@ -139,7 +202,16 @@ fn run(name: &'static str, init: fn() -> Result<(), Failure>) {
 /// callback wait forever. (An init running on the forking thread itself
 /// goes on in the child.)
 pub(crate) fn after_fork_in_child() {
-    if !IN_INIT.with(Cell::get) {
+    let forking_thread_in_init = in_init();
+    // Only this thread exists in the child: the other entries are gone.
+    let id = thread_id();
+    for entry in &INIT_THREADS {
+        // Relaxed: the child has one thread.
+        if entry.load(Ordering::Relaxed) != id {
+            entry.store(0, Ordering::Relaxed);
+        }
+    }
+    if !forking_thread_in_init {
         GATE.orphan();
     }
 }
@@ -148,7 +220,7 @@ pub(crate) fn after_fork_in_child() {
 #[cold]
 #[inline(never)]
 pub(crate) fn pass_gate_slow(policy: GatePolicy) -> Result<(), Closed> {
-    if IN_INIT.with(Cell::get) {
+    if in_init() {
         return Ok(());
     }
     GATE.pass_slow(policy, stats::record_gate_wait)

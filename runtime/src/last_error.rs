@@ -11,70 +11,43 @@
 //! (a `thread_local!` with a destructor would register a new one then,
 //! which glibc never runs: a leak per thread). The message is freed by the
 //! runtime's pthread key destructor, which setting a message arms for
-//! threads that are not bound.
+//! threads that are not bound — again if the destructor already ran on the
+//! exiting thread: glibc then runs it in its next round, up to
+//! `PTHREAD_DESTRUCTOR_ITERATIONS` (4) rounds, so only a message set by
+//! another key's destructor in the last round is not freed.
+//!
+//! Messages are also linked into [`messages`](crate::messages), so
+//! unloading the library frees those of threads that outlive it.
 
-use core::cell::{Cell, UnsafeCell};
+use core::cell::Cell;
 use core::ffi::{c_char, c_int};
 
-/// Bytes kept of a message set while the thread is exiting.
-const EXIT_MESSAGE_CAPACITY: usize = 256;
+use crate::messages::{self, Message};
 
 thread_local! {
-    /// A `Box<String>` from `Box::into_raw`, or null.
-    static LAST_ERROR: Cell<*mut String> = const { Cell::new(core::ptr::null_mut()) };
-    /// Where messages go once the runtime's key destructor has run on this
-    /// thread: no hook is left that could free a heap message then, so it
-    /// is kept inline (truncated to `EXIT_MESSAGE_CAPACITY` bytes).
-    static EXIT_MESSAGE: ExitMessage = const {
-        ExitMessage { bytes: UnsafeCell::new([0; EXIT_MESSAGE_CAPACITY]), len: Cell::new(None) }
-    };
-}
-
-struct ExitMessage {
-    bytes: UnsafeCell<[u8; EXIT_MESSAGE_CAPACITY]>,
-    /// The length of the UTF-8 message in `bytes`, or `None`.
-    len: Cell<Option<usize>>,
+    /// A message from `messages::insert`, or null.
+    static LAST_ERROR: Cell<*mut Message> = const { Cell::new(core::ptr::null_mut()) };
 }
 
 /// Runs `f` on the calling thread's message.
 fn with_message<R>(f: impl FnOnce(Option<&str>) -> R) -> R {
     let message = LAST_ERROR.with(Cell::get);
-    if !message.is_null() {
-        // SAFETY: a non-null pointer is a live box owned by this thread's
-        // slot; it is freed only by `replace`/`discard`, which no code
-        // inside `f` reaches.
-        return f(Some(unsafe { &*message }));
+    if message.is_null() {
+        return f(None);
     }
-    EXIT_MESSAGE.with(|exit| match exit.len.get() {
-        None => f(None),
-        Some(len) => {
-            // SAFETY: only this thread touches its buffer, and it is written
-            // only by `replace`, which no code inside `f` reaches.
-            let bytes = unsafe { &(&*exit.bytes.get())[..len] };
-            // `replace` stores whole UTF-8 characters only.
-            f(core::str::from_utf8(bytes).ok())
-        }
-    })
+    // SAFETY: a non-null pointer is a live message owned by this thread's
+    // slot; it is freed only by `discard` (or by the unload, once no thread
+    // runs the library's code), which no code inside `f` reaches.
+    f(Some(unsafe { &*message }.text()))
 }
 
 /// Replaces the calling thread's message, freeing the old one.
 fn replace(message: Option<String>) {
     discard();
     let Some(message) = message else { return };
-    if crate::thread::exiting() {
-        EXIT_MESSAGE.with(|exit| {
-            let mut len = message.len().min(EXIT_MESSAGE_CAPACITY);
-            while !message.is_char_boundary(len) {
-                len -= 1;
-            }
-            // SAFETY: only this thread touches its buffer, and no reference
-            // into it is alive (`with_message` does not call `replace`).
-            unsafe { (&mut *exit.bytes.get())[..len].copy_from_slice(&message.as_bytes()[..len]) };
-            exit.len.set(Some(len));
-        });
-        return;
-    }
-    LAST_ERROR.with(|slot| slot.set(Box::into_raw(Box::new(message))));
+    // The fork handlers guard the message list's lock.
+    crate::hooks::handle_fork();
+    LAST_ERROR.with(|slot| slot.set(messages::insert(message)));
     crate::hooks::arm_exit_hook();
 }
 
@@ -83,11 +56,10 @@ fn replace(message: Option<String>) {
 pub(crate) fn discard() {
     let old = LAST_ERROR.with(|slot| slot.replace(core::ptr::null_mut()));
     if !old.is_null() {
-        // SAFETY: the slot owned `old`, a pointer from `Box::into_raw`, and
-        // no longer refers to it.
-        drop(unsafe { Box::from_raw(old) });
+        // SAFETY: the slot owned `old`, a message from `messages::insert`,
+        // and no longer refers to it.
+        unsafe { messages::free(old) };
     }
-    EXIT_MESSAGE.with(|exit| exit.len.set(None));
 }
 
 /// The calling thread's last error message, if any.

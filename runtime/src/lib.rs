@@ -150,7 +150,9 @@
 //!    destructor, the `fork` child handler) and their registration; `tls`,
 //!    the thread's current-context slot, per target.
 //! 6. **State**: `context`, the pooled per-thread contexts; `local`, their
-//!    `#[local]` values; `settings`, the process-wide `CALLGATE` settings.
+//!    `#[local]` values; `messages`, the last-error messages the threads
+//!    hold, for the unload to free; `settings`, the process-wide
+//!    `CALLGATE` settings.
 //! 7. **Foundations**: `freelist` and `gate`, the lock-free core the loom
 //!    models check; `failure`, a failure's message; `diag`, reporting and
 //!    aborting; `stack`, telling which recorded calls still have frames;
@@ -158,9 +160,9 @@
 //!
 //! The only calls that point up are the hooks C invokes, from outside every
 //! callback: `hooks` → `thread` (release a context at thread exit, reclaim
-//! the contexts of a `fork` child), `hooks` → `last_error` (free the message
-//! at thread exit) and `hooks` → `init` (fail an init that `fork` left
-//! behind). `scripts/module-map.sh` checks this.
+//! the contexts of a `fork` child, free the pool at unload), `hooks` →
+//! `last_error` (free the message at thread exit) and `hooks` → `init`
+//! (fail an init that `fork` left behind). `scripts/module-map.sh` checks this.
 
 #![cfg_attr(not(callgate_loom), deny(missing_docs))]
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -217,6 +219,8 @@ mod tls;
 mod context;
 #[cfg(not(callgate_loom))]
 mod local;
+#[cfg(not(callgate_loom))]
+mod messages;
 #[cfg(not(callgate_loom))]
 mod settings;
 

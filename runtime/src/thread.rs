@@ -99,15 +99,6 @@ fn attach_again(mode: AttachMode) -> &'static ContextNode {
     attach(mode)
 }
 
-/// True once the runtime's key destructor ran on this thread.
-pub(crate) fn exiting() -> bool {
-    ptr::eq(tls::get(), EXITED)
-        || current().is_some_and(|node| {
-            // SAFETY: `current` returns the context serving this thread.
-            unsafe { node.value.after_exit() }
-        })
-}
-
 /// A call returned on `node`'s thread; releases it if it was the outermost
 /// call of a per-call attachment.
 ///
@@ -229,4 +220,16 @@ pub(crate) unsafe fn reclaim_orphans() {
         // thread owns it, and gives it up here.
         unsafe { CONTEXTS.push(node) };
     }
+}
+
+/// Frees every context of the pool: the library is being unloaded.
+///
+/// # Safety
+///
+/// No thread is bound or runs the library's code, and none will until it
+/// is unloaded: every context is free, and nothing pops one again.
+#[cold]
+pub(crate) unsafe fn free_pool() {
+    // SAFETY: forwarded caller obligation.
+    unsafe { CONTEXTS.free_all() };
 }

@@ -8,8 +8,8 @@
 //!
 //! Which implementation is used depends on the target:
 //!
-//! * x86-64 glibc Linux: an initial-exec TLS symbol read with two
-//!   instructions (`tls/x86_64_linux_gnu.rs`);
+//! * x86-64 glibc Linux: a TLS symbol read through a TLS descriptor
+//!   (`tls/x86_64_linux_gnu.rs`), which never needs static TLS;
 //! * elsewhere, or with `--cfg callgate_portable_tls`: a `thread_local!`
 //!   (`tls/portable.rs`).
 //!

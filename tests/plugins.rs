@@ -1,0 +1,217 @@
+//! Plugin hosts: many distinct callgate libraries in one process, and
+//! `dlclose` of one at any time, from C programs (`tests/c/hosts/plugin*.c`).
+//!
+//! The libraries are copies of `tests/plugin/template.rs`, each its own
+//! crate (`callgate-plugin-NNN`, soname `libcallgate_plugin_NNN.so`),
+//! generated into a throwaway workspace under the target directory and
+//! built once per test process (one workspace, so the runtime is built once
+//! for all of them).
+
+mod host;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// How many copies the workspace holds.
+const COPIES: usize = 100;
+
+/// The directory holding `libcallgate_plugin_000.so` … built from the
+/// generated workspace.
+fn plugins() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(build_plugins)
+}
+
+fn build_plugins() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let workspace = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("plugins");
+    let template = root.join("tests/plugin/template.rs");
+    let runtime = root.join("runtime");
+    let members: Vec<String> = (0..COPIES).map(|i| format!("plugin_{i:03}")).collect();
+    let quoted: Vec<String> = members.iter().map(|m| format!("\"{m}\"")).collect();
+    write(
+        &workspace.join("Cargo.toml"),
+        &format!(
+            "[workspace]\nmembers = [{}]\nresolver = \"3\"\n\n\
+             [profile.dev]\ndebug = 0\n",
+            quoted.join(", ")
+        ),
+    );
+    // The versions the main workspace is tested with.
+    std::fs::copy(root.join("Cargo.lock"), workspace.join("Cargo.lock")).expect("copy Cargo.lock");
+    for (i, member) in members.iter().enumerate() {
+        let dir = workspace.join(member);
+        write(
+            &dir.join("Cargo.toml"),
+            &format!(
+                "[package]\nname = \"callgate-plugin-{i:03}\"\nversion = \"0.1.0\"\n\
+                 edition = \"2024\"\npublish = false\n\n\
+                 [lib]\ncrate-type = [\"cdylib\"]\n\n\
+                 [dependencies]\ncallgate = {{ path = {:?} }}\n",
+                runtime.display().to_string()
+            ),
+        );
+        write(
+            &dir.join("build.rs"),
+            &format!(
+                "fn main() {{\n    println!(\"cargo:rustc-cdylib-link-arg=-Wl,-soname,libcallgate_plugin_{i:03}.so\");\n}}\n"
+            ),
+        );
+        write(
+            &dir.join("src/lib.rs"),
+            &format!("include!({:?});\n", template.display().to_string()),
+        );
+    }
+    let target = workspace.join("target");
+    let output = Command::new(env!("CARGO"))
+        .args(["build", "--offline", "--quiet", "--workspace"])
+        .current_dir(&workspace)
+        .env("CARGO_TARGET_DIR", &target)
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .output()
+        .expect("run cargo for the plugin workspace");
+    assert!(
+        output.status.success(),
+        "building the plugins failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    target.join("debug")
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().expect("a parent")).expect("create a directory");
+    // Unchanged files keep their times, so cargo rebuilds nothing.
+    if std::fs::read_to_string(path).ok().as_deref() != Some(text) {
+        std::fs::write(path, text).expect("write a generated file");
+    }
+}
+
+fn plugin(index: usize) -> PathBuf {
+    plugins().join(format!("libcallgate_plugin_{index:03}.so"))
+}
+
+fn host(name: &str) -> Command {
+    let mut command = Command::new(PathBuf::from(env!("CALLGATE_HOSTS_DIR")).join(name));
+    command
+        .env_remove("CALLGATE")
+        .env_remove("PLUGIN_INIT_MS")
+        .env_remove("GLIBC_TUNABLES")
+        .env("RUST_BACKTRACE", "0");
+    command
+}
+
+/// Every copy is a distinct library: its own soname, and no TLS model that
+/// needs static TLS.
+#[test]
+fn copies_are_distinct_libraries_without_static_tls() {
+    for index in [0, COPIES - 1] {
+        let path = plugin(index);
+        let output = Command::new("readelf")
+            .arg("-dW")
+            .arg(&path)
+            .output()
+            .expect("run readelf");
+        let dynamic = String::from_utf8_lossy(&output.stdout);
+        let soname = format!("[libcallgate_plugin_{index:03}.so]");
+        assert!(
+            dynamic.contains(&soname),
+            "{} lacks soname {soname}",
+            path.display()
+        );
+        assert!(
+            !dynamic.contains("STATIC_TLS"),
+            "{} is marked STATIC_TLS:\n{dynamic}",
+            path.display()
+        );
+    }
+}
+
+/// 100 copies load into one process under glibc's default tunables, each
+/// serves 4 threads bound to it, `dlmopen(LM_ID_NEWLM)` still works, and
+/// they all close. The first copies get static TLS; the rest dynamic TLS.
+#[test]
+fn a_hundred_plugins_bound_from_four_threads() {
+    let mut command = host("plugins");
+    command.arg(plugins()).arg(COPIES.to_string()).arg("bound");
+    let outcome = host::run(&mut command, Duration::from_secs(120));
+    outcome.assert_ok();
+    assert_eq!(outcome.get("loaded"), Some("100"));
+    assert_eq!(outcome.get("dlmopen"), Some("ok"));
+    // glibc 2.36's default static TLS surplus for dlopen (the 512 bytes of
+    // `rtld.optional_static_tls`) holds the TLS blocks of a few copies; the
+    // README's "Static TLS" section states these numbers.
+    let static_tls = outcome.number("static_tls");
+    assert!(
+        (1.0..=8.0).contains(&static_tls),
+        "{static_tls} copies got static TLS\n{outcome}"
+    );
+}
+
+/// The same with per-call callbacks and a last error left in every copy:
+/// after `dlclose` none of the 100 stays mapped.
+#[test]
+fn a_hundred_plugins_per_call_all_unload() {
+    let mut command = host("plugins");
+    command
+        .arg(plugins())
+        .arg(COPIES.to_string())
+        .arg("per_call");
+    let outcome = host::run(&mut command, Duration::from_secs(120));
+    outcome.assert_ok();
+    assert_eq!(outcome.get("still_mapped"), Some("0"));
+}
+
+/// Load → call from new threads → unload, 300 times (10 000 with
+/// `CALLGATE_FULL=1`): the library unloads every time, open fds stay flat,
+/// pthread keys are given back (a new key gets a low number) and the RSS
+/// does not grow with the cycles.
+#[test]
+fn load_call_unload_cycles() {
+    let cycles = host::size(300, 10_000);
+    let mut command = host("plugin_cycles");
+    command.arg(plugin(0)).arg(cycles.to_string());
+    let outcome = host::run(&mut command, Duration::from_secs(1200));
+    outcome.assert_ok();
+    assert_eq!(outcome.get("cycles"), Some(cycles.to_string().as_str()));
+    // Each cycle creates a key; without deleting it the next key would be
+    // numbered past the number of cycles.
+    let next_key = outcome.number("next_key");
+    assert!(
+        next_key < 64.0,
+        "pthread keys leak: next key {next_key}\n{outcome}"
+    );
+    // A leak of the pool (~0.5 KiB) or of the library's mappings per cycle
+    // would show as growth proportional to the cycles; allow the noise of
+    // the allocator's arenas.
+    let growth = outcome.number("rss_end_kib") - outcome.number("rss_warm_kib");
+    assert!(growth < 2048.0, "RSS grew by {growth} KiB\n{outcome}");
+}
+
+/// `dlclose` while the background init runs, 100 rounds: the library stays
+/// mapped until the init's thread has exited, then unloads; no crash.
+#[test]
+fn dlclose_during_background_init() {
+    let mut command = host("plugin_unload");
+    command
+        .arg(plugin(1))
+        .args(["during_init", "100"])
+        .env("PLUGIN_INIT_MS", "20");
+    let outcome = host::run(&mut command, Duration::from_secs(120));
+    outcome.assert_ok();
+    assert_eq!(outcome.get("rounds_ok"), Some("100"));
+    assert_eq!(outcome.get("held_rounds"), Some("100"));
+}
+
+/// A thread holding only a last error outlives the library, 100 rounds: it
+/// exits after the unload without running code of the unloaded library.
+#[test]
+fn dlclose_with_a_thread_holding_a_last_error() {
+    let mut command = host("plugin_unload");
+    command.arg(plugin(2)).args(["last_error", "100"]);
+    let outcome = host::run(&mut command, Duration::from_secs(120));
+    outcome.assert_ok();
+    assert_eq!(outcome.get("rounds_ok"), Some("100"));
+}
