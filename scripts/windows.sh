@@ -60,6 +60,14 @@ for host in threads init errors reload bench; do
     "$CC_WIN" "${CFLAGS[@]}" -o "$OUT/$host.exe" "tests/windows/hosts/$host.c"
 done
 
+step "callgate-header reads the DLL; a host links against it through that header"
+cargo run -p callgate-header --quiet -- "$OUT/callgate_fixture.dll" -o "$OUT/callgate_fixture.h"
+grep -q '__declspec(dllimport)' "$OUT/callgate_fixture.h" || die "the header has no dllimport"
+grep -q 'CALLGATE_FIXTURE_API int32_t CALLGATE_FIXTURE_CALL fixture_plain(int32_t value);' \
+    "$OUT/callgate_fixture.h" || die "the header does not declare fixture_plain"
+"$CC_WIN" "${CFLAGS[@]}" -I"$OUT" -o "$OUT/linked.exe" tests/windows/hosts/linked.c \
+    "$OUT/callgate_fixture.dll"
+
 export WINEPREFIX="$PWD/$OUT/wineprefix" WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml="
 cleanup() { "$WINESERVER" -k 2>/dev/null || true; }
 trap cleanup EXIT
@@ -95,6 +103,9 @@ step "panics, errors and the last-error API; bound and per-call"
 run errors
 step "LoadLibrary/FreeLibrary cycles"
 FIXTURE_INIT=none run reload 20
+step "a host linked through the generated header"
+printf -- '--- linked\n'
+(cd "$OUT" && wine ./linked.exe) || die "linked failed"
 step "fast path against a raw call (under wine: indicative only)"
 run bench 20000000
 
