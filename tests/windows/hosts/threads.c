@@ -5,6 +5,9 @@
  *   threads FIXTURE churn TOTAL WAVE     TOTAL short-lived threads, WAVE
  *                                        alive at a time, 2-4 calls each
  *
+ * With HOST_FILL_TLS set, the host first takes the 64 TLS indexes the TEB
+ * holds inline, so the runtime's slot lives in the expansion block.
+ *
  * Both check that every thread was served by one context for all its
  * calls, that no more contexts were created than threads were alive at
  * once, and that the fiber-local-storage callback released every context
@@ -114,8 +117,19 @@ static void churn(int total, int wave) {
     free(handles);
 }
 
+/* Takes every TLS index below 64, so the runtime's slot is one of the
+ * TEB's expansion slots (its slow read path). */
+static void fill_tls_slots(void) {
+    DWORD index;
+    while ((index = TlsAlloc()) < 64) {
+    }
+    if (index == TLS_OUT_OF_INDEXES) FAIL("TlsAlloc: error %lu", GetLastError());
+    printf("tls_expansion=1\n");
+}
+
 int main(int argc, char **argv) {
     const char *path = fixture_path_arg(argc, argv);
+    if (getenv("HOST_FILL_TLS")) fill_tls_slots();
     fixture_open(&lib, path);
     CHECK(fixture_wait_init(&lib, 30) == 0, "the init did not succeed");
     if (argc == 4 && strcmp(argv[2], "burst") == 0) {
