@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use crate::declaration::{Declaration, Kind, RustType, sorted};
+use crate::format;
 use crate::scan::Error;
 
 /// How [`render`] writes the header.
@@ -48,7 +49,10 @@ impl HeaderOptions {
 ///
 /// The header has an include guard, includes `<stddef.h>`, `<stdint.h>`
 /// and (in C) `<stdbool.h>`, then the prelude, then inside `extern "C"`
-/// (for C++): a `typedef struct Name Name;` forward declaration for each
+/// (for C++), after the calling-convention and linkage macros
+/// `PREFIX_CALL` and `PREFIX_API` named after the guard (`__cdecl` and
+/// `__declspec(dllimport)` on Windows, empty elsewhere): a
+/// `typedef struct Name Name;` forward declaration for each
 /// Rust type not in `defined_types`, the function-pointer typedef of each
 /// `local` callback, the struct type and `extern const` declaration of
 /// each table of `local` callbacks, and the prototype and function-pointer
@@ -79,6 +83,8 @@ pub fn render(declarations: &[Declaration], options: &HeaderOptions) -> Result<S
         out.push_str(prelude);
         out.push_str("\n\n");
     }
+    let linkage = Linkage::new(&guard);
+    linkage.define(&mut out);
     out.push_str("#ifdef __cplusplus\nextern \"C\" {\n#endif\n");
 
     if !types.is_empty() {
@@ -108,7 +114,7 @@ pub fn render(declarations: &[Declaration], options: &HeaderOptions) -> Result<S
             continue;
         }
         doc_comment(&mut out, &declaration.docs);
-        out.push_str(&declaration.pointer_typedef());
+        out.push_str(&linkage.pointer_typedef(declaration));
         out.push_str(";\n");
     }
 
@@ -153,11 +159,9 @@ pub fn render(declarations: &[Declaration], options: &HeaderOptions) -> Result<S
             continue;
         }
         doc_comment(&mut out, &declaration.docs);
-        if let Some(prototype) = declaration.prototype() {
-            out.push_str(&prototype);
-            out.push_str(";\n");
-        }
-        out.push_str(&declaration.pointer_typedef());
+        out.push_str(&linkage.prototype(declaration));
+        out.push_str(";\n");
+        out.push_str(&linkage.pointer_typedef(declaration));
         out.push_str(";\n");
     }
 
@@ -276,6 +280,69 @@ fn doc_comment(out: &mut String, docs: &str) {
 /// or open a nested one (which `-Wcomment` reports).
 fn comment_text(text: &str) -> String {
     text.replace("*/", "* /").replace("/*", "/ *")
+}
+
+/// The two macros every declaration of the header uses, named after its
+/// include guard (`PLUGIN_H` → `PLUGIN_API`, `PLUGIN_CALL`): the calling
+/// convention, `__cdecl` on Windows (what Rust's `extern "C"` is there; on
+/// 64-bit Windows the only convention, on 32-bit Windows not the default of
+/// every compiler), and the linkage, `__declspec(dllimport)` on Windows
+/// unless `PREFIX_STATIC` is defined (for a `staticlib`). Both are defined
+/// only if the includer has not defined them already.
+struct Linkage {
+    api: String,
+    call: String,
+    static_link: String,
+}
+
+impl Linkage {
+    fn new(guard: &str) -> Linkage {
+        let upper = guard.to_ascii_uppercase();
+        let prefix = upper.strip_suffix("_H").filter(|prefix| !prefix.is_empty());
+        let prefix = prefix.unwrap_or(&upper);
+        Linkage {
+            api: format!("{prefix}_API"),
+            call: format!("{prefix}_CALL"),
+            static_link: format!("{prefix}_STATIC"),
+        }
+    }
+
+    fn define(&self, out: &mut String) {
+        let Linkage {
+            api,
+            call,
+            static_link,
+        } = self;
+        out.push_str(&format!(
+            "/* How the functions below are called and linked: `__cdecl` on Windows,\n \
+             * imported from the DLL unless {static_link} is defined (a static library).\n \
+             * Define {call} or {api} before including this header to override them. */\n\
+             #ifndef {call}\n#ifdef _WIN32\n#define {call} __cdecl\n#else\n#define {call}\n#endif\n#endif\n\
+             #ifndef {api}\n#if defined(_WIN32) && !defined({static_link})\n\
+             #define {api} __declspec(dllimport)\n#else\n#define {api}\n#endif\n#endif\n\n"
+        ));
+    }
+
+    /// `API ret CALL name(params)`.
+    fn prototype(&self, declaration: &Declaration) -> String {
+        let name = format!("{} {}", self.call, declaration.name);
+        format!(
+            "{} {}",
+            self.api,
+            declaration.signature.replace(format::NAME_SLOT, &name)
+        )
+    }
+
+    /// `typedef ret (CALL *name_fn)(params)`.
+    fn pointer_typedef(&self, declaration: &Declaration) -> String {
+        let declarator = format!("({} *{})", self.call, declaration.pointer_type_name());
+        format!(
+            "typedef {}",
+            declaration
+                .signature
+                .replace(format::NAME_SLOT, &declarator)
+        )
+    }
 }
 
 fn guard(requested: &str) -> String {

@@ -159,6 +159,24 @@ fn renders_a_complete_header() {
 
 #include "point.h"
 
+/* How the functions below are called and linked: `__cdecl` on Windows,
+ * imported from the DLL unless MY_LIB_STATIC is defined (a static library).
+ * Define MY_LIB_CALL or MY_LIB_API before including this header to override them. */
+#ifndef MY_LIB_CALL
+#ifdef _WIN32
+#define MY_LIB_CALL __cdecl
+#else
+#define MY_LIB_CALL
+#endif
+#endif
+#ifndef MY_LIB_API
+#if defined(_WIN32) && !defined(MY_LIB_STATIC)
+#define MY_LIB_API __declspec(dllimport)
+#else
+#define MY_LIB_API
+#endif
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -168,7 +186,7 @@ typedef struct Session Session;
 
 /* Function-pointer types of the `local` callbacks, to pass to C. */
 
-typedef int (*compare_fn)(const void *a, const void *b);
+typedef int (MY_LIB_CALL *compare_fn)(const void *a, const void *b);
 
 /* Exported functions, each with its pointer type (to cast `dlsym`'s result to). */
 
@@ -177,8 +195,8 @@ typedef int (*compare_fn)(const void *a, const void *b);
  *
  * Returns -1 on error. A * / comment.
  */
-int32_t parse(const char *text, const Point *at, Session *session);
-typedef int32_t (*parse_fn)(const char *text, const Point *at, Session *session);
+MY_LIB_API int32_t MY_LIB_CALL parse(const char *text, const Point *at, Session *session);
+typedef int32_t (MY_LIB_CALL *parse_fn)(const char *text, const Point *at, Session *session);
 
 #ifdef __cplusplus
 } /* extern "C" */
@@ -209,7 +227,7 @@ fn by_value_types_and_odd_names() {
     assert!(header.contains(
         "typedef struct Point Point; /* passed by value: define struct Point before calling */"
     ));
-    assert!(header.contains("Point make(double x, double y);\n"));
+    assert!(header.contains("_9_API Point _9_CALL make(double x, double y);\n"));
     assert!(header.contains("/* `odd.name` is not a C identifier"));
     assert!(!header.contains("odd.name("));
 }

@@ -141,6 +141,7 @@ impl Context {
     ///
     /// The caller is the only thread of a `fork` child and the context is
     /// not serving it.
+    #[cfg(unix)]
     pub(crate) unsafe fn reset_orphan(&self) {
         self.depth.set(0);
         // SAFETY: no other thread can reach the context (caller obligation).

@@ -46,6 +46,13 @@ static SETTINGS_WRITE: Mutex<()> = Mutex::new(());
 /// containing `=`, as malformed C environment entries and the hidden
 /// per-drive variables of Windows are) are left in place.
 ///
+/// Windows has no `clearenv`: there each removal is one
+/// `SetEnvironmentVariableW(name, NULL)` (what `std::env::remove_var`
+/// calls), and the per-drive current directories (`=C:`) stay, as they do
+/// for `cmd`'s `set`. The C runtime's own copy of the environment (`getenv`
+/// of the CRT, `_environ`) is not touched by either, as with any
+/// `std::env` write on Windows.
+///
 /// ```no_run
 /// use std::process::Command;
 ///

@@ -222,6 +222,7 @@ impl<T> FreeList<T> {
 
     /// The indices of the nodes on the free list: a walk of the list, exact
     /// only while nobody pushes or pops (a `fork` child, tests, models).
+    #[cfg(any(unix, test, callgate_loom))]
     #[cfg_attr(callgate_loom, allow(dead_code))]
     pub(crate) fn free_indices(&self) -> Vec<u32> {
         // Acquire: pairs with the Release CAS in `push`.

@@ -19,8 +19,9 @@
 //! ([`LibraryHold`]).
 //!
 //! Platform code sits behind a `cfg`-selected `mod imp`: pthread keys and
-//! `pthread_atfork` on unix; elsewhere no hook at thread exit (every call is
-//! served per call) and a `thread_local!` destructor to free the message.
+//! `pthread_atfork` on unix; a fiber-local-storage (FLS) callback on Windows;
+//! elsewhere no hook at thread exit (every call is served per call) and a
+//! `thread_local!` destructor to free the message.
 
 pub(crate) use imp::{
     HAS_THREAD_EXIT_HOOK, LibraryHold, arm_exit_hook, handle_fork, register_exit_hook,
@@ -370,7 +371,11 @@ mod imp {
     }
 }
 
-#[cfg(not(unix))]
+#[cfg(windows)]
+#[path = "hooks/windows.rs"]
+mod imp;
+
+#[cfg(not(any(unix, windows)))]
 mod imp {
     use crate::context::ContextNode;
 

@@ -72,16 +72,38 @@ fn enter_init() -> Option<&'static AtomicUsize> {
 ///
 /// `Ready` for a library without `#[callgate::init]`; `Pending` while an init
 /// runs; `Failed` with the message once an init returned `Err` or panicked.
+///
+/// On Windows this first starts the inits deferred past the loader lock
+/// (see `#[callgate::init]`), as a callback would: a foreground init has
+/// finished when it returns.
 pub fn init_state() -> InitState {
+    if !GATE.is_ready() {
+        start_deferred();
+    }
     GATE.state()
 }
 
 /// Runs one `#[callgate::init]` function; called from a load-time
 /// constructor. The gate is armed before this returns, so a callback made
 /// after the library is loaded waits for a background init.
+///
+/// On Windows the constructor runs inside `DllMain`, under the loader lock,
+/// where starting a thread and waiting for it deadlocks: there it only arms
+/// the gate and records the init, which the first call that finds the gate
+/// closed starts ([`start_deferred`]).
 pub fn run_init(name: &'static str, background: bool, init: fn() -> Result<(), Failure>) {
     hooks::handle_fork();
     GATE.arm();
+    if cfg!(windows) {
+        deferred::defer(name, background, init);
+    } else {
+        start(name, background, init);
+    }
+}
+
+/// Runs a foreground init on the calling thread, or starts a background
+/// one on a thread of its own.
+fn start(name: &'static str, background: bool, init: fn() -> Result<(), Failure>) {
     if !background {
         run(name, init);
         return;
@@ -95,6 +117,48 @@ pub fn run_init(name: &'static str, background: bool, init: fn() -> Result<(), F
     };
     if let Err(error) = spawn_detached(Box::new(task)) {
         GATE.finish(Err(format!("`{name}` could not start its thread: {error}")));
+    }
+}
+
+/// Inits recorded by load-time constructors and not started yet: on
+/// Windows, everything `run_init` is given.
+#[cfg_attr(not(windows), allow(dead_code))]
+mod deferred {
+    use std::sync::Mutex;
+
+    use crate::failure::Failure;
+    use crate::sync::lock;
+
+    type Init = (&'static str, bool, fn() -> Result<(), Failure>);
+
+    /// Taken as a whole by the first caller of `start_all`, so each init
+    /// starts exactly once. Held only to push or take: never while an init
+    /// runs, so a constructor of a library loaded by init code cannot
+    /// deadlock on it.
+    static PENDING: Mutex<Vec<Init>> = Mutex::new(Vec::new());
+
+    pub(super) fn defer(name: &'static str, background: bool, init: fn() -> Result<(), Failure>) {
+        lock(&PENDING).push((name, background, init));
+    }
+
+    /// Starts every deferred init: foreground ones run on the calling
+    /// thread, in load order, before this returns.
+    #[cold]
+    pub(super) fn start_all() {
+        let pending = core::mem::take(&mut *lock(&PENDING));
+        for (name, background, init) in pending {
+            super::start(name, background, init);
+        }
+    }
+}
+
+/// Starts the inits the load-time constructors deferred (Windows): called
+/// by the first callback that finds the gate closed and by
+/// [`init_state`], outside the loader lock.
+#[inline]
+fn start_deferred() {
+    if cfg!(windows) {
+        deferred::start_all();
     }
 }
 
@@ -201,6 +265,7 @@ fn run(name: &'static str, init: fn() -> Result<(), Failure>) {
 /// parent will never finish here, so the gate fails instead of making every
 /// callback wait forever. (An init running on the forking thread itself
 /// goes on in the child.)
+#[cfg(unix)]
 pub(crate) fn after_fork_in_child() {
     let forking_thread_in_init = in_init();
     // Only this thread exists in the child: the other entries are gone.
@@ -223,5 +288,6 @@ pub(crate) fn pass_gate_slow(policy: GatePolicy) -> Result<(), Closed> {
     if in_init() {
         return Ok(());
     }
+    start_deferred();
     GATE.pass_slow(policy, stats::record_gate_wait)
 }

@@ -102,8 +102,10 @@
 //! a free list for the next new thread. Threads C created (`pthread_create`,
 //! an OpenMP team, a driver's callback thread) need no setup. With
 //! `attach = per_call` a callback releases the context when its outermost
-//! call returns, for threads that call once; on targets without pthread
-//! keys (not unix) every call works that way.
+//! call returns, for threads that call once. On Windows a fiber-local
+//! storage callback releases the context when the thread exits; on
+//! targets with neither pthread keys nor Windows' FLS every call works the
+//! per-call way.
 //!
 //! # Settings and statistics
 //!
@@ -147,7 +149,8 @@
 //! 4. **Thread binding**: `thread`, attaching a thread to a context and
 //!    releasing it.
 //! 5. **Platform**: `hooks`, what C calls into the runtime (the pthread key
-//!    destructor, the `fork` child handler) and their registration; `tls`,
+//!    destructor, the `fork` child handler, Windows' FLS callback) and their
+//!    registration; `tls`,
 //!    the thread's current-context slot, per target.
 //! 6. **State**: `context`, the pooled per-thread contexts; `local`, their
 //!    `#[local]` values; `messages`, the last-error messages the threads

@@ -309,6 +309,7 @@ impl Locals {
     ///
     /// No other thread can reach the context (the caller is the only thread
     /// of a `fork` child, and the context is not its own).
+    #[cfg(unix)]
     pub(crate) unsafe fn abandon(&self) {
         // SAFETY: nobody else can reach the context (caller obligation).
         unsafe {

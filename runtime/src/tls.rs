@@ -10,6 +10,9 @@
 //!
 //! * x86-64 glibc Linux: a TLS symbol read through a TLS descriptor
 //!   (`tls/x86_64_linux_gnu.rs`), which never needs static TLS;
+//! * x86-64 Windows with mingw-w64 (`-gnu`), whose `thread_local!` is an
+//!   OS key behind a call: a `TlsAlloc` slot read from the TEB
+//!   (`tls/x86_64_windows_gnu.rs`);
 //! * elsewhere, or with `--cfg callgate_portable_tls`: a `thread_local!`
 //!   (`tls/portable.rs`).
 //!
@@ -26,9 +29,18 @@ use crate::context::ContextNode;
 #[path = "tls/x86_64_linux_gnu.rs"]
 mod imp;
 
+#[cfg(all(
+    target_arch = "x86_64",
+    windows,
+    target_env = "gnu",
+    not(callgate_portable_tls)
+))]
+#[path = "tls/x86_64_windows_gnu.rs"]
+mod imp;
+
 #[cfg(not(all(
     target_arch = "x86_64",
-    target_os = "linux",
+    any(target_os = "linux", windows),
     target_env = "gnu",
     not(callgate_portable_tls)
 )))]

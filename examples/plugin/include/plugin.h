@@ -8,6 +8,24 @@
 #include <stdbool.h>
 #endif
 
+/* How the functions below are called and linked: `__cdecl` on Windows,
+ * imported from the DLL unless PLUGIN_STATIC is defined (a static library).
+ * Define PLUGIN_CALL or PLUGIN_API before including this header to override them. */
+#ifndef PLUGIN_CALL
+#ifdef _WIN32
+#define PLUGIN_CALL __cdecl
+#else
+#define PLUGIN_CALL
+#endif
+#endif
+#ifndef PLUGIN_API
+#if defined(_WIN32) && !defined(PLUGIN_STATIC)
+#define PLUGIN_API __declspec(dllimport)
+#else
+#define PLUGIN_API
+#endif
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -22,7 +40,7 @@ typedef struct PluginSession PluginSession;
  * bytewise: a `qsort` comparator. Not exported: C gets it from
  * `plugin_word_order`.
  */
-typedef int (*compare_by_length_fn)(const void *a, const void *b);
+typedef int (PLUGIN_CALL *compare_by_length_fn)(const void *a, const void *b);
 
 /* Exported functions, each with its pointer type (to cast `dlsym`'s result to). */
 
@@ -32,28 +50,28 @@ typedef int (*compare_by_length_fn)(const void *a, const void *b);
  * `*unknown` (unless `unknown` is NULL). -1 if `session` or `text` is
  * NULL, `text` is not UTF-8 or has no words; the last error says which.
  */
-int64_t plugin_check(PluginSession *session, const char *text, uint32_t *unknown);
-typedef int64_t (*plugin_check_fn)(PluginSession *session, const char *text, uint32_t *unknown);
+PLUGIN_API int64_t PLUGIN_CALL plugin_check(PluginSession *session, const char *text, uint32_t *unknown);
+typedef int64_t (PLUGIN_CALL *plugin_check_fn)(PluginSession *session, const char *text, uint32_t *unknown);
 
 /**
  * Clears the calling thread's last error message.
  */
-void plugin_clear_last_error(void);
-typedef void (*plugin_clear_last_error_fn)(void);
+PLUGIN_API void PLUGIN_CALL plugin_clear_last_error(void);
+typedef void (PLUGIN_CALL *plugin_clear_last_error_fn)(void);
 
 /**
  * The number of whitespace-separated words in `text`; -1 if `text` is
  * NULL or not UTF-8. Does not wait for the dictionary.
  */
-int64_t plugin_count_words(const char *text);
-typedef int64_t (*plugin_count_words_fn)(const char *text);
+PLUGIN_API int64_t PLUGIN_CALL plugin_count_words(const char *text);
+typedef int64_t (PLUGIN_CALL *plugin_count_words_fn)(const char *text);
 
 /**
  * Bytes needed for the calling thread's last error message, including
  * its NUL; 0 if there is none.
  */
-size_t plugin_last_error_length(void);
-typedef size_t (*plugin_last_error_length_fn)(void);
+PLUGIN_API size_t PLUGIN_CALL plugin_last_error_length(void);
+typedef size_t (PLUGIN_CALL *plugin_last_error_length_fn)(void);
 
 /**
  * Copies the calling thread's last error message into `buf` like
@@ -62,45 +80,45 @@ typedef size_t (*plugin_last_error_length_fn)(void);
  * `buf` is NULL while `len > 0`. `buf` must be NULL or valid for
  * writing `len` bytes.
  */
-int plugin_last_error_message(char *buf, size_t len);
-typedef int (*plugin_last_error_message_fn)(char *buf, size_t len);
+PLUGIN_API int PLUGIN_CALL plugin_last_error_message(char *buf, size_t len);
+typedef int (PLUGIN_CALL *plugin_last_error_message_fn)(char *buf, size_t len);
 
 /**
  * Frees a `PluginSession` this library returned; NULL is a no-op.
  * `value` is NULL or came from this library and was not freed before.
  */
-void plugin_session_free(PluginSession *value);
-typedef void (*plugin_session_free_fn)(PluginSession *value);
+PLUGIN_API void PLUGIN_CALL plugin_session_free(PluginSession *value);
+typedef void (PLUGIN_CALL *plugin_session_free_fn)(PluginSession *value);
 
 /**
  * Starts a session (NULL if that failed).
  *
  * Free the result with `plugin_session_free`.
  */
-PluginSession *plugin_session_new(void);
-typedef PluginSession *(*plugin_session_new_fn)(void);
+PLUGIN_API PluginSession *PLUGIN_CALL plugin_session_new(void);
+typedef PluginSession *(PLUGIN_CALL *plugin_session_new_fn)(void);
 
 /**
  * How many words the session has checked, storing how many of them the
  * dictionary did not know in `*unknown` (unless `unknown` is NULL); -1 if
  * `session` is NULL.
  */
-int64_t plugin_session_totals(const PluginSession *session, uint64_t *unknown);
-typedef int64_t (*plugin_session_totals_fn)(const PluginSession *session, uint64_t *unknown);
+PLUGIN_API int64_t PLUGIN_CALL plugin_session_totals(const PluginSession *session, uint64_t *unknown);
+typedef int64_t (PLUGIN_CALL *plugin_session_totals_fn)(const PluginSession *session, uint64_t *unknown);
 
 /**
  * The plugin's name and version, a static string. Does not wait for the
  * dictionary.
  */
-const char *plugin_version(void);
-typedef const char *(*plugin_version_fn)(void);
+PLUGIN_API const char *PLUGIN_CALL plugin_version(void);
+typedef const char *(PLUGIN_CALL *plugin_version_fn)(void);
 
 /**
  * The comparator that makes `qsort` sort an array of `const char *` C
  * strings by length, then bytewise. Does not wait for the dictionary.
  */
-int (*plugin_word_order(void))(const void *a, const void *b);
-typedef int (*(*plugin_word_order_fn)(void))(const void *a, const void *b);
+PLUGIN_API int (*PLUGIN_CALL plugin_word_order(void))(const void *a, const void *b);
+typedef int (*(PLUGIN_CALL *plugin_word_order_fn)(void))(const void *a, const void *b);
 
 #ifdef __cplusplus
 } /* extern "C" */

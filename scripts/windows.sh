@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Cross-builds callgate for x86_64-pc-windows-gnu and runs the Windows tests
+# under wine: the runtime with warnings as errors, the test fixture as a DLL,
+# and the C hosts of tests/windows/hosts (mingw-w64) that load it.
+#
+#   scripts/windows.sh          the CI-sized run
+#   scripts/windows.sh --full   50 000 short-lived threads instead of 10 000
+#                               (CALLGATE_FULL=1)
+#
+# Installs what it lacks (the Rust target for the pinned toolchain, mingw-w64
+# and wine from apt) and fails if anything cannot be installed or run: a
+# Windows test that cannot run is a failure, never a skip.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [[ "${1:-}" == "--full" ]]; then
+    export CALLGATE_FULL=1
+fi
+
+TARGET=x86_64-pc-windows-gnu
+CC_WIN=x86_64-w64-mingw32-gcc
+OUT=target/windows-tests
+started=$SECONDS
+
+step() { printf '\n==> %s\n' "$*"; }
+die() {
+    printf 'windows.sh: %s\n' "$*" >&2
+    exit 1
+}
+
+step "toolchain: the $TARGET target, mingw-w64 and wine"
+if ! rustup target list --installed | grep -qx "$TARGET"; then
+    rustup target add "$TARGET"
+fi
+if ! command -v "$CC_WIN" >/dev/null || ! command -v wine >/dev/null; then
+    command -v apt-get >/dev/null || die "mingw-w64 and wine are missing and apt-get is not available"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc-mingw-w64-x86-64-win32 wine64 >/dev/null
+fi
+command -v "$CC_WIN" >/dev/null || die "$CC_WIN not found after installing gcc-mingw-w64-x86-64-win32"
+command -v wine >/dev/null || die "wine not found after installing wine64"
+WINESERVER=$(command -v wineserver || true)
+for candidate in /usr/lib/wine/wineserver64 /usr/lib/wine/wineserver; do
+    [[ -n "$WINESERVER" ]] && break
+    [[ -x "$candidate" ]] && WINESERVER=$candidate
+done
+[[ -n "$WINESERVER" ]] || die "wineserver not found"
+
+step "the runtime and the fixture DLL for $TARGET, warnings as errors"
+RUSTFLAGS="-D warnings" cargo clippy -p callgate --target "$TARGET" --quiet -- -D warnings
+RUSTFLAGS="-D warnings" cargo build -p callgate-fixture --target "$TARGET" --release --quiet
+
+step "the C hosts and the ProcessPrng shim (mingw-w64)"
+mkdir -p "$OUT"
+cp "target/$TARGET/release/callgate_fixture.dll" "$OUT/"
+CFLAGS=(-O2 -std=c11 -Wall -Wextra -Werror -Itests/windows/hosts)
+"$CC_WIN" "${CFLAGS[@]}" -shared -o "$OUT/bcryptprimitives.dll" \
+    tests/windows/shim/bcryptprimitives.c -ladvapi32
+for host in threads init errors reload bench; do
+    "$CC_WIN" "${CFLAGS[@]}" -o "$OUT/$host.exe" "tests/windows/hosts/$host.c"
+done
+
+step "callgate-header reads the DLL; a host links against it through that header"
+cargo run -p callgate-header --quiet -- "$OUT/callgate_fixture.dll" -o "$OUT/callgate_fixture.h"
+grep -q '__declspec(dllimport)' "$OUT/callgate_fixture.h" || die "the header has no dllimport"
+grep -q 'CALLGATE_FIXTURE_API int32_t CALLGATE_FIXTURE_CALL fixture_plain(int32_t value);' \
+    "$OUT/callgate_fixture.h" || die "the header does not declare fixture_plain"
+"$CC_WIN" "${CFLAGS[@]}" -I"$OUT" -o "$OUT/linked.exe" tests/windows/hosts/linked.c \
+    "$OUT/callgate_fixture.dll"
+
+export WINEPREFIX="$PWD/$OUT/wineprefix" WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml="
+cleanup() { "$WINESERVER" -k 2>/dev/null || true; }
+trap cleanup EXIT
+
+step "wine: a private prefix"
+prefix_started=$SECONDS
+wineboot --init >/dev/null 2>&1 || die "wineboot failed (WINEPREFIX=$WINEPREFIX)"
+echo "prefix ready in $((SECONDS - prefix_started)) s"
+
+# Runs one host under wine from $OUT (so the shim DLL is found beside it).
+run() {
+    local name=$1
+    shift
+    printf -- '--- %s %s\n' "$name" "$*"
+    local t=$SECONDS
+    (cd "$OUT" && wine "./$name.exe" callgate_fixture.dll "$@") || die "$name $* failed"
+    printf -- '--- %s: %d s\n' "$name" $((SECONDS - t))
+}
+
+if [[ -n "${CALLGATE_FULL:-}" ]]; then
+    churn_threads=50000
+else
+    churn_threads=10000
+fi
+
+step "threads: first calls together, short-lived threads"
+run threads burst 64
+run threads churn "$churn_threads" 32
+HOST_FILL_TLS=1 run threads churn 500 16
+step "init: early callers wait for a background init; a failed init"
+FIXTURE_INIT=slow run init slow
+FIXTURE_INIT=fail run init fail
+step "panics, errors and the last-error API; bound and per-call"
+run errors
+step "LoadLibrary/FreeLibrary cycles"
+FIXTURE_INIT=none run reload 20
+step "a host linked through the generated header"
+printf -- '--- linked\n'
+(cd "$OUT" && wine ./linked.exe) || die "linked failed"
+step "fast path against a raw call (under wine: indicative only)"
+run bench 20000000
+
+"$WINESERVER" -w
+echo
+echo "windows: all passed in $((SECONDS - started)) s"
