@@ -156,9 +156,9 @@ pub fn call<R>(
 /// which cannot unwind, so an optimised build often has none), the unwind
 /// passes through without running anything, and the runtime recovers the
 /// abandoned call later (see `stack`).
-struct ForeignUnwind(&'static Site);
+struct ForeignUnwind<'a>(&'a Site);
 
-impl Drop for ForeignUnwind {
+impl Drop for ForeignUnwind<'_> {
     #[cold]
     fn drop(&mut self) {
         if !std::thread::panicking() {

@@ -30,6 +30,7 @@ pub(crate) use imp::{
 #[cfg(unix)]
 mod imp {
     use core::ffi::c_void;
+    use core::ptr;
     use std::sync::Once;
 
     use crate::context::ContextNode;
