@@ -219,7 +219,8 @@ mod imp {
     /// Keeps the library loaded while a background init runs: taken by the
     /// load-time constructor (a `dlopen` reference), handed to the init's
     /// thread, which trades it for a thread-exit destructor of the library
-    /// (see [`LibraryHold::until_thread_exit`]).
+    /// (see [`LibraryHold::until_thread_exit`]). Dropped instead (the thread
+    /// could not start), the reference is kept: the library stays loaded.
     pub(crate) struct LibraryHold {
         handle: *mut c_void,
     }
@@ -236,17 +237,19 @@ mod imp {
             }
         }
 
-        /// On the init's thread: keeps the library loaded until this thread
-        /// has exited, then lets go of the `dlopen` reference.
+        /// On the init's thread, once the init has finished: keeps the
+        /// library loaded until this thread has exited, then lets go of the
+        /// `dlopen` reference that kept it loaded while the init ran.
         ///
         /// glibc does not unload a library while a thread has a pending
         /// thread-exit destructor (`__cxa_thread_atexit_impl`) of it, even
         /// after `dlclose`; once the thread has exited, the next `dlclose`
-        /// in the process unloads it. A `dlclose` made while the init runs
-        /// therefore never unmaps the code under the init's thread. The
-        /// `dlopen` reference covers the time before the destructor is
-        /// registered: registering takes the loader's lock, so it waits
-        /// until the `dlopen` that started the thread has returned.
+        /// in the process unloads it. So a `dlclose` made while the init
+        /// runs, or while its thread returns from it, never unmaps the code
+        /// under that thread. The destructor is registered only after the
+        /// init: registering takes the loader's lock, which a `dlopen`
+        /// holds while another library's constructor may wait for this
+        /// init at the gate.
         pub(crate) fn until_thread_exit(self) {
             if self.handle.is_null() {
                 return;
