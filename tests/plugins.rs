@@ -215,3 +215,46 @@ fn dlclose_with_a_thread_holding_a_last_error() {
     outcome.assert_ok();
     assert_eq!(outcome.get("rounds_ok"), Some("100"));
 }
+
+/// callgate's own thread-locals in a library take 16 bytes (its context
+/// slot and the last-error pointer), and the library is not marked
+/// `STATIC_TLS`: the test fixture's TLS symbols and dynamic section.
+#[test]
+fn callgate_thread_locals_take_sixteen_bytes() {
+    let fixture = host::fixture();
+    let readelf = |flag: &str| {
+        let output = Command::new("readelf")
+            .arg(flag)
+            .arg(&fixture)
+            .output()
+            .expect("run readelf");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let symbols = readelf("-sW");
+    // Symbols of the `callgate` crate: `8callgate` in both manglings (the
+    // fixture's own crate is `16callgate_fixture`), or the slot's name.
+    let ours: Vec<(&str, u64)> = symbols
+        .lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let (&size, &kind, &name) = (fields.get(2)?, fields.get(3)?, fields.get(7)?);
+            let callgate = name.contains("8callgate") || name.starts_with("__callgate_");
+            (kind == "TLS" && callgate).then(|| (name, size.parse().expect("a size")))
+        })
+        .collect();
+    assert!(
+        ours.iter()
+            .any(|(name, _)| *name == "__callgate_current_context"),
+        "the slot is missing: {ours:?}"
+    );
+    let total: u64 = ours.iter().map(|(_, size)| size).sum();
+    assert!(
+        total <= 16,
+        "callgate's thread-locals take {total} bytes: {ours:?}"
+    );
+    let dynamic = readelf("-dW");
+    assert!(
+        !dynamic.contains("STATIC_TLS"),
+        "the fixture is marked STATIC_TLS"
+    );
+}

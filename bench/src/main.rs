@@ -12,7 +12,10 @@
 //! trivial work (`x + 1`). Each callback is measured twice: in the
 //! `callgate-bench-fixture` `cdylib` (`fixture/`) loaded with `dlopen` (the
 //! hard case, and the figures `--json` reports) and linked into this
-//! binary.
+//! binary. The `cdylib` is loaded first, so its TLS block is in glibc's
+//! static TLS reserve; `cthread.{raw,bound}_dynamic_tls_ns` are the raw and
+//! bound calls of a copy of it loaded after further copies filled that
+//! reserve, so its TLS block (callgate's slot with it) is in dynamic TLS.
 //!
 //! Figures that are compared are measured side by side: the single-thread
 //! call costs in blocks of about 100 µs taking turns on one thread, one

@@ -7,7 +7,8 @@ use crate::local::Locals;
 use crate::stack::{self, Anchor, Mark, ThreadStack};
 use crate::sync::{AtomicU64, Ordering};
 
-/// Every context ever created; never freed while the process runs.
+/// Every context ever created; freed only when the library is unloaded
+/// with no thread bound (`hooks`).
 pub(crate) static CONTEXTS: FreeList<Context> = FreeList::new();
 
 /// A per-thread counter: written only by the context's owner (a plain

@@ -35,7 +35,7 @@ mod imp {
 
     use crate::context::ContextNode;
     use crate::diag;
-    use crate::sync::{AtomicBool, AtomicUsize, Ordering};
+    use crate::sync::{AtomicUsize, Ordering};
 
     /// Bound threads are released by the key destructor when they exit.
     pub(crate) const HAS_THREAD_EXIT_HOOK: bool = true;
@@ -212,7 +212,8 @@ mod imp {
     /// Keeps the library loaded while a background init runs: taken by the
     /// load-time constructor (a `dlopen` reference), handed to the init's
     /// thread, which trades it for a thread-exit destructor of the library
-    /// (see [`LibraryHold::until_thread_exit`]).
+    /// (see [`LibraryHold::until_thread_exit`]). Dropped instead (the thread
+    /// could not start), the reference is kept: the library stays loaded.
     pub(crate) struct LibraryHold {
         handle: *mut c_void,
     }
@@ -229,17 +230,19 @@ mod imp {
             }
         }
 
-        /// On the init's thread: keeps the library loaded until this thread
-        /// has exited, then lets go of the `dlopen` reference.
+        /// On the init's thread, once the init has finished: keeps the
+        /// library loaded until this thread has exited, then lets go of the
+        /// `dlopen` reference that kept it loaded while the init ran.
         ///
         /// glibc does not unload a library while a thread has a pending
         /// thread-exit destructor (`__cxa_thread_atexit_impl`) of it, even
         /// after `dlclose`; once the thread has exited, the next `dlclose`
-        /// in the process unloads it. A `dlclose` made while the init runs
-        /// therefore never unmaps the code under the init's thread. The
-        /// `dlopen` reference covers the time before the destructor is
-        /// registered: registering takes the loader's lock, so it waits
-        /// until the `dlopen` that started the thread has returned.
+        /// in the process unloads it. So a `dlclose` made while the init
+        /// runs, or while its thread returns from it, never unmaps the code
+        /// under that thread. The destructor is registered only after the
+        /// init: registering takes the loader's lock, which a `dlopen`
+        /// holds while another library's constructor may wait for this
+        /// init at the gate.
         pub(crate) fn until_thread_exit(self) {
             if self.handle.is_null() {
                 return;
@@ -297,77 +300,88 @@ mod imp {
         }
     }
 
-    /// Set when the process exits (`exit` runs the handler registered by
-    /// `on_load` before any library destructor), so `on_unload` tells an
-    /// exit, when other threads may still run callbacks, from a `dlclose`.
-    static EXITING: AtomicBool = AtomicBool::new(false);
+    /// The library's constructor and destructor, as ELF `.init_array` and
+    /// `.fini_array` entries.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    mod load_and_unload {
+        use core::ffi::c_void;
+        use core::ptr;
 
-    #[used]
-    #[unsafe(link_section = ".init_array")]
-    static ON_LOAD: extern "C" fn() = on_load;
+        use super::{KEY, PIN};
+        use crate::sync::{AtomicBool, Ordering};
 
-    #[used]
-    #[unsafe(link_section = ".fini_array")]
-    static ON_UNLOAD: extern "C" fn() = on_unload;
+        /// Set when the process exits (`exit` runs the handler registered by
+        /// `on_load` before any library destructor), so `on_unload` tells an
+        /// exit, when other threads may still run callbacks, from a `dlclose`.
+        static EXITING: AtomicBool = AtomicBool::new(false);
 
-    extern "C" fn mark_exiting(_: *mut c_void) {
-        // Release: pairs with the Acquire in `on_unload`.
-        EXITING.store(true, Ordering::Release);
-    }
+        #[used]
+        #[unsafe(link_section = ".init_array")]
+        static ON_LOAD: extern "C" fn() = on_load;
 
-    /// The library's constructor: arranges for `EXITING` to be set at exit.
-    extern "C" fn on_load() {
-        unsafe extern "C" {
-            fn __cxa_atexit(
-                function: extern "C" fn(*mut c_void),
-                argument: *mut c_void,
-                dso_handle: *mut c_void,
-            ) -> libc::c_int;
-            static __dso_handle: u8;
-        }
-        // SAFETY: `mark_exiting` has the handler signature and ignores its
-        // argument; `__dso_handle` names this object, so glibc runs the
-        // handler at exit, or when the library is unloaded (after
-        // `on_unload`: the C runtime runs it from the library's first
-        // `.fini_array` entry, which runs last).
-        let rc = unsafe {
-            __cxa_atexit(
-                mark_exiting,
-                ptr::null_mut(),
-                (&raw const __dso_handle).cast_mut().cast(),
-            )
-        };
-        if rc != 0 {
-            // Without it an exit could free contexts under running threads.
+        #[used]
+        #[unsafe(link_section = ".fini_array")]
+        static ON_UNLOAD: extern "C" fn() = on_unload;
+
+        extern "C" fn mark_exiting(_: *mut c_void) {
+            // Release: pairs with the Acquire in `on_unload`.
             EXITING.store(true, Ordering::Release);
         }
-    }
 
-    /// The library's destructor. When it runs because of `dlclose`, no
-    /// thread is bound (bound threads pin the library) and none runs its
-    /// code (the caller of `dlclose` guarantees that), so the key is deleted
-    /// — threads that hold only a last error no longer have a destructor
-    /// in the unmapped code — and the contexts and messages are freed. At
-    /// exit nothing is freed: other threads may still be running.
-    extern "C" fn on_unload() {
-        // Acquire: pairs with the Release in `mark_exiting`.
-        if EXITING.load(Ordering::Acquire) || PIN.is_completed() {
-            return;
+        /// The library's constructor: arranges for `EXITING` to be set at exit.
+        extern "C" fn on_load() {
+            unsafe extern "C" {
+                fn __cxa_atexit(
+                    function: extern "C" fn(*mut c_void),
+                    argument: *mut c_void,
+                    dso_handle: *mut c_void,
+                ) -> libc::c_int;
+                static __dso_handle: u8;
+            }
+            // SAFETY: `mark_exiting` has the handler signature and ignores its
+            // argument; `__dso_handle` names this object, so glibc runs the
+            // handler at exit, or when the library is unloaded (after
+            // `on_unload`: the C runtime runs it from the library's first
+            // `.fini_array` entry, which runs last).
+            let rc = unsafe {
+                __cxa_atexit(
+                    mark_exiting,
+                    ptr::null_mut(),
+                    (&raw const __dso_handle).cast_mut().cast(),
+                )
+            };
+            if rc != 0 {
+                // Without it an exit could free contexts under running threads.
+                EXITING.store(true, Ordering::Release);
+            }
         }
-        // Relaxed: no other thread runs the library's code.
-        let stored = KEY.swap(0, Ordering::Relaxed);
-        if stored != 0 {
-            // SAFETY: the key was created by `create_key` and is deleted
-            // once; no thread uses it any more.
-            let rc = unsafe { libc::pthread_key_delete((stored - 1) as libc::pthread_key_t) };
-            debug_assert_eq!(rc, 0);
-        }
-        // SAFETY: no thread runs the library's code or is bound, and the
-        // library is being unloaded: nothing uses a message or a context
-        // again.
-        unsafe {
-            crate::messages::free_all();
-            crate::thread::free_pool();
+
+        /// The library's destructor. When it runs because of `dlclose`, no
+        /// thread is bound (bound threads pin the library) and none runs its
+        /// code (the caller of `dlclose` guarantees that), so the key is deleted
+        /// — threads that hold only a last error no longer have a destructor
+        /// in the unmapped code — and the contexts and messages are freed. At
+        /// exit nothing is freed: other threads may still be running.
+        extern "C" fn on_unload() {
+            // Acquire: pairs with the Release in `mark_exiting`.
+            if EXITING.load(Ordering::Acquire) || PIN.is_completed() {
+                return;
+            }
+            // Relaxed: no other thread runs the library's code.
+            let stored = KEY.swap(0, Ordering::Relaxed);
+            if stored != 0 {
+                // SAFETY: the key was created by `create_key` and is deleted
+                // once; no thread uses it any more.
+                let rc = unsafe { libc::pthread_key_delete((stored - 1) as libc::pthread_key_t) };
+                debug_assert_eq!(rc, 0);
+            }
+            // SAFETY: no thread runs the library's code or is bound, and the
+            // library is being unloaded: nothing uses a message or a context
+            // again.
+            unsafe {
+                crate::messages::free_all();
+                crate::thread::free_pool();
+            }
         }
     }
 }

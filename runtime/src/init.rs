@@ -112,8 +112,8 @@ fn start(name: &'static str, background: bool, init: fn() -> Result<(), Failure>
     // stays loaded until the init's thread has exited.
     let hold = hooks::LibraryHold::take();
     let task = move || {
-        hold.until_thread_exit();
         run(name, init);
+        hold.until_thread_exit();
     };
     if let Err(error) = spawn_detached(Box::new(task)) {
         GATE.finish(Err(format!("`{name}` could not start its thread: {error}")));

@@ -15,7 +15,8 @@ static ERRORS_OUTSIDE_CALLS: AtomicU64 = AtomicU64::new(0);
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Stats {
-    /// Contexts ever created (never freed; reused through the free list).
+    /// Contexts ever created (reused through the free list; freed only when
+    /// the library is unloaded).
     pub contexts_created: u64,
     /// Contexts attached to a thread right now.
     pub contexts_bound: u64,

@@ -36,7 +36,8 @@ pub(crate) fn current() -> Option<&'static ContextNode> {
         return None;
     }
     // SAFETY: values of the slot other than null and `EXITED` are nodes of
-    // `CONTEXTS` (the contract of `tls::set`), which are never freed.
+    // `CONTEXTS` (the contract of `tls::set`), which are freed only when the
+    // library is unloaded, when no thread runs its code.
     Some(unsafe { &*node })
 }
 
