@@ -60,15 +60,17 @@ fn header_has_guards_and_a_stable_order() {
     for line in [
         "#ifndef FIXTURE_H",
         "#include <stdint.h>",
+        "#define FIXTURE_API __declspec(dllimport)",
+        "#define FIXTURE_CALL __cdecl",
         "typedef int64_t (*Reenter)(int32_t depth);",
         "typedef struct Pair Pair;",
         "extern \"C\" {",
-        "size_t fixture_last_error_length(void);",
-        "int fixture_last_error_message(char *buf, size_t len);",
-        "int32_t fixture_plain(int32_t value);",
-        "typedef int32_t (*fixture_plain_fn)(int32_t value);",
-        "int64_t fixture_str_chars(const char *text);",
-        "int64_t fixture_nest(int32_t depth, Reenter reenter);",
+        "FIXTURE_API size_t FIXTURE_CALL fixture_last_error_length(void);",
+        "FIXTURE_API int FIXTURE_CALL fixture_last_error_message(char *buf, size_t len);",
+        "FIXTURE_API int32_t FIXTURE_CALL fixture_plain(int32_t value);",
+        "typedef int32_t (FIXTURE_CALL *fixture_plain_fn)(int32_t value);",
+        "FIXTURE_API int64_t FIXTURE_CALL fixture_str_chars(const char *text);",
+        "FIXTURE_API int64_t FIXTURE_CALL fixture_nest(int32_t depth, Reenter reenter);",
         "#endif /* FIXTURE_H */",
     ] {
         assert!(
