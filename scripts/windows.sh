@@ -77,6 +77,12 @@ prefix_started=$SECONDS
 wineboot --init >/dev/null 2>&1 || die "wineboot failed (WINEPREFIX=$WINEPREFIX)"
 echo "prefix ready in $((SECONDS - prefix_started)) s"
 
+step "the runtime's unit tests, on Windows"
+mkdir -p "target/$TARGET/debug/deps"
+cp "$OUT/bcryptprimitives.dll" "target/$TARGET/debug/deps/"
+CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER=wine RUSTFLAGS="-D warnings" \
+    cargo test -p callgate --lib --target "$TARGET" --quiet || die "the unit tests failed under wine"
+
 # Runs one host under wine from $OUT (so the shim DLL is found beside it).
 run() {
     local name=$1

@@ -138,6 +138,9 @@ pub fn render(declarations: &[Declaration], options: &HeaderOptions) -> Result<S
         out.push_str(&declaration.pointer_typedef());
         out.push_str(";\n");
         if let Some(prototype) = declaration.prototype() {
+            // Data a program imports from a DLL needs `dllimport` too.
+            out.push_str(&linkage.api);
+            out.push(' ');
             out.push_str(&prototype);
             out.push_str(";\n");
         }

@@ -357,7 +357,7 @@ fn a_table_of_local_callbacks_is_a_struct_and_an_extern_const() {
     let expected = "\
 /* Function-pointer types of the `local` callbacks, to pass to C. */
 
-typedef int (*compare_fn)(const void *a, const void *b);
+typedef int (T_CALL *compare_fn)(const void *a, const void *b);
 
 /* Tables of `local` callbacks, exported as read-only data: one function pointer per callback. */
 
@@ -367,7 +367,7 @@ typedef int (*compare_fn)(const void *a, const void *b);
 typedef struct MylibCallbacks {
     compare_fn compare;
 } MylibCallbacks;
-extern const MylibCallbacks mylib_callbacks;
+T_API extern const MylibCallbacks mylib_callbacks;
 ";
     assert!(header.contains(expected), "{header}");
 

@@ -196,3 +196,25 @@ mod imp {
         }
     }
 }
+
+#[cfg(all(test, windows))]
+mod tests {
+    /// Runs under wine in `scripts/windows.sh`. The test binary's
+    /// environment is emptied for good: no other unit test reads it.
+    #[test]
+    fn clear_leaves_only_the_per_drive_directories() {
+        // SAFETY: Windows serialises environment access in the system (the
+        // PEB lock), and no other test of this binary writes it.
+        unsafe {
+            super::set_var("CALLGATE_CLEAR_TEST", "1");
+            super::set_var("PATH_CLEAR_TEST", "C:\\");
+            super::clear();
+        }
+        let left: Vec<_> = std::env::vars_os()
+            .map(|(key, _)| key)
+            .filter(|key| !key.as_encoded_bytes().starts_with(b"="))
+            .collect();
+        assert!(left.is_empty(), "left after clear: {left:?}");
+        assert_eq!(crate::settings::current(), crate::Settings::default());
+    }
+}
