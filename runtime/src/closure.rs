@@ -707,8 +707,21 @@ impl<F> Drop for EndTurn<'_, F> {
 }
 
 /// A non-zero number unique to the calling thread among running threads:
+/// its `pthread_t` (a pointer to its thread descriptor on glibc, and never
+/// 0 on the unix targets callgate supports), which takes no thread-local of
+/// the library's own.
+#[cfg(unix)]
+#[inline(always)]
+fn thread_mark() -> usize {
+    // SAFETY: `pthread_self` has no preconditions.
+    let id = unsafe { libc::pthread_self() };
+    id as usize | 1
+}
+
+/// A non-zero number unique to the calling thread among running threads:
 /// the address of a thread-local. (It has no destructor, so it is usable
 /// during thread teardown.)
+#[cfg(not(unix))]
 #[inline(always)]
 fn thread_mark() -> usize {
     thread_local! {

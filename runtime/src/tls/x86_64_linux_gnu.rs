@@ -144,14 +144,20 @@ pub(super) fn claim(
     let found: *const ContextNode;
     // SAFETY: compares and writes this thread's slot (see `get`); only this
     // thread ever accesses it.
+    // The resolver leaves the slot's offset in `rax`, which `cmpxchg` needs
+    // for the expected value: the offset moves to another register first.
     unsafe {
-        asm!(
-            "mov {offset}, qword ptr [rip + __callgate_current_context@GOTTPOFF]",
-            "cmpxchg qword ptr fs:[{offset}], {value}",
-            offset = out(reg) _,
-            value = in(reg) value,
-            inout("rax") expected => found,
-            options(nostack),
+        with_slot_offset!(
+            "mov {offset}, rax\n\
+             mov rax, {expected}\n\
+             cmpxchg qword ptr fs:[{offset}], {value}",
+            [
+                offset = out(reg) _,
+                expected = in(reg) expected,
+                value = in(reg) value,
+                out("rax") found,
+            ],
+            []
         );
     }
     if found == expected {
