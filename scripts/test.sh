@@ -13,11 +13,19 @@ fi
 
 step() { printf '\n==> %s\n' "$*"; }
 
-step "build the cdylib fixtures the dlopen tests load"
+step "build the cdylib fixtures the dlopen tests load, debug and release"
 cargo build --workspace --lib --quiet
+cargo build --workspace --lib --release --quiet
 
-step "unit, integration, compile-fail and doc tests"
+step "unit, integration, compile-fail and doc tests (debug fixture)"
 cargo test --workspace
+
+# The C-host tests again, against the optimised fixture: what users ship,
+# where the compiler drops landing pads the debug build keeps.
+step "the C-host tests against the release fixture"
+CALLGATE_FIXTURE_PROFILE=release cargo test -p callgate-dev \
+    --test abandon --test bad_input --test churn --test data --test depth --test dlclose \
+    --test fork --test init_background --test signals --test teardown
 
 step "loom models of the gate and the free list"
 RUSTFLAGS="--cfg callgate_loom" LOOM_MAX_PREEMPTIONS=3 \
