@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs callgate's whole test suite: unit, integration (real C callers),
-# compile-fail, doc tests, the loom models and the valgrind checks.
+# compile-fail, doc tests, the loom models, the sanitizer runs (when the
+# nightly toolchain is there) and the valgrind checks.
 #
 #   scripts/test.sh          the CI-sized run
 #   scripts/test.sh --full   the large iteration counts (CALLGATE_FULL=1)
@@ -30,6 +31,9 @@ CALLGATE_FIXTURE_PROFILE=release cargo test -p callgate-dev \
 step "loom models of the gate and the free list"
 RUSTFLAGS="--cfg callgate_loom" LOOM_MAX_PREEMPTIONS=3 \
     cargo test -p callgate --lib --release --target-dir target/loom
+
+step "ThreadSanitizer and AddressSanitizer over the C hosts (nightly)"
+scripts/sanitizers.sh
 
 if [[ -x scripts/valgrind.sh ]]; then
     step "valgrind: memcheck and helgrind over the churn and nesting harness"
