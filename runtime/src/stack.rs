@@ -85,6 +85,7 @@ impl Mark {
         if self.address > current.address {
             return false;
         }
+        crate::valgrind::mark_defined(self.address, 8);
         // SAFETY: the address is a word of this thread's stack that was an
         // anchor: stacks stay mapped while their thread runs (a stack freed
         // while a callback was suspended on it is outside the contract).
