@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs callgate's whole test suite: unit, integration (real C callers),
-# compile-fail, doc tests, the loom models and the valgrind checks.
+# compile-fail, doc tests, the loom models, the sanitizer runs (when the
+# nightly toolchain is there) and the valgrind checks.
 #
 #   scripts/test.sh          the CI-sized run
 #   scripts/test.sh --full   the large iteration counts (CALLGATE_FULL=1)
@@ -13,15 +14,26 @@ fi
 
 step() { printf '\n==> %s\n' "$*"; }
 
-step "build the cdylib fixtures the dlopen tests load"
+step "build the cdylib fixtures the dlopen tests load, debug and release"
 cargo build --workspace --lib --quiet
+cargo build --workspace --lib --release --quiet
 
-step "unit, integration, compile-fail and doc tests"
+step "unit, integration, compile-fail and doc tests (debug fixture)"
 cargo test --workspace
+
+# The C-host tests again, against the optimised fixture: what users ship,
+# where the compiler drops landing pads the debug build keeps.
+step "the C-host tests against the release fixture"
+CALLGATE_FIXTURE_PROFILE=release cargo test -p callgate-dev \
+    --test abandon --test bad_input --test churn --test data --test depth --test dlclose \
+    --test fork --test init_background --test signals --test teardown
 
 step "loom models of the gate and the free list"
 RUSTFLAGS="--cfg callgate_loom" LOOM_MAX_PREEMPTIONS=3 \
     cargo test -p callgate --lib --release --target-dir target/loom
+
+step "ThreadSanitizer and AddressSanitizer over the C hosts (nightly)"
+scripts/sanitizers.sh
 
 if [[ -x scripts/valgrind.sh ]]; then
     step "valgrind: memcheck and helgrind over the churn and nesting harness"

@@ -6,7 +6,8 @@
 #             and in barrier-synchronised waves), 1 000-deep nesting (bound
 #             and per-call), callbacks from a 64 KiB stack and a swapcontext
 #             stack, the bad-input cases (panics, errors, panicking Local
-#             hooks), calls at exit; and the data program compiled against
+#             hooks), calls at exit, callbacks abandoned by longjmp (bound
+#             and per-call); and the data program compiled against
 #             the generated header (tests/c/linked/data.c): every slice,
 #             owned-result and buffer case, owned values freed on another
 #             thread, create/free cycles; the callbacks program compiled the
@@ -124,6 +125,8 @@ run memcheck small-stack depth small-stack 64
 run memcheck swapcontext depth swapcontext 64
 run memcheck bad-input bad_input returns
 run memcheck exit-handlers teardown exit bound
+run memcheck longjmp abandon longjmp 16
+run memcheck longjmp-per-call abandon longjmp-per-call 16
 check memcheck data-boundary "$linked/data" boundary
 check memcheck data-threads "$linked/data" threads 1000
 check memcheck data-cycles "$linked/data" cycles "$cycles" no-rss

@@ -49,8 +49,10 @@ fn longjmp_out_of_a_callback_leaves_the_local_usable() {
     assert_released_once_per_thread(&abandon("longjmp", threads), threads);
 }
 
-/// The same out of an `attach = per_call` nest: the abandoned per-call
-/// context keeps serving the thread and is released when it exits.
+/// The same out of an `attach = per_call` nest on threads that are not
+/// bound: the abandoned per-call context is released by the thread's next
+/// outermost return, or by its exit hook when the thread exits right after
+/// the jump; no context stays bound.
 #[test]
 fn longjmp_out_of_a_per_call_callback_releases_its_context() {
     let threads = host::size(1_000, 10_000);

@@ -107,6 +107,22 @@
 //! targets with neither pthread keys nor Windows' FLS every call works the
 //! per-call way.
 //!
+//! # Calls that never return
+//!
+//! C code called from a callback may end the call early: `longjmp` back to
+//! the host (libpng's error handling), `pthread_exit`, a cancellation, a
+//! C++ exception caught further out. The runtime notices such abandoned
+//! calls and recovers: every call writes a token into its own frame and
+//! records where; the next call, finding calls still recorded as running,
+//! drops those it can prove gone (their frame lies at or below its own on
+//! the thread's stack, or their token was overwritten) and frees the
+//! [`Local`] values they held. A call that returns restores the depth it
+//! started at, and the thread's exit hook, which runs when none of its
+//! frames remain, releases the context whatever was left recorded. A
+//! forced unwind or a foreign exception that reaches one of the
+//! trampoline's landing pads (debug builds keep them) cannot be caught:
+//! it aborts the process with a message naming the callback.
+//!
 //! # Settings and statistics
 //!
 //! The `CALLGATE` environment variable, read once, changes the defaults of

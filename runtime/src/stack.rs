@@ -39,20 +39,22 @@
 //! must not call back while the callback below it is suspended.
 
 use core::cell::{Cell, UnsafeCell};
+use core::mem::MaybeUninit;
 
-/// A word in a call's frame holding that call's token.
-pub(crate) struct Anchor(UnsafeCell<u64>);
+/// A word in a call's frame holding that call's token. Uninitialised until
+/// [`mark`](Anchor::mark) writes it: no store is spent on a placeholder.
+pub(crate) struct Anchor(UnsafeCell<MaybeUninit<u64>>);
 
 impl Anchor {
     #[inline(always)]
     pub(crate) const fn new() -> Anchor {
-        Anchor(UnsafeCell::new(0))
+        Anchor(UnsafeCell::new(MaybeUninit::uninit()))
     }
 
     /// Writes `token` into the anchor and returns the mark that finds it.
     #[inline(always)]
     pub(crate) fn mark(&self, token: u64) -> Mark {
-        let word = self.0.get();
+        let word = self.0.get().cast::<u64>();
         // SAFETY: `word` points to this anchor's own word; a volatile write
         // so the token is really in memory, where `read_word` looks.
         unsafe { word.write_volatile(token) };
@@ -83,6 +85,7 @@ impl Mark {
         if self.address > current.address {
             return false;
         }
+        crate::valgrind::mark_defined(self.address, 8);
         // SAFETY: the address is a word of this thread's stack that was an
         // anchor: stacks stay mapped while their thread runs (a stack freed
         // while a callback was suspended on it is outside the contract).

@@ -1,4 +1,5 @@
-//! Happens-before annotations for helgrind.
+//! Happens-before annotations for helgrind, and memcheck's "defined" mark
+//! for the words `stack` reads on purpose in frames that are gone.
 //!
 //! A context moves from one thread to the next through the free list,
 //! ordered by a Release CAS in `push` and an Acquire CAS in `pop`. helgrind
@@ -22,12 +23,28 @@ const USERSO_SEND_PRE: usize = 0x4847_0121;
 #[cfg(all(target_arch = "x86_64", not(callgate_loom)))]
 const USERSO_RECV_POST: usize = 0x4847_0122;
 
+/// `VG_USERREQ__MAKE_MEM_DEFINED` (memcheck.h: tool base `'M','C'`, + 2).
+#[cfg(all(target_arch = "x86_64", not(callgate_loom)))]
+const MAKE_MEM_DEFINED: usize = 0x4D43_0002;
+
+/// Tells memcheck that the `len` bytes at `address` are readable and
+/// defined: `stack` reads the anchor word of a frame that may be gone,
+/// which memcheck tracks as undefined (or inaccessible, below the stack
+/// pointer); the value read is only compared with the token.
+#[inline]
+pub(crate) fn mark_defined(address: usize, len: usize) {
+    #[cfg(all(target_arch = "x86_64", not(callgate_loom)))]
+    client_request(MAKE_MEM_DEFINED, address, len);
+    #[cfg(not(all(target_arch = "x86_64", not(callgate_loom))))]
+    let _ = (address, len);
+}
+
 /// Everything this thread did so far happens before what a thread does
 /// after [`happens_after`] with the same `tag`.
 #[inline]
 pub(crate) fn happens_before<T>(tag: *const T) {
     #[cfg(all(target_arch = "x86_64", not(callgate_loom)))]
-    client_request(USERSO_SEND_PRE, tag.addr());
+    client_request(USERSO_SEND_PRE, tag.addr(), 0);
     #[cfg(not(all(target_arch = "x86_64", not(callgate_loom))))]
     let _ = tag;
 }
@@ -36,15 +53,15 @@ pub(crate) fn happens_before<T>(tag: *const T) {
 #[inline]
 pub(crate) fn happens_after<T>(tag: *const T) {
     #[cfg(all(target_arch = "x86_64", not(callgate_loom)))]
-    client_request(USERSO_RECV_POST, tag.addr());
+    client_request(USERSO_RECV_POST, tag.addr(), 0);
     #[cfg(not(all(target_arch = "x86_64", not(callgate_loom))))]
     let _ = tag;
 }
 
 #[cfg(all(target_arch = "x86_64", not(callgate_loom)))]
 #[inline]
-fn client_request(request: usize, argument: usize) {
-    let arguments: [usize; 6] = [request, argument, 0, 0, 0, 0];
+fn client_request(request: usize, first: usize, second: usize) {
+    let arguments: [usize; 6] = [request, first, second, 0, 0, 0];
     // SAFETY: the special instruction preamble of valgrind.h for amd64: four
     // rotations of %rdi by 128 bits in all (its value is unchanged, but it
     // is declared clobbered) and `xchg rbx, rbx` (a no-op that preserves the

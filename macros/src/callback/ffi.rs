@@ -93,6 +93,16 @@ fn path_value(path: &TypePath, ty: &Type, position: Position, in_option: bool) -
             "`char` cannot cross the C boundary (C's `char` is a byte); return `u32` or `c_char`"
                 .to_owned()
         }
+        "NonZero" | "NonZeroI8" | "NonZeroI16" | "NonZeroI32" | "NonZeroI64" | "NonZeroI128"
+        | "NonZeroIsize" | "NonZeroU8" | "NonZeroU16" | "NonZeroU32" | "NonZeroU64"
+        | "NonZeroU128" | "NonZeroUsize"
+            if param && !in_option =>
+        {
+            format!(
+                "C may pass 0 for an integer, which is undefined behaviour for `{name}`; take \
+                 `Option<{name}>` (0 is `None`), or the integer and check it"
+            )
+        }
         "Box" | "Rc" | "Arc" if generic_arg(ty, &name).is_some_and(is_dyn) => format!(
             "`{name}<dyn Trait>` is a fat pointer and cannot cross the C boundary; box it again \
              (`Box<Box<dyn Trait>>`) and pass the thin pointer, or use a `#[repr(C)]` struct"

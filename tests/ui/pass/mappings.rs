@@ -73,6 +73,11 @@ pub fn owned_pointers(session: Option<Box<Session>>, handle: Option<NonNull<Sess
     session.map_or(0, |session| session.id)
 }
 
+#[c_callback(on_panic = 0)]
+pub fn nonzero_or_none(count: Option<std::num::NonZeroU32>) -> u32 {
+    count.map_or(0, |count| 100 / count.get())
+}
+
 #[c_callback(on_panic = None)]
 pub fn returns_nullable_reference(point: &'static Point) -> Option<&'static Point> {
     Some(point)

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# ThreadSanitizer and AddressSanitizer over the C-host scenarios: the test
+# fixture built with a nightly `-Zsanitizer=…` and `-Zbuild-std` (so std is
+# instrumented too), loaded by the C hosts compiled with the same
+# `-fsanitize=…`. Needs the nightly toolchain with `rust-src`; without it,
+# prints one `SKIPPED: …` line and succeeds.
+#
+# Options: ASan runs with detect_leaks=0, because contexts and `#[local]`
+# values are recycled and never freed, by design (memcheck checks definite
+# leaks in scripts/valgrind.sh instead). No report is suppressed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! rustup run nightly rustc --version >/dev/null 2>&1; then
+    echo "SKIPPED: sanitizers: no nightly toolchain (rustup toolchain install nightly --component rust-src)"
+    exit 0
+fi
+sysroot=$(rustup run nightly rustc --print sysroot)
+if [[ ! -d "$sysroot/lib/rustlib/src/rust/library" ]]; then
+    echo "SKIPPED: sanitizers: the nightly toolchain has no rust-src (rustup component add rust-src --toolchain nightly)"
+    exit 0
+fi
+
+target=x86_64-unknown-linux-gnu
+started=$SECONDS
+
+run_host() {
+    local what=$1
+    shift
+    printf '  %s\n' "$*"
+    if ! "$@" >"$log" 2>&1; then
+        echo "sanitizers: $what failed: $*" >&2
+        cat "$log" >&2
+        exit 1
+    fi
+}
+
+for sanitizer in thread address; do
+    dir=target/sanitizer-$sanitizer
+    echo "==> $sanitizer sanitizer: build the fixture"
+    RUSTFLAGS="-Zsanitizer=$sanitizer" rustup run nightly cargo build --quiet --release \
+        -Zbuild-std --target "$target" -p callgate-fixture --target-dir "$dir"
+    fixture=$dir/$target/release/libcallgate_fixture.so
+    hosts=$dir/hosts
+    log=$dir/host.log
+    mkdir -p "$hosts"
+    flags=(-O1 -g -fsanitize="$sanitizer" -fno-omit-frame-pointer -Wall -Wextra -Werror -pthread)
+    for host in churn depth dlclose abandon signals; do
+        cc "${flags[@]}" tests/c/hosts/$host.c -o "$hosts/$host" -ldl
+    done
+    c++ "${flags[@]}" tests/c/hosts/exception.cc -o "$hosts/exception" -ldl
+
+    echo "==> $sanitizer sanitizer: run the hosts"
+    export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
+    export ASAN_OPTIONS="halt_on_error=1 detect_leaks=0"
+    run_host churn "$hosts/churn" "$fixture" churn 200 8 no-rss
+    run_host burst "$hosts/churn" "$fixture" burst 64 no-rss
+    run_host nesting "$hosts/depth" "$fixture" nest 1000
+    run_host nesting "$hosts/depth" "$fixture" nest-per-call 1000
+    run_host dlclose "$hosts/dlclose" "$fixture" live 4
+    run_host longjmp "$hosts/abandon" "$fixture" longjmp 64
+    run_host longjmp "$hosts/abandon" "$fixture" longjmp-per-call 64
+    run_host signals "$hosts/signals" "$fixture" reentrant-binds 100
+    run_host pthread_exit "$hosts/abandon" "$fixture" exit 64
+    run_host cancel "$hosts/abandon" "$fixture" cancel 64
+    run_host exception "$hosts/exception" "$fixture" 64
+done
+echo "sanitizers: ok in $((SECONDS - started)) s"
