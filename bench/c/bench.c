@@ -15,6 +15,20 @@ static int64_t now_ns(void) {
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* --- the calibration chain --- */
+
+int32_t bench_calibration(int32_t x) {
+    int32_t chain = 0;
+    for (int i = 0; i < BENCH_CALIBRATION_STEPS; i++) {
+        chain += 1;
+        /* The empty asm makes `chain` opaque to the compiler: it can
+         * neither fold the additions nor unroll them into anything but one
+         * dependent `add` after another. */
+        __asm__ volatile("" : "+r"(chain));
+    }
+    return x + 1 + (chain - BENCH_CALIBRATION_STEPS);
+}
+
 /* --- timed call loops --- */
 
 /* Every timed call runs in one of these two loops: one copy of the code,

@@ -10,6 +10,14 @@ typedef int32_t (*bench_int_fn)(int32_t x);
 /* A benchmark callback with a string: returns x + strlen(text) + 1. */
 typedef int32_t (*bench_cstr_fn)(const char *text, int32_t x);
 
+/* The calibration callback: a fixed chain of BENCH_CALIBRATION_STEPS
+ * dependent additions, then returns x + 1. It does the same work on every
+ * call, so where its time per call moves during a run, the machine's speed
+ * moved (another thread on the same core, a lower clock, the hypervisor),
+ * not the code under test. */
+#define BENCH_CALIBRATION_STEPS 100
+int32_t bench_calibration(int32_t x);
+
 /* One timed call loop. Exactly one of `int_fn` and `cstr_fn` is set. */
 typedef struct {
     bench_int_fn int_fn;

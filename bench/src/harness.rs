@@ -42,6 +42,12 @@ impl Callback {
     }
 }
 
+/// The calibration callback of the C harness: a fixed chain of dependent
+/// additions, then `x + 1`. Its time per call moves only with the machine.
+pub fn calibration() -> IntFn {
+    bench_calibration
+}
+
 /// Callers keep calls per thread (or block) in this range, so `x` fits in
 /// an `int32_t` and the checksums in an `i64`.
 fn check_calls(calls: i64) {
@@ -88,6 +94,9 @@ struct BenchScaling {
 }
 
 unsafe extern "C" {
+    // Safe to call: it takes and returns a plain integer and touches no
+    // memory.
+    safe fn bench_calibration(x: i32) -> i32;
     fn bench_scaling_pair(spec: *mut BenchScaling) -> c_int;
     fn bench_interleaved(blocks: *mut BenchBlock, count: c_int, cycles: c_int) -> c_int;
     fn bench_call_loop(spec: *const BenchLoop, result: *mut BenchLoopResult) -> c_int;
