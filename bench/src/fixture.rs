@@ -2,13 +2,13 @@
 //! case, where a Rust `thread_local!` is general-dynamic TLS.
 
 use core::ffi::{CStr, c_void};
-use std::ffi::{CString, OsString};
-use std::os::unix::ffi::OsStrExt;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::Callbacks;
 use crate::harness::{CstrFn, IntFn};
+use crate::library::Library;
 
 /// The fixture package (`fixture/`) and the file cargo builds from it.
 const PACKAGE: &str = "callgate-bench-fixture";
@@ -78,6 +78,12 @@ pub fn portable_tls() -> Result<PathBuf, String> {
     Ok(target.join(dirs.profile_name).join(FILE))
 }
 
+/// This program's target directory: where cargo builds the fixture, and
+/// where `bench/go/install.sh` puts Go by default.
+pub fn target_dir() -> Result<PathBuf, String> {
+    Ok(Dirs::of_this_program()?.target)
+}
+
 /// The directories the fixture builds go to.
 struct Dirs {
     /// This program's target directory.
@@ -139,31 +145,15 @@ fn build(target_dir: &Path, env: &[(&str, OsString)]) -> Result<(), String> {
 /// Loads the library at `path` with `dlopen` (it stays loaded) and looks up
 /// its callbacks.
 pub fn load(path: &Path) -> Result<Callbacks, String> {
-    let c_path = CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| format!("{} contains a NUL byte", path.display()))?;
-    // SAFETY: `c_path` is NUL-terminated. The library runs no code at load
-    // time that needs anything from us.
-    let handle = unsafe { libc::dlopen(c_path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
-    if handle.is_null() {
-        return Err(format!("dlopen {}: {}", path.display(), dl_error()));
-    }
-    let symbol = |name: &CStr| -> Result<*mut c_void, String> {
-        // SAFETY: `handle` is a live handle (never closed); `name` is
-        // NUL-terminated.
-        let address = unsafe { libc::dlsym(handle, name.as_ptr()) };
-        if address.is_null() {
-            return Err(format!("dlsym {name:?}: {}", dl_error()));
-        }
-        Ok(address)
-    };
+    let library = Library::open(path)?;
     let int_fn = |name: &CStr| -> Result<IntFn, String> {
-        let address = symbol(name)?;
+        let address = library.symbol(name)?;
         // SAFETY: the fixture defines `name` as
         // `extern "C" fn(i32) -> i32`, and the library is never unloaded.
         Ok(unsafe { core::mem::transmute::<*mut c_void, IntFn>(address) })
     };
     let cstr_fn = |name: &CStr| -> Result<CstrFn, String> {
-        let address = symbol(name)?;
+        let address = library.symbol(name)?;
         // SAFETY: the fixture defines `name` as
         // `extern "C" fn(*const c_char, i32) -> i32`, and the library is
         // never unloaded.
@@ -177,17 +167,4 @@ pub fn load(path: &Path) -> Result<Callbacks, String> {
         local: int_fn(c"bench_local")?,
         cstr: cstr_fn(c"bench_cstr")?,
     })
-}
-
-fn dl_error() -> String {
-    // SAFETY: `dlerror` returns null or a NUL-terminated message that stays
-    // valid until the next dl* call on this thread; we copy it at once.
-    let message = unsafe { libc::dlerror() };
-    if message.is_null() {
-        return "unknown error".to_owned();
-    }
-    // SAFETY: non-null, NUL-terminated (see above).
-    unsafe { CStr::from_ptr(message) }
-        .to_string_lossy()
-        .into_owned()
 }

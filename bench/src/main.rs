@@ -34,7 +34,9 @@
 
 mod env;
 mod fixture;
+mod go;
 mod harness;
+mod library;
 mod linked;
 mod load;
 mod plan;
@@ -304,6 +306,7 @@ fn measure(json: bool, rounds: usize) -> Result<(), String> {
         notes.push(note);
         Vec::new()
     });
+    let go = go::load().map_err(|note| notes.push(note)).ok();
     for note in &notes {
         eprintln!("callgate-bench: {note}");
     }
@@ -311,7 +314,7 @@ fn measure(json: bool, rounds: usize) -> Result<(), String> {
 
     eprintln!("callgate-bench: measuring ({rounds} rounds over all rows, then the environment)…");
     let start = load::CpuClock::now();
-    let plan = plan::plan(&places, &placements);
+    let plan = plan::plan(&places, &placements, go);
     let mut samples: Vec<Vec<f64>> = vec![Vec::with_capacity(rounds); plan.rows.specs().len()];
     for round in 0..rounds {
         let mut run = |job: &Job| {
@@ -387,6 +390,18 @@ fn measure(json: bool, rounds: usize) -> Result<(), String> {
     {
         extra.push(("placement.worst_bound_minus_raw_ns".to_owned(), worst));
     }
+    if go.is_some() {
+        let median = |key: &str| {
+            rows.iter()
+                .find(|row| row.key == key)
+                .map(|row| row.summary.median)
+                .expect("the Go rows are measured")
+        };
+        extra.push((
+            "go.scaling_2t_1t".to_owned(),
+            median("go.scaling_2t_ops") / median("go.scaling_1t_ops"),
+        ));
+    }
     extra.push((
         "placement.cdylib_bound_offset".to_owned(),
         (cdylib.bound as usize % 64) as f64,
@@ -452,13 +467,13 @@ fn measure(json: bool, rounds: usize) -> Result<(), String> {
         header = format!("{header}\n{line}");
     }
     let names: Vec<&str> = places.iter().map(|place| place.name).collect();
-    let checks = checks(&rows, &names, &placements);
+    let checks = checks(&rows, &names, &placements, go.is_some());
     print!("{}", report::table(&header, &rows, &checks));
     Ok(())
 }
 
 /// The derived figures and their targets.
-fn checks(rows: &[Row], places: &[&str], placements: &[Placement]) -> Vec<Check> {
+fn checks(rows: &[Row], places: &[&str], placements: &[Placement], go: bool) -> Vec<Check> {
     let median = |key: &str, place: &str| {
         rows.iter()
             .find(|row| row.key == key && row.place == place)
@@ -525,6 +540,35 @@ fn checks(rows: &[Row], places: &[&str], placements: &[Placement]) -> Vec<Check>
             unit: " ns",
             target: Some(Target::AtMost(BOUND_MINUS_RAW_TARGET_NS)),
         });
+    }
+    if go {
+        let single = |what, unit, target, value| Check {
+            what,
+            values: vec![(plan::GO.to_owned(), value)],
+            unit,
+            target,
+        };
+        checks.extend([
+            single(
+                "go.cthread_ns / cthread.bound_ns (cdylib)",
+                "",
+                Some(Target::AtLeast(20.0)),
+                median("go.cthread_ns", plan::GO) / median("cthread.bound_ns", "cdylib"),
+            ),
+            single(
+                "go.scaling_2t_ops / go.scaling_1t_ops",
+                "",
+                None,
+                median("go.scaling_2t_ops", plan::GO) / median("go.scaling_1t_ops", plan::GO),
+            ),
+            single(
+                "go.create_callback_join_us / churn.create_join_us (cdylib)",
+                "",
+                None,
+                median("go.create_callback_join_us", plan::GO)
+                    / median("churn.create_join_us", "cdylib"),
+            ),
+        ]);
     }
     checks.push(Check {
         what: "env.remove_loop_10000_ns / env.clear_10000_ns",

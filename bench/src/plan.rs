@@ -39,6 +39,9 @@ const PLACE_ROWS: [(&str, &str); 13] = [
 /// taking turns with the single-thread rows.
 pub const CALIBRATION: &str = "machine.calibration_ns";
 
+/// The place of the Go rows.
+pub const GO: &str = "go";
+
 /// Where a set of benchmark callbacks lives.
 pub struct Place {
     /// The name in the table's `callbacks` column.
@@ -216,11 +219,11 @@ fn calls_taking(name: &str, callback: Callback, target_ns: f64) -> i64 {
     ((target_ns * calls as f64 / ns) as i64).clamp(100, 100_000_000)
 }
 
-/// The rows and jobs for `places`, `placements` and the calibration chain.
-/// All single-thread call costs go into one job of interleaved blocks, the
-/// calibration chain's among them, so every sample of every row sees the
-/// same machine.
-pub fn plan(places: &[Place], placements: &[Placement]) -> Plan {
+/// The rows and jobs for `places`, `placements`, the Go callback `go` if
+/// there is one, and the calibration chain. All single-thread call costs go
+/// into one job of interleaved blocks, the calibration chain's among them,
+/// so every sample of every row sees the same machine.
+pub fn plan(places: &[Place], placements: &[Placement], go: Option<IntFn>) -> Plan {
     let mut rows = Rows::default();
     let calibration = rows.add(CALIBRATION, NO_PLACE, "ns", Some(CALIBRATION.to_owned()));
     for (key, unit) in PLACE_ROWS {
@@ -298,6 +301,30 @@ pub fn plan(places: &[Place], placements: &[Placement]) -> Plan {
     for (callbacks, raw, bound) in placement_rows {
         turns.push((Callback::Int(callbacks.raw), raw, rows.name(raw)));
         turns.push((Callback::Int(callbacks.bound), bound, rows.name(bound)));
+    }
+    if let Some(go) = go {
+        let mut add = |key: &str, unit| rows.add(key, GO, unit, Some(key.to_owned()));
+        let cthread = add("go.cthread_ns", "ns");
+        let scaling = [
+            add("go.scaling_1t_ops", "calls/s"),
+            add("go.scaling_2t_ops", "calls/s"),
+        ];
+        let churn = add("go.create_callback_join_us", "µs/thread");
+        let first_call = add("go.first_call_ns", "ns");
+        turns.push((Callback::Int(go), cthread, rows.name(cthread)));
+        let calls = calls_taking(&rows.name(scaling[0]), Callback::Int(go), SCALING_BLOCK_NS);
+        jobs.push(Job {
+            probe: Probe::Scaling(go, calls),
+            rows: scaling.to_vec(),
+        });
+        jobs.push(Job {
+            probe: Probe::Churn(go),
+            rows: vec![churn],
+        });
+        jobs.push(Job {
+            probe: Probe::FirstCall(go),
+            rows: vec![first_call],
+        });
     }
 
     let (callbacks, turn_rows): (Vec<_>, Vec<_>) = turns
