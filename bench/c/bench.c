@@ -51,6 +51,15 @@ static int64_t cstr_calls(bench_cstr_fn fn, const char *text, int64_t calls) {
     return sum;
 }
 
+__attribute__((noinline, aligned(64)))
+static int64_t slice_calls(bench_slice_fn fn, const uint8_t *data, size_t data_len,
+                           int64_t calls) {
+    bench_slice_fn volatile call = fn;
+    int64_t sum = 0;
+    for (int64_t i = 0; i < calls; i++) sum += call(data, data_len);
+    return sum;
+}
+
 typedef struct {
     const bench_loop *spec;
     bench_loop_result *result;
@@ -58,6 +67,7 @@ typedef struct {
 
 static int64_t calls(const bench_loop *spec, int64_t n) {
     if (spec->int_fn) return int_calls(spec->int_fn, n);
+    if (spec->slice_fn) return slice_calls(spec->slice_fn, spec->data, spec->data_len, n);
     return cstr_calls(spec->cstr_fn, spec->text, n);
 }
 
@@ -89,6 +99,9 @@ typedef struct {
 
 static int64_t block_calls(const bench_block *block) {
     if (block->int_fn) return int_calls(block->int_fn, block->block_calls);
+    if (block->slice_fn) {
+        return slice_calls(block->slice_fn, block->data, block->data_len, block->block_calls);
+    }
     return cstr_calls(block->cstr_fn, block->text, block->block_calls);
 }
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::Callbacks;
-use crate::harness::{CstrFn, IntFn};
+use crate::harness::{CstrFn, IntFn, SliceFn};
 use crate::library::Library;
 
 /// The fixture package (`fixture/`) and the file cargo builds from it.
@@ -159,6 +159,13 @@ pub fn load(path: &Path) -> Result<Callbacks, String> {
         // never unloaded.
         Ok(unsafe { core::mem::transmute::<*mut c_void, CstrFn>(address) })
     };
+    let slice_fn = |name: &CStr| -> Result<SliceFn, String> {
+        let address = library.symbol(name)?;
+        // SAFETY: the fixture defines `name` as
+        // `extern "C" fn(*const u8, usize) -> u32`, and the library is
+        // never unloaded.
+        Ok(unsafe { core::mem::transmute::<*mut c_void, SliceFn>(address) })
+    };
     Ok(Callbacks {
         raw: int_fn(c"bench_raw")?,
         raw_cstr: cstr_fn(c"bench_raw_cstr")?,
@@ -166,5 +173,7 @@ pub fn load(path: &Path) -> Result<Callbacks, String> {
         per_call: int_fn(c"bench_per_call")?,
         local: int_fn(c"bench_local")?,
         cstr: cstr_fn(c"bench_cstr")?,
+        raw_sum: slice_fn(c"bench_raw_sum")?,
+        sum: slice_fn(c"bench_sum")?,
     })
 }

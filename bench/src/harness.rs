@@ -10,33 +10,59 @@ pub type IntFn = unsafe extern "C" fn(i32) -> i32;
 /// A benchmark callback taking a string (`x + strlen(text) + 1`).
 pub type CstrFn = unsafe extern "C" fn(*const c_char, i32) -> i32;
 
+/// A benchmark callback taking a slice as (pointer, length) and returning
+/// the sum of its bytes.
+pub type SliceFn = unsafe extern "C" fn(*const u8, usize) -> u32;
+
 /// The string passed to [`CstrFn`] callbacks.
 pub const TEXT: &CStr = c"callgate";
 
-/// A callback of either shape.
+/// The bytes passed to [`SliceFn`] callbacks: 16 of them.
+pub const DATA: [u8; 16] = *b"callgate-slices!";
+
+/// A callback of any of the shapes.
 #[derive(Clone, Copy)]
 pub enum Callback {
     /// `int32_t (*)(int32_t)`.
     Int(IntFn),
     /// `int32_t (*)(const char *, int32_t)`, called with [`TEXT`].
     Cstr(CstrFn),
+    /// `uint32_t (*)(const uint8_t *, size_t)`, called with [`DATA`].
+    Slice(SliceFn),
+}
+
+/// The nullable pointers the C structs take, one of them set.
+struct Pointers {
+    int_fn: Option<IntFn>,
+    cstr_fn: Option<CstrFn>,
+    slice_fn: Option<SliceFn>,
 }
 
 impl Callback {
-    /// The two nullable pointers the C structs take.
-    fn split(self) -> (Option<IntFn>, Option<CstrFn>) {
+    fn split(self) -> Pointers {
+        let mut pointers = Pointers {
+            int_fn: None,
+            cstr_fn: None,
+            slice_fn: None,
+        };
         match self {
-            Callback::Int(f) => (Some(f), None),
-            Callback::Cstr(f) => (None, Some(f)),
+            Callback::Int(f) => pointers.int_fn = Some(f),
+            Callback::Cstr(f) => pointers.cstr_fn = Some(f),
+            Callback::Slice(f) => pointers.slice_fn = Some(f),
         }
+        pointers
     }
 
-    /// The sum of the results of calls with `x = 0 .. calls` when every
-    /// call ran (none returned its fallback).
+    /// The sum of the results of `calls` calls (with `x = 0 .. calls` where
+    /// the callback takes `x`) when every call ran (none returned its
+    /// fallback).
     fn checksum(self, calls: i64) -> i64 {
         let first = match self {
             Callback::Int(_) => 1,
             Callback::Cstr(_) => 1 + TEXT.count_bytes() as i64,
+            Callback::Slice(_) => {
+                return calls * DATA.iter().map(|&byte| i64::from(byte)).sum::<i64>();
+            }
         };
         calls * first + calls * (calls - 1) / 2
     }
@@ -61,7 +87,10 @@ fn check_calls(calls: i64) {
 struct BenchLoop {
     int_fn: Option<IntFn>,
     cstr_fn: Option<CstrFn>,
+    slice_fn: Option<SliceFn>,
     text: *const c_char,
+    data: *const u8,
+    data_len: usize,
     warmup_calls: i64,
     calls: i64,
 }
@@ -77,7 +106,10 @@ struct BenchLoopResult {
 struct BenchBlock {
     int_fn: Option<IntFn>,
     cstr_fn: Option<CstrFn>,
+    slice_fn: Option<SliceFn>,
     text: *const c_char,
+    data: *const u8,
+    data_len: usize,
     block_calls: i64,
     elapsed_ns: i64,
     checksum: i64,
@@ -111,18 +143,25 @@ unsafe extern "C" {
 /// value: the callback failed), naming `name`.
 pub fn call_loop(name: &str, callback: Callback, calls: i64) -> f64 {
     check_calls(calls);
-    let (int_fn, cstr_fn) = callback.split();
+    let Pointers {
+        int_fn,
+        cstr_fn,
+        slice_fn,
+    } = callback.split();
     let spec = BenchLoop {
         int_fn,
         cstr_fn,
+        slice_fn,
         text: TEXT.as_ptr(),
+        data: DATA.as_ptr(),
+        data_len: DATA.len(),
         warmup_calls: (calls / 10).max(1_000),
         calls,
     };
     let mut result = BenchLoopResult::default();
     // SAFETY: `spec` and `result` are valid for the call; the callbacks are
     // valid function pointers of the declared C types; `TEXT` is
-    // NUL-terminated and 'static.
+    // NUL-terminated and 'static, `DATA` is 'static and `data_len` long.
     let rc = unsafe { bench_call_loop(&spec, &mut result) };
     assert_eq!(rc, 0, "the C harness could not create its thread");
     assert_eq!(
@@ -154,11 +193,18 @@ pub fn interleaved(blocks: &[Block<'_>], cycles: usize) -> Vec<f64> {
         .iter()
         .map(|block| {
             check_calls(block.calls);
-            let (int_fn, cstr_fn) = block.callback.split();
+            let Pointers {
+                int_fn,
+                cstr_fn,
+                slice_fn,
+            } = block.callback.split();
             BenchBlock {
                 int_fn,
                 cstr_fn,
+                slice_fn,
                 text: TEXT.as_ptr(),
+                data: DATA.as_ptr(),
+                data_len: DATA.len(),
                 block_calls: block.calls,
                 elapsed_ns: 0,
                 checksum: 0,
@@ -167,7 +213,7 @@ pub fn interleaved(blocks: &[Block<'_>], cycles: usize) -> Vec<f64> {
         .collect();
     // SAFETY: `specs` holds `specs.len()` valid entries for the call, with
     // valid callbacks of the declared C types; `TEXT` is NUL-terminated and
-    // 'static.
+    // 'static, `DATA` is 'static and `data_len` long.
     let rc = unsafe {
         bench_interleaved(
             specs.as_mut_ptr(),

@@ -45,7 +45,7 @@ mod report;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use harness::{Callback, CstrFn, IntFn};
+use harness::{Callback, CstrFn, IntFn, SliceFn};
 use plan::{Job, Place, Placement};
 use report::{Check, NO_PLACE, Row, Summary, Target};
 
@@ -65,6 +65,11 @@ pub struct Callbacks {
     pub local: IntFn,
     /// `#[c_callback]` with one `&CStr` parameter.
     pub cstr: CstrFn,
+    /// The floor for `sum`: a plain `extern "C" fn` summing the bytes of
+    /// `(data, data_len)`.
+    pub raw_sum: SliceFn,
+    /// `#[c_callback]` with one `&[u8]` parameter, summing its bytes.
+    pub sum: SliceFn,
 }
 
 /// Samples per row unless `--rounds` says otherwise: the median of an odd
@@ -89,7 +94,7 @@ gets one sample per round; --rounds sets how many (default 21, at least 1).
 --loop makes <calls> (default 10000000) calls of one callback of the cdylib
 (--linked: of this binary) from one C thread and prints the time per call:
 a workload for profilers (perf, valgrind --tool=callgrind). <callback> is
-raw, raw_cstr, bound, per_call, local or cstr.
+raw, raw_cstr, bound, per_call, local, cstr, raw_sum or sum.
 
 CALLGATE_BENCH_FIXTURE=<path> loads that build of the cdylib fixture instead
 of building it with cargo (the padded and portable_tls builds are then
@@ -160,6 +165,8 @@ fn run_loop(callbacks: &Callbacks, callback: &str, calls: i64) -> Result<(), Str
         "per_call" => Callback::Int(callbacks.per_call),
         "local" => Callback::Int(callbacks.local),
         "cstr" => Callback::Cstr(callbacks.cstr),
+        "raw_sum" => Callback::Slice(callbacks.raw_sum),
+        "sum" => Callback::Slice(callbacks.sum),
         _ => return Err(format!("unknown callback `{callback}`")),
     };
     let ns = harness::call_loop(callback, chosen, calls);
@@ -508,6 +515,9 @@ fn checks(rows: &[Row], places: &[&str], placements: &[Placement], go: bool) -> 
             None,
             &|p| median("cthread.cstr_ns", p) - median("cthread.raw_cstr_ns", p),
         ),
+        figure("cthread.sum_ns − cthread.raw_sum_ns", " ns", None, &|p| {
+            median("cthread.sum_ns", p) - median("cthread.raw_sum_ns", p)
+        }),
         figure(
             "scaling.bound_2t_ops / scaling.bound_1t_ops",
             "",

@@ -19,13 +19,15 @@ const FIRST_CALL_THREADS: usize = 200;
 const CHURN_THREADS: usize = 400;
 
 /// The rows measured for every [`Place`], in report order: key and unit.
-const PLACE_ROWS: [(&str, &str); 13] = [
+const PLACE_ROWS: [(&str, &str); 15] = [
     ("cthread.raw_ns", "ns"),
     ("cthread.raw_cstr_ns", "ns"),
     ("cthread.bound_ns", "ns"),
     ("cthread.per_call_ns", "ns"),
     ("cthread.local_ns", "ns"),
     ("cthread.cstr_ns", "ns"),
+    ("cthread.raw_sum_ns", "ns"),
+    ("cthread.sum_ns", "ns"),
     ("scaling.raw_1t_ops", "calls/s"),
     ("scaling.raw_2t_ops", "calls/s"),
     ("scaling.bound_1t_ops", "calls/s"),
@@ -265,6 +267,8 @@ pub fn plan(places: &[Place], placements: &[Placement], go: Option<IntFn>) -> Pl
             ("cthread.bound_ns", Callback::Int(c.bound)),
             ("cthread.local_ns", Callback::Int(c.local)),
             ("cthread.cstr_ns", Callback::Cstr(c.cstr)),
+            ("cthread.raw_sum_ns", Callback::Slice(c.raw_sum)),
+            ("cthread.sum_ns", Callback::Slice(c.sum)),
         ] {
             turns.push((callback, row(key), rows.name(row(key))));
         }
