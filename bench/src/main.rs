@@ -319,7 +319,10 @@ fn measure(json: bool, rounds: usize) -> Result<(), String> {
     }
     let cpus = std::thread::available_parallelism().map_or(1, usize::from);
 
-    eprintln!("callgate-bench: measuring ({rounds} rounds over all rows, then the environment)…");
+    let plural = if rounds == 1 { "" } else { "s" };
+    eprintln!(
+        "callgate-bench: measuring ({rounds} round{plural} over all rows, then the environment)…"
+    );
     let start = load::CpuClock::now();
     let plan = plan::plan(&places, &placements, go);
     let mut samples: Vec<Vec<f64>> = vec![Vec::with_capacity(rounds); plan.rows.specs().len()];
@@ -453,7 +456,7 @@ fn measure(json: bool, rounds: usize) -> Result<(), String> {
         .map(|placement| placement.offset.to_string())
         .collect();
     let mut header = format!(
-        "callgate-bench: {rounds} samples per row, {cpus} CPUs; {others}.\n\
+        "callgate-bench: {rounds} sample{plural} per row, {cpus} CPUs; {others}.\n\
          calibration chain ({} ns min, {} ns max, spread {spread:.2}): {phases}.\n\
          C pthreads call each callback through a volatile function pointer.\n\
          callbacks in: cdylib = {} loaded with dlopen (bench_bound at byte {} of its \
