@@ -113,7 +113,7 @@ static void *interleaved_worker(void *raw) {
             bench_block *block = &job->blocks[i];
             int64_t begin = now_ns();
             block->checksum += block_calls(block);
-            block->elapsed_ns += now_ns() - begin;
+            block->cycle_ns[cycle] = now_ns() - begin;
         }
     }
     return NULL;
@@ -121,10 +121,7 @@ static void *interleaved_worker(void *raw) {
 
 int bench_interleaved(bench_block *blocks, int count, int cycles) {
     interleaved_job job = {.blocks = blocks, .count = count, .cycles = cycles};
-    for (int i = 0; i < count; i++) {
-        blocks[i].elapsed_ns = 0;
-        blocks[i].checksum = 0;
-    }
+    for (int i = 0; i < count; i++) blocks[i].checksum = 0;
     pthread_t id;
     if (pthread_create(&id, NULL, interleaved_worker, &job) != 0) return -1;
     pthread_join(id, NULL);

@@ -54,7 +54,8 @@ typedef struct {
     const uint8_t *data;   /* the bytes passed to `slice_fn` */
     size_t data_len;
     int64_t block_calls;   /* calls per block */
-    int64_t elapsed_ns;    /* out: the time of all timed blocks */
+    int64_t *cycle_ns;     /* out: the time of each timed block, one entry
+                              per cycle */
     int64_t checksum;      /* out: the sum of all timed calls' results */
 } bench_block;
 

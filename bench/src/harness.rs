@@ -111,7 +111,7 @@ struct BenchBlock {
     data: *const u8,
     data_len: usize,
     block_calls: i64,
-    elapsed_ns: i64,
+    cycle_ns: *mut i64,
     checksum: i64,
 }
 
@@ -185,13 +185,15 @@ pub struct Block<'a> {
 
 /// On one new pthread, calls each callback of `blocks` for one untimed
 /// block, then `cycles` times for one timed block each in turn; returns the
-/// nanoseconds per call of each.
+/// nanoseconds per call of each callback in each of its timed blocks.
 ///
 /// Panics like [`call_loop`].
-pub fn interleaved(blocks: &[Block<'_>], cycles: usize) -> Vec<f64> {
+pub fn interleaved(blocks: &[Block<'_>], cycles: usize) -> Vec<Vec<f64>> {
+    let mut cycle_ns = vec![vec![0_i64; cycles]; blocks.len()];
     let mut specs: Vec<BenchBlock> = blocks
         .iter()
-        .map(|block| {
+        .zip(&mut cycle_ns)
+        .map(|(block, cycle_ns)| {
             check_calls(block.calls);
             let Pointers {
                 int_fn,
@@ -206,14 +208,15 @@ pub fn interleaved(blocks: &[Block<'_>], cycles: usize) -> Vec<f64> {
                 data: DATA.as_ptr(),
                 data_len: DATA.len(),
                 block_calls: block.calls,
-                elapsed_ns: 0,
+                cycle_ns: cycle_ns.as_mut_ptr(),
                 checksum: 0,
             }
         })
         .collect();
     // SAFETY: `specs` holds `specs.len()` valid entries for the call, with
-    // valid callbacks of the declared C types; `TEXT` is NUL-terminated and
-    // 'static, `DATA` is 'static and `data_len` long.
+    // valid callbacks of the declared C types and room for `cycles` block
+    // times each; `TEXT` is NUL-terminated and 'static, `DATA` is 'static
+    // and `data_len` long.
     let rc = unsafe {
         bench_interleaved(
             specs.as_mut_ptr(),
@@ -225,14 +228,18 @@ pub fn interleaved(blocks: &[Block<'_>], cycles: usize) -> Vec<f64> {
     blocks
         .iter()
         .zip(&specs)
-        .map(|(block, spec)| {
+        .zip(&cycle_ns)
+        .map(|((block, spec), cycle_ns)| {
             assert_eq!(
                 spec.checksum,
                 block.callback.checksum(block.calls) * cycles as i64,
                 "`{}` returned wrong values (its fallback: a call failed)",
                 block.name
             );
-            spec.elapsed_ns as f64 / (block.calls * cycles as i64) as f64
+            cycle_ns
+                .iter()
+                .map(|&ns| ns as f64 / block.calls as f64)
+                .collect()
         })
         .collect()
 }

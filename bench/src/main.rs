@@ -19,14 +19,16 @@
 //! (`placement.at_N.*`, N the byte offset read from the loaded address).
 //!
 //! Figures that are compared are measured side by side: the single-thread
-//! call costs in blocks of about 100 µs taking turns on one thread, one
-//! thread against two in alternating blocks. Every row gets one sample per
-//! round and the rounds go over all rows, so a slow phase of the machine
-//! spreads over all of them; the report gives the min, median and max of
-//! the samples, and how much of the machine other processes used meanwhile.
-//! A calibration row, a fixed chain of dependent additions in C
-//! (`machine.calibration_ns`), takes turns with the call costs: where its
-//! samples spread, the machine changed speed during the run.
+//! call costs in blocks of about 100 µs taking turns on one thread (a
+//! sample is the median over its 100 blocks, so a block that lost its CPU
+//! for a while does not count), one thread against two in alternating
+//! blocks. Every row gets one sample per round and the rounds go over all
+//! rows, so a slow phase of the machine spreads over all of them; the
+//! report gives the min, median and max of the samples, and how much of the
+//! machine other processes used meanwhile. A calibration row, a fixed chain
+//! of dependent additions in C (`machine.calibration_ns`), takes turns with
+//! the call costs: where its samples spread, or many of its blocks run slow
+//! (`machine.slow_blocks_pct`), the machine changed speed during the run.
 //!
 //! The fixture builds are made with cargo on start (same profile as this
 //! binary); set `CALLGATE_BENCH_FIXTURE=/path/to/lib.so` to load another
@@ -83,6 +85,10 @@ const BOUND_MINUS_RAW_TARGET_NS: f64 = 0.5;
 /// How much slower than its fastest sample the calibration chain may get
 /// before the report says the machine changed speed during the run.
 const CALIBRATION_SPREAD: f64 = 1.15;
+
+/// The share of the calibration chain's blocks in one sample, in percent,
+/// that may run slow before the report says the machine changed speed.
+const SLOW_BLOCKS_PCT: f64 = 10.0;
 
 const USAGE: &str = "usage: callgate-bench [--json] [--rounds <n>]
        callgate-bench --loop <callback> [<calls>] [--linked]
@@ -382,10 +388,16 @@ fn measure(json: bool, rounds: usize) -> Result<(), String> {
         .map(|row| row.summary)
         .expect("the calibration row is measured");
     let spread = calibration.max / calibration.min;
+    let slow_blocks = rows
+        .iter()
+        .find(|row| row.key == plan::SLOW_BLOCKS)
+        .map(|row| row.summary)
+        .expect("the calibration row is measured");
     let mut extra = vec![
         ("machine.calibration_min_ns".to_owned(), calibration.min),
         ("machine.calibration_max_ns".to_owned(), calibration.max),
         ("machine.calibration_spread".to_owned(), spread),
+        ("machine.slow_blocks_max_pct".to_owned(), slow_blocks.max),
     ];
     if let Some(worst) = placements
         .iter()
@@ -426,11 +438,13 @@ fn measure(json: bool, rounds: usize) -> Result<(), String> {
             i.steal * 100.0
         ));
     }
-    let phases = if spread > CALIBRATION_SPREAD {
+    let phases = if spread > CALIBRATION_SPREAD || slow_blocks.max > SLOW_BLOCKS_PCT {
         warnings.push(format!(
-            "warning: the calibration chain ran {spread:.2}× slower in its slowest sample than \
-             in its fastest: the machine changed speed during the run (a shared core, a lower \
-             clock); compare rows by their medians and by the calibration row"
+            "warning: the calibration chain's samples spread {spread:.2}×, and up to {:.0}% of \
+             its blocks in a sample ran slow: the machine changed speed during the run (a \
+             shared core, a lower clock, preemption); trust the medians, and compare rows \
+             measured side by side",
+            slow_blocks.max
         ));
         "the machine changed speed during the run"
     } else {
@@ -457,7 +471,8 @@ fn measure(json: bool, rounds: usize) -> Result<(), String> {
         .collect();
     let mut header = format!(
         "callgate-bench: {rounds} sample{plural} per row, {cpus} CPUs; {others}.\n\
-         calibration chain ({} ns min, {} ns max, spread {spread:.2}): {phases}.\n\
+         calibration chain: {} ns min, {} ns max over the samples (spread {spread:.2}); \
+         {:.0}% of its blocks ran slow in the median sample, {:.0}% at most: {phases}.\n\
          C pthreads call each callback through a volatile function pointer.\n\
          callbacks in: cdylib = {} loaded with dlopen (bench_bound at byte {} of its \
          64-byte line); binary = linked into this program; portable_tls = the cdylib built \
@@ -465,6 +480,8 @@ fn measure(json: bool, rounds: usize) -> Result<(), String> {
          bench_bound starts at byte N of its line ({}).",
         report::number(calibration.min),
         report::number(calibration.max),
+        slow_blocks.median,
+        slow_blocks.max,
         path.display(),
         cdylib.bound as usize % 64,
         if offsets.is_empty() {

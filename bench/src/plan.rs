@@ -3,7 +3,7 @@
 
 use crate::Callbacks;
 use crate::harness::{self, Block, Callback, IntFn};
-use crate::report::NO_PLACE;
+use crate::report::{NO_PLACE, Summary};
 
 /// How long one sample of a call loop should take.
 const SAMPLE_NS: f64 = 10_000_000.0;
@@ -40,6 +40,13 @@ const PLACE_ROWS: [(&str, &str); 15] = [
 /// The calibration row's key: a fixed chain of dependent additions in C,
 /// taking turns with the single-thread rows.
 pub const CALIBRATION: &str = "machine.calibration_ns";
+
+/// The key of the share of the calibration chain's blocks that ran slow.
+pub const SLOW_BLOCKS: &str = "machine.slow_blocks_pct";
+
+/// A calibration block slower than this many times the sample's fastest
+/// one ran on a slower machine (a busy core, a lower clock, a preemption).
+const SLOW_BLOCK: f64 = 1.15;
 
 /// The place of the Go rows.
 pub const GO: &str = "go";
@@ -123,7 +130,9 @@ impl Rows {
 /// How a job measures its rows; one run gives one sample of each.
 enum Probe {
     /// Nanoseconds per call of each callback, on one thread, in blocks of
-    /// the given number of calls taking turns.
+    /// the given number of calls taking turns: the median over the blocks.
+    /// The first callback is the calibration chain; the first value is the
+    /// share of its blocks that ran slow, in percent.
     Interleaved(Vec<(Callback, i64)>),
     /// Nanoseconds per call on a thread of its own, this many calls (a
     /// per-call callback on a thread that a bound one attached would find
@@ -160,7 +169,20 @@ impl Job {
                         calls,
                     })
                     .collect();
-                harness::interleaved(&blocks, (SAMPLE_NS / BLOCK_NS) as usize)
+                let per_block = harness::interleaved(&blocks, (SAMPLE_NS / BLOCK_NS) as usize);
+                // The first callback is the calibration chain: the share
+                // of its blocks that ran slow says how much of the sample
+                // the machine was slower; the others' medians leave out
+                // blocks that lost their CPU for a while.
+                let calibration = &per_block[0];
+                let fastest = calibration.iter().copied().fold(f64::INFINITY, f64::min);
+                let slow = calibration
+                    .iter()
+                    .filter(|&&ns| ns > SLOW_BLOCK * fastest)
+                    .count();
+                let mut values = vec![100.0 * slow as f64 / calibration.len() as f64];
+                values.extend(per_block.iter().map(|ns| Summary::of(ns).median));
+                values
             }
             &Probe::Latency(callback, calls) => {
                 vec![harness::call_loop(&name, callback, calls) / calls as f64]
@@ -228,6 +250,7 @@ fn calls_taking(name: &str, callback: Callback, target_ns: f64) -> i64 {
 pub fn plan(places: &[Place], placements: &[Placement], go: Option<IntFn>) -> Plan {
     let mut rows = Rows::default();
     let calibration = rows.add(CALIBRATION, NO_PLACE, "ns", Some(CALIBRATION.to_owned()));
+    let slow_blocks = rows.add(SLOW_BLOCKS, NO_PLACE, "%", Some(SLOW_BLOCKS.to_owned()));
     for (key, unit) in PLACE_ROWS {
         for place in places {
             let json =
@@ -339,7 +362,7 @@ pub fn plan(places: &[Place], placements: &[Placement], go: Option<IntFn>) -> Pl
         0,
         Job {
             probe: Probe::Interleaved(callbacks),
-            rows: turn_rows,
+            rows: [slow_blocks].into_iter().chain(turn_rows).collect(),
         },
     );
     Plan {
