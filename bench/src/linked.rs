@@ -16,6 +16,8 @@ pub fn callbacks() -> Callbacks {
         per_call,
         local,
         cstr,
+        raw_sum,
+        sum,
     }
 }
 
@@ -66,6 +68,30 @@ fn local(#[local] scratch: &mut Scratch, x: i32) -> i32 {
 #[c_callback(local, on_panic = -1)]
 fn cstr(text: &CStr, x: i32) -> i32 {
     cstr_work(text, x)
+}
+
+/// The floor for [`sum`]: the same sum of `(data, data_len)`, no boundary.
+///
+/// # Safety
+///
+/// `data` points to `data_len` readable bytes.
+unsafe extern "C" fn raw_sum(data: *const u8, data_len: usize) -> u32 {
+    // SAFETY: `data` points to `data_len` readable bytes (caller
+    // obligation).
+    let data = unsafe { core::slice::from_raw_parts(data, data_len) };
+    sum_work(data)
+}
+
+/// A bound callback with one slice parameter.
+#[c_callback(local, on_error = u32::MAX)]
+fn sum(data: &[u8]) -> u32 {
+    sum_work(data)
+}
+
+/// The sum of the bytes.
+#[inline(always)]
+fn sum_work(data: &[u8]) -> u32 {
+    data.iter().map(|&byte| u32::from(byte)).sum()
 }
 
 /// `x + 1`, plus a read of the string so the conversion is not optimised away.
