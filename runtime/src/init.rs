@@ -90,7 +90,7 @@ pub fn init_state() -> InitState {
 /// On Windows the constructor runs inside `DllMain`, under the loader lock,
 /// where starting a thread and waiting for it deadlocks: there it only arms
 /// the gate and records the init, which the first call that finds the gate
-/// closed starts ([`start_deferred`]).
+/// closed starts (`start_deferred`).
 pub fn run_init(name: &'static str, background: bool, init: fn() -> Result<(), Failure>) {
     hooks::handle_fork();
     GATE.arm();
