@@ -31,10 +31,10 @@ int32_t bench_calibration(int32_t x) {
 
 /* --- timed call loops --- */
 
-/* Every timed call runs in one of these two loops: one copy of the code,
- * not inlined and aligned to a cache line, so how the loop falls across
- * instruction-fetch boundaries is the same for every row (at a couple of
- * nanoseconds per call, it shows). */
+/* Every timed call runs in one of these loops, one per callback shape: one
+ * copy of the code, not inlined and aligned to a cache line, so how the loop
+ * falls across instruction-fetch boundaries is the same for every row (at a
+ * couple of nanoseconds per call, it shows). */
 __attribute__((noinline, aligned(64)))
 static int64_t int_calls(bench_int_fn fn, int64_t calls) {
     bench_int_fn volatile call = fn;
@@ -60,6 +60,14 @@ static int64_t slice_calls(bench_slice_fn fn, const uint8_t *data, size_t data_l
     return sum;
 }
 
+__attribute__((noinline, aligned(64)))
+static int64_t data_calls(bench_data_fn fn, void *user_data, int64_t calls) {
+    bench_data_fn volatile call = fn;
+    int64_t sum = 0;
+    for (int64_t i = 0; i < calls; i++) sum += call(user_data, (int32_t)i);
+    return sum;
+}
+
 typedef struct {
     const bench_loop *spec;
     bench_loop_result *result;
@@ -68,6 +76,7 @@ typedef struct {
 static int64_t calls(const bench_loop *spec, int64_t n) {
     if (spec->int_fn) return int_calls(spec->int_fn, n);
     if (spec->slice_fn) return slice_calls(spec->slice_fn, spec->data, spec->data_len, n);
+    if (spec->data_fn) return data_calls(spec->data_fn, spec->user_data, n);
     return cstr_calls(spec->cstr_fn, spec->text, n);
 }
 
@@ -102,6 +111,7 @@ static int64_t block_calls(const bench_block *block) {
     if (block->slice_fn) {
         return slice_calls(block->slice_fn, block->data, block->data_len, block->block_calls);
     }
+    if (block->data_fn) return data_calls(block->data_fn, block->user_data, block->block_calls);
     return cstr_calls(block->cstr_fn, block->text, block->block_calls);
 }
 

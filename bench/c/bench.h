@@ -12,6 +12,9 @@ typedef int32_t (*bench_int_fn)(int32_t x);
 typedef int32_t (*bench_cstr_fn)(const char *text, int32_t x);
 /* A benchmark callback with a slice: returns the sum of the bytes. */
 typedef uint32_t (*bench_slice_fn)(const uint8_t *data, size_t data_len);
+/* A benchmark callback with C's callback data, the `void *` a C API passes
+ * back to its callback: returns x + 1. */
+typedef int32_t (*bench_data_fn)(void *user_data, int32_t x);
 
 /* The calibration callback: a fixed chain of BENCH_CALIBRATION_STEPS
  * dependent additions, then returns x + 1. It does the same work on every
@@ -21,15 +24,17 @@ typedef uint32_t (*bench_slice_fn)(const uint8_t *data, size_t data_len);
 #define BENCH_CALIBRATION_STEPS 100
 int32_t bench_calibration(int32_t x);
 
-/* One timed call loop. Exactly one of `int_fn`, `cstr_fn` and `slice_fn`
- * is set. */
+/* One timed call loop. Exactly one of `int_fn`, `cstr_fn`, `slice_fn` and
+ * `data_fn` is set. */
 typedef struct {
     bench_int_fn int_fn;
     bench_cstr_fn cstr_fn;
     bench_slice_fn slice_fn;
+    bench_data_fn data_fn;
     const char *text;      /* the string passed to `cstr_fn` */
     const uint8_t *data;   /* the bytes passed to `slice_fn` */
     size_t data_len;
+    void *user_data;       /* the pointer passed to `data_fn` */
     int64_t warmup_calls;  /* untimed calls before the timed ones */
     int64_t calls;         /* timed calls */
 } bench_loop;
@@ -45,14 +50,16 @@ typedef struct {
 int bench_call_loop(const bench_loop *spec, bench_loop_result *result);
 
 /* One callback of an interleaved measurement. Exactly one of `int_fn`,
- * `cstr_fn` and `slice_fn` is set. */
+ * `cstr_fn`, `slice_fn` and `data_fn` is set. */
 typedef struct {
     bench_int_fn int_fn;
     bench_cstr_fn cstr_fn;
     bench_slice_fn slice_fn;
+    bench_data_fn data_fn;
     const char *text;      /* the string passed to `cstr_fn` */
     const uint8_t *data;   /* the bytes passed to `slice_fn` */
     size_t data_len;
+    void *user_data;       /* the pointer passed to `data_fn` */
     int64_t block_calls;   /* calls per block */
     int64_t *cycle_ns;     /* out: the time of each timed block, one entry
                               per cycle */

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::Callbacks;
-use crate::harness::{CstrFn, IntFn, SliceFn};
+use crate::harness::{CstrFn, DataFn, IntFn, SliceFn, WithData};
 use crate::library::Library;
 
 /// The fixture package (`fixture/`) and the file cargo builds from it.
@@ -192,6 +192,39 @@ pub fn load_placed(path: &Path) -> Result<(Callbacks, TlsPlace), String> {
         // never unloaded.
         Ok(unsafe { core::mem::transmute::<*mut c_void, SliceFn>(address) })
     };
+    let closure = |name: &CStr| -> Result<WithData, String> {
+        let address = library.symbol(name)?;
+        // SAFETY: the fixture defines `name` as `unsafe extern "C"
+        // fn(*mut *mut c_void) -> DataFn`, and the library is never
+        // unloaded.
+        let make = unsafe {
+            core::mem::transmute::<*mut c_void, unsafe extern "C" fn(*mut *mut c_void) -> DataFn>(
+                address,
+            )
+        };
+        let mut data = core::ptr::null_mut();
+        // SAFETY: `data` is room for one pointer.
+        let function = unsafe { make(&mut data) };
+        // SAFETY: `name` hands the closure to C for good: nothing frees
+        // it, so `function` may be called with `data` from any thread for
+        // the rest of the process.
+        Ok(unsafe { WithData::new(function, data) })
+    };
+    let user_data = {
+        let address = library.symbol(c"bench_user_data")?;
+        // SAFETY: the fixture defines `bench_user_data` as `unsafe extern
+        // "C" fn(*mut c_void, i32) -> i32`, and the library is never
+        // unloaded.
+        let function = unsafe { core::mem::transmute::<*mut c_void, DataFn>(address) };
+        let address = library.symbol(c"bench_user_data_state")?;
+        // SAFETY: the fixture defines `bench_user_data_state` as
+        // `extern "C" fn() -> *mut c_void`.
+        let state =
+            unsafe { core::mem::transmute::<*mut c_void, extern "C" fn() -> *mut c_void>(address) };
+        // SAFETY: `bench_user_data_state` returns a never-written static of
+        // the library, the state `bench_user_data` expects.
+        unsafe { WithData::new(function, state()) }
+    };
     let callbacks = Callbacks {
         raw: int_fn(c"bench_raw")?,
         raw_cstr: cstr_fn(c"bench_raw_cstr")?,
@@ -201,6 +234,9 @@ pub fn load_placed(path: &Path) -> Result<(Callbacks, TlsPlace), String> {
         cstr: cstr_fn(c"bench_cstr")?,
         raw_sum: slice_fn(c"bench_raw_sum")?,
         sum: slice_fn(c"bench_sum")?,
+        closure: closure(c"bench_closure")?,
+        closure_concurrent: closure(c"bench_closure_concurrent")?,
+        user_data,
     };
     Ok((callbacks, place))
 }

@@ -2,7 +2,7 @@
 //! callback through a `volatile` function pointer and time themselves with
 //! `clock_gettime(CLOCK_MONOTONIC)`.
 
-use core::ffi::{CStr, c_char, c_int};
+use core::ffi::{CStr, c_char, c_int, c_void};
 
 /// A benchmark callback taking and returning an integer (`x + 1`).
 pub type IntFn = unsafe extern "C" fn(i32) -> i32;
@@ -13,6 +13,29 @@ pub type CstrFn = unsafe extern "C" fn(*const c_char, i32) -> i32;
 /// A benchmark callback taking a slice as (pointer, length) and returning
 /// the sum of its bytes.
 pub type SliceFn = unsafe extern "C" fn(*const u8, usize) -> u32;
+
+/// A benchmark callback taking C's callback data (the `void *` a C API
+/// passes back) first and an integer (`x + 1`).
+pub type DataFn = unsafe extern "C" fn(*mut c_void, i32) -> i32;
+
+/// A [`DataFn`] and the data C passes it on every call.
+#[derive(Clone, Copy)]
+pub struct WithData {
+    function: DataFn,
+    data: *mut c_void,
+}
+
+impl WithData {
+    /// Pairs `function` with the `data` the harness passes it.
+    ///
+    /// # Safety
+    ///
+    /// `function` may be called with `data` from any thread, any number of
+    /// times, for the rest of the process.
+    pub unsafe fn new(function: DataFn, data: *mut c_void) -> WithData {
+        WithData { function, data }
+    }
+}
 
 /// The string passed to [`CstrFn`] callbacks.
 pub const TEXT: &CStr = c"callgate";
@@ -29,6 +52,8 @@ pub enum Callback {
     Cstr(CstrFn),
     /// `uint32_t (*)(const uint8_t *, size_t)`, called with [`DATA`].
     Slice(SliceFn),
+    /// `int32_t (*)(void *, int32_t)`, called with its data.
+    Data(WithData),
 }
 
 /// The nullable pointers the C structs take, one of them set.
@@ -36,6 +61,8 @@ struct Pointers {
     int_fn: Option<IntFn>,
     cstr_fn: Option<CstrFn>,
     slice_fn: Option<SliceFn>,
+    data_fn: Option<DataFn>,
+    user_data: *mut c_void,
 }
 
 impl Callback {
@@ -44,11 +71,17 @@ impl Callback {
             int_fn: None,
             cstr_fn: None,
             slice_fn: None,
+            data_fn: None,
+            user_data: core::ptr::null_mut(),
         };
         match self {
             Callback::Int(f) => pointers.int_fn = Some(f),
             Callback::Cstr(f) => pointers.cstr_fn = Some(f),
             Callback::Slice(f) => pointers.slice_fn = Some(f),
+            Callback::Data(with) => {
+                pointers.data_fn = Some(with.function);
+                pointers.user_data = with.data;
+            }
         }
         pointers
     }
@@ -58,7 +91,7 @@ impl Callback {
     /// fallback).
     fn checksum(self, calls: i64) -> i64 {
         let first = match self {
-            Callback::Int(_) => 1,
+            Callback::Int(_) | Callback::Data(_) => 1,
             Callback::Cstr(_) => 1 + TEXT.count_bytes() as i64,
             Callback::Slice(_) => {
                 return calls * DATA.iter().map(|&byte| i64::from(byte)).sum::<i64>();
@@ -88,9 +121,11 @@ struct BenchLoop {
     int_fn: Option<IntFn>,
     cstr_fn: Option<CstrFn>,
     slice_fn: Option<SliceFn>,
+    data_fn: Option<DataFn>,
     text: *const c_char,
     data: *const u8,
     data_len: usize,
+    user_data: *mut c_void,
     warmup_calls: i64,
     calls: i64,
 }
@@ -107,9 +142,11 @@ struct BenchBlock {
     int_fn: Option<IntFn>,
     cstr_fn: Option<CstrFn>,
     slice_fn: Option<SliceFn>,
+    data_fn: Option<DataFn>,
     text: *const c_char,
     data: *const u8,
     data_len: usize,
+    user_data: *mut c_void,
     block_calls: i64,
     cycle_ns: *mut i64,
     checksum: i64,
@@ -147,20 +184,25 @@ pub fn call_loop(name: &str, callback: Callback, calls: i64) -> f64 {
         int_fn,
         cstr_fn,
         slice_fn,
+        data_fn,
+        user_data,
     } = callback.split();
     let spec = BenchLoop {
         int_fn,
         cstr_fn,
         slice_fn,
+        data_fn,
         text: TEXT.as_ptr(),
         data: DATA.as_ptr(),
         data_len: DATA.len(),
+        user_data,
         warmup_calls: (calls / 10).max(1_000),
         calls,
     };
     let mut result = BenchLoopResult::default();
     // SAFETY: `spec` and `result` are valid for the call; the callbacks are
-    // valid function pointers of the declared C types; `TEXT` is
+    // valid function pointers of the declared C types, a `DataFn` with its
+    // data (`WithData::new`'s obligation); `TEXT` is
     // NUL-terminated and 'static, `DATA` is 'static and `data_len` long.
     let rc = unsafe { bench_call_loop(&spec, &mut result) };
     assert_eq!(rc, 0, "the C harness could not create its thread");
@@ -199,14 +241,18 @@ pub fn interleaved(blocks: &[Block<'_>], cycles: usize) -> Vec<Vec<f64>> {
                 int_fn,
                 cstr_fn,
                 slice_fn,
+                data_fn,
+                user_data,
             } = block.callback.split();
             BenchBlock {
                 int_fn,
                 cstr_fn,
                 slice_fn,
+                data_fn,
                 text: TEXT.as_ptr(),
                 data: DATA.as_ptr(),
                 data_len: DATA.len(),
+                user_data,
                 block_calls: block.calls,
                 cycle_ns: cycle_ns.as_mut_ptr(),
                 checksum: 0,
@@ -214,7 +260,8 @@ pub fn interleaved(blocks: &[Block<'_>], cycles: usize) -> Vec<Vec<f64>> {
         })
         .collect();
     // SAFETY: `specs` holds `specs.len()` valid entries for the call, with
-    // valid callbacks of the declared C types and room for `cycles` block
+    // valid callbacks of the declared C types (a `DataFn` with its data,
+    // `WithData::new`'s obligation) and room for `cycles` block
     // times each; `TEXT` is NUL-terminated and 'static, `DATA` is 'static
     // and `data_len` long.
     let rc = unsafe {

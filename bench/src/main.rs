@@ -9,7 +9,11 @@
 //! Every call comes from a real `pthread_create` thread of the C harness
 //! (`c/bench.c`, compiled by the build script) through a `volatile`
 //! function pointer, so nothing is inlined; every callback does the same
-//! trivial work (`x + 1`). Each callback is measured in three places: the
+//! trivial work (`x + 1`), also through a `callgate::Closure`
+//! (`cthread.closure_ns`; `cthread.closure_concurrent_ns` made with
+//! `Closure::concurrent`) and a `#[user_data]` parameter
+//! (`cthread.user_data_ns`), each handed to C as a function and its data
+//! pointer. Each callback is measured in three places: the
 //! `callgate-bench-fixture` `cdylib` (`fixture/`) loaded with `dlopen` (the
 //! hard case, and the figures `--json` reports under the original keys),
 //! linked into this binary (`linked.*`), and the `cdylib` built with
@@ -52,7 +56,7 @@ mod report;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use harness::{Callback, CstrFn, IntFn, SliceFn};
+use harness::{Callback, CstrFn, IntFn, SliceFn, WithData};
 use plan::{Job, Place, Placement};
 use report::{Check, NO_PLACE, Row, Summary, Target};
 
@@ -77,6 +81,15 @@ pub struct Callbacks {
     pub raw_sum: SliceFn,
     /// `#[c_callback]` with one `&[u8]` parameter, summing its bytes.
     pub sum: SliceFn,
+    /// A `callgate::Closure::new` closure (calls take turns) returning
+    /// `x + 1`, and its data.
+    pub closure: WithData,
+    /// The same closure made with `callgate::Closure::concurrent` (calls
+    /// may run in parallel), and its data.
+    pub closure_concurrent: WithData,
+    /// `#[c_callback]` with a `#[user_data]` parameter, and the state to
+    /// pass it.
+    pub user_data: WithData,
 }
 
 /// Samples per row unless `--rounds` says otherwise: the median of an odd
@@ -106,7 +119,8 @@ gets one sample per round; --rounds sets how many (default 21, at least 1).
 --loop makes <calls> (default 10000000) calls of one callback of the cdylib
 (--linked: of this binary) from one C thread and prints the time per call:
 a workload for profilers (perf, valgrind --tool=callgrind). <callback> is
-raw, raw_cstr, bound, per_call, local, cstr, raw_sum or sum.
+raw, raw_cstr, bound, per_call, local, cstr, closure, closure_concurrent,
+user_data, raw_sum or sum.
 
 CALLGATE_BENCH_FIXTURE=<path> loads that build of the cdylib fixture instead
 of building it with cargo (the padded and portable_tls builds are then
@@ -177,6 +191,9 @@ fn run_loop(callbacks: &Callbacks, callback: &str, calls: i64) -> Result<(), Str
         "per_call" => Callback::Int(callbacks.per_call),
         "local" => Callback::Int(callbacks.local),
         "cstr" => Callback::Cstr(callbacks.cstr),
+        "closure" => Callback::Data(callbacks.closure),
+        "closure_concurrent" => Callback::Data(callbacks.closure_concurrent),
+        "user_data" => Callback::Data(callbacks.user_data),
         "raw_sum" => Callback::Slice(callbacks.raw_sum),
         "sum" => Callback::Slice(callbacks.sum),
         _ => return Err(format!("unknown callback `{callback}`")),
@@ -578,6 +595,24 @@ fn checks(
             " ns",
             Some(Target::AtMost(BOUND_MINUS_RAW_TARGET_NS)),
             &|p| median("cthread.bound_ns", p) - median("cthread.raw_ns", p),
+        ),
+        figure(
+            "cthread.closure_ns − cthread.bound_ns",
+            " ns",
+            None,
+            &|p| median("cthread.closure_ns", p) - median("cthread.bound_ns", p),
+        ),
+        figure(
+            "cthread.closure_concurrent_ns − cthread.bound_ns",
+            " ns",
+            None,
+            &|p| median("cthread.closure_concurrent_ns", p) - median("cthread.bound_ns", p),
+        ),
+        figure(
+            "cthread.user_data_ns − cthread.bound_ns",
+            " ns",
+            None,
+            &|p| median("cthread.user_data_ns", p) - median("cthread.bound_ns", p),
         ),
         figure("cthread.per_call_ns / cthread.bound_ns", "", None, &|p| {
             median("cthread.per_call_ns", p) / median("cthread.bound_ns", p)

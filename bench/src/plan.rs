@@ -19,13 +19,16 @@ const FIRST_CALL_THREADS: usize = 200;
 const CHURN_THREADS: usize = 400;
 
 /// The rows measured for every [`Place`], in report order: key and unit.
-const PLACE_ROWS: [(&str, &str); 15] = [
+const PLACE_ROWS: [(&str, &str); 18] = [
     ("cthread.raw_ns", "ns"),
     ("cthread.raw_cstr_ns", "ns"),
     ("cthread.bound_ns", "ns"),
     ("cthread.per_call_ns", "ns"),
     ("cthread.local_ns", "ns"),
     ("cthread.cstr_ns", "ns"),
+    ("cthread.closure_ns", "ns"),
+    ("cthread.closure_concurrent_ns", "ns"),
+    ("cthread.user_data_ns", "ns"),
     ("cthread.raw_sum_ns", "ns"),
     ("cthread.sum_ns", "ns"),
     ("scaling.raw_1t_ops", "calls/s"),
@@ -300,6 +303,12 @@ pub fn plan(
             ("cthread.bound_ns", Callback::Int(c.bound)),
             ("cthread.local_ns", Callback::Int(c.local)),
             ("cthread.cstr_ns", Callback::Cstr(c.cstr)),
+            ("cthread.closure_ns", Callback::Data(c.closure)),
+            (
+                "cthread.closure_concurrent_ns",
+                Callback::Data(c.closure_concurrent),
+            ),
+            ("cthread.user_data_ns", Callback::Data(c.user_data)),
             ("cthread.raw_sum_ns", Callback::Slice(c.raw_sum)),
             ("cthread.sum_ns", Callback::Slice(c.sum)),
         ] {
