@@ -15,12 +15,26 @@ static int64_t now_ns(void) {
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* --- the calibration chain --- */
+
+int32_t bench_calibration(int32_t x) {
+    int32_t chain = 0;
+    for (int i = 0; i < BENCH_CALIBRATION_STEPS; i++) {
+        chain += 1;
+        /* The empty asm makes `chain` opaque to the compiler: it can
+         * neither fold the additions nor unroll them into anything but one
+         * dependent `add` after another. */
+        __asm__ volatile("" : "+r"(chain));
+    }
+    return x + 1 + (chain - BENCH_CALIBRATION_STEPS);
+}
+
 /* --- timed call loops --- */
 
-/* Every timed call runs in one of these two loops: one copy of the code,
- * not inlined and aligned to a cache line, so how the loop falls across
- * instruction-fetch boundaries is the same for every row (at a couple of
- * nanoseconds per call, it shows). */
+/* Every timed call runs in one of these loops, one per callback shape: one
+ * copy of the code, not inlined and aligned to a cache line, so how the loop
+ * falls across instruction-fetch boundaries is the same for every row (at a
+ * couple of nanoseconds per call, it shows). */
 __attribute__((noinline, aligned(64)))
 static int64_t int_calls(bench_int_fn fn, int64_t calls) {
     bench_int_fn volatile call = fn;
@@ -37,6 +51,23 @@ static int64_t cstr_calls(bench_cstr_fn fn, const char *text, int64_t calls) {
     return sum;
 }
 
+__attribute__((noinline, aligned(64)))
+static int64_t slice_calls(bench_slice_fn fn, const uint8_t *data, size_t data_len,
+                           int64_t calls) {
+    bench_slice_fn volatile call = fn;
+    int64_t sum = 0;
+    for (int64_t i = 0; i < calls; i++) sum += call(data, data_len);
+    return sum;
+}
+
+__attribute__((noinline, aligned(64)))
+static int64_t data_calls(bench_data_fn fn, void *user_data, int64_t calls) {
+    bench_data_fn volatile call = fn;
+    int64_t sum = 0;
+    for (int64_t i = 0; i < calls; i++) sum += call(user_data, (int32_t)i);
+    return sum;
+}
+
 typedef struct {
     const bench_loop *spec;
     bench_loop_result *result;
@@ -44,6 +75,8 @@ typedef struct {
 
 static int64_t calls(const bench_loop *spec, int64_t n) {
     if (spec->int_fn) return int_calls(spec->int_fn, n);
+    if (spec->slice_fn) return slice_calls(spec->slice_fn, spec->data, spec->data_len, n);
+    if (spec->data_fn) return data_calls(spec->data_fn, spec->user_data, n);
     return cstr_calls(spec->cstr_fn, spec->text, n);
 }
 
@@ -75,6 +108,10 @@ typedef struct {
 
 static int64_t block_calls(const bench_block *block) {
     if (block->int_fn) return int_calls(block->int_fn, block->block_calls);
+    if (block->slice_fn) {
+        return slice_calls(block->slice_fn, block->data, block->data_len, block->block_calls);
+    }
+    if (block->data_fn) return data_calls(block->data_fn, block->user_data, block->block_calls);
     return cstr_calls(block->cstr_fn, block->text, block->block_calls);
 }
 
@@ -86,7 +123,7 @@ static void *interleaved_worker(void *raw) {
             bench_block *block = &job->blocks[i];
             int64_t begin = now_ns();
             block->checksum += block_calls(block);
-            block->elapsed_ns += now_ns() - begin;
+            block->cycle_ns[cycle] = now_ns() - begin;
         }
     }
     return NULL;
@@ -94,10 +131,7 @@ static void *interleaved_worker(void *raw) {
 
 int bench_interleaved(bench_block *blocks, int count, int cycles) {
     interleaved_job job = {.blocks = blocks, .count = count, .cycles = cycles};
-    for (int i = 0; i < count; i++) {
-        blocks[i].elapsed_ns = 0;
-        blocks[i].checksum = 0;
-    }
+    for (int i = 0; i < count; i++) blocks[i].checksum = 0;
     pthread_t id;
     if (pthread_create(&id, NULL, interleaved_worker, &job) != 0) return -1;
     pthread_join(id, NULL);

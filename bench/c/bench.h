@@ -3,18 +3,38 @@
 #ifndef CALLGATE_BENCH_H
 #define CALLGATE_BENCH_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* A benchmark callback: returns x + 1. */
 typedef int32_t (*bench_int_fn)(int32_t x);
 /* A benchmark callback with a string: returns x + strlen(text) + 1. */
 typedef int32_t (*bench_cstr_fn)(const char *text, int32_t x);
+/* A benchmark callback with a slice: returns the sum of the bytes. */
+typedef uint32_t (*bench_slice_fn)(const uint8_t *data, size_t data_len);
+/* A benchmark callback with C's callback data, the `void *` a C API passes
+ * back to its callback: returns x + 1. */
+typedef int32_t (*bench_data_fn)(void *user_data, int32_t x);
 
-/* One timed call loop. Exactly one of `int_fn` and `cstr_fn` is set. */
+/* The calibration callback: a fixed chain of BENCH_CALIBRATION_STEPS
+ * dependent additions, then returns x + 1. It does the same work on every
+ * call, so where its time per call moves during a run, the machine's speed
+ * moved (another thread on the same core, a lower clock, the hypervisor),
+ * not the code under test. */
+#define BENCH_CALIBRATION_STEPS 100
+int32_t bench_calibration(int32_t x);
+
+/* One timed call loop. Exactly one of `int_fn`, `cstr_fn`, `slice_fn` and
+ * `data_fn` is set. */
 typedef struct {
     bench_int_fn int_fn;
     bench_cstr_fn cstr_fn;
+    bench_slice_fn slice_fn;
+    bench_data_fn data_fn;
     const char *text;      /* the string passed to `cstr_fn` */
+    const uint8_t *data;   /* the bytes passed to `slice_fn` */
+    size_t data_len;
+    void *user_data;       /* the pointer passed to `data_fn` */
     int64_t warmup_calls;  /* untimed calls before the timed ones */
     int64_t calls;         /* timed calls */
 } bench_loop;
@@ -29,14 +49,20 @@ typedef struct {
  * 0, or -1 if the thread could not be created. */
 int bench_call_loop(const bench_loop *spec, bench_loop_result *result);
 
-/* One callback of an interleaved measurement. Exactly one of `int_fn` and
- * `cstr_fn` is set. */
+/* One callback of an interleaved measurement. Exactly one of `int_fn`,
+ * `cstr_fn`, `slice_fn` and `data_fn` is set. */
 typedef struct {
     bench_int_fn int_fn;
     bench_cstr_fn cstr_fn;
+    bench_slice_fn slice_fn;
+    bench_data_fn data_fn;
     const char *text;      /* the string passed to `cstr_fn` */
+    const uint8_t *data;   /* the bytes passed to `slice_fn` */
+    size_t data_len;
+    void *user_data;       /* the pointer passed to `data_fn` */
     int64_t block_calls;   /* calls per block */
-    int64_t elapsed_ns;    /* out: the time of all timed blocks */
+    int64_t *cycle_ns;     /* out: the time of each timed block, one entry
+                              per cycle */
     int64_t checksum;      /* out: the sum of all timed calls' results */
 } bench_block;
 

@@ -2,17 +2,23 @@
 //! case, where a Rust `thread_local!` is general-dynamic TLS.
 
 use core::ffi::{CStr, c_void};
-use std::ffi::CString;
-use std::os::unix::ffi::OsStrExt;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::Callbacks;
-use crate::harness::{CstrFn, IntFn};
+use crate::harness::{CstrFn, DataFn, IntFn, SliceFn, WithData};
+use crate::library::Library;
 
 /// The fixture package (`fixture/`) and the file cargo builds from it.
 const PACKAGE: &str = "callgate-bench-fixture";
 const FILE: &str = "libcallgate_bench_fixture.so";
+
+/// The fixture paddings, in bytes: `CALLGATE_BENCH_PAD` for each build of
+/// [`placements`]. Padding moves every function of the fixture by that many
+/// bytes, so the four builds put `bench_bound` at each 16-byte placement
+/// within a 64-byte line.
+pub const PADS: [usize; 4] = [0, 16, 32, 48];
 
 /// Where the fixture library is: `$CALLGATE_BENCH_FIXTURE` if set, else
 /// built with cargo (same profile as this binary) into this binary's
@@ -21,15 +27,106 @@ pub fn locate() -> Result<PathBuf, String> {
     if let Some(path) = std::env::var_os("CALLGATE_BENCH_FIXTURE") {
         return Ok(path.into());
     }
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
-    let profile_dir = exe.parent().ok_or("this program has no directory")?;
-    let target_dir = profile_dir.parent().ok_or("no target directory")?;
+    let dirs = Dirs::of_this_program()?;
+    build(&dirs.target, &[])?;
+    Ok(dirs.profile.join(FILE))
+}
+
+/// Whether the fixture comes from `$CALLGATE_BENCH_FIXTURE` rather than
+/// from cargo (then its variants are not built).
+pub fn is_given() -> bool {
+    std::env::var_os("CALLGATE_BENCH_FIXTURE").is_some()
+}
+
+/// Builds the fixture once per padding of [`PADS`] and copies each build to
+/// `<target>/callgate-bench/<profile>/pad<N>/`; returns the paddings and
+/// the copies' paths. The last build is the default one (no padding), so
+/// the file [`locate`] returns is the default again afterwards.
+pub fn placements() -> Result<Vec<(usize, PathBuf)>, String> {
+    let dirs = Dirs::of_this_program()?;
+    let mut copies = Vec::new();
+    // Padding 0 last: it is also the default build.
+    for &pad in PADS.iter().rev() {
+        let env: &[(&str, OsString)] = if pad == 0 {
+            &[]
+        } else {
+            &[("CALLGATE_BENCH_PAD", pad.to_string().into())]
+        };
+        build(&dirs.target, env)?;
+        let dir = dirs.variants.join(format!("pad{pad}"));
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let copy = dir.join(FILE);
+        std::fs::copy(dirs.profile.join(FILE), &copy)
+            .map_err(|e| format!("cannot copy the fixture to {}: {e}", copy.display()))?;
+        copies.push((pad, copy));
+    }
+    copies.reverse();
+    Ok(copies)
+}
+
+/// Builds the fixture with `--cfg callgate_portable_tls` (callgate's
+/// per-thread pointer in a `thread_local!`, not its own TLS slot) into a
+/// target directory of its own, so the default builds are not rebuilt;
+/// returns the library's path.
+pub fn portable_tls() -> Result<PathBuf, String> {
+    let dirs = Dirs::of_this_program()?;
+    let target = dirs.target.join("callgate-bench-portable-tls");
+    let mut rustflags = std::env::var_os("RUSTFLAGS").unwrap_or_default();
+    rustflags.push(" --cfg callgate_portable_tls");
+    build(&target, &[("RUSTFLAGS", rustflags)])?;
+    Ok(target.join(dirs.profile_name).join(FILE))
+}
+
+/// This program's target directory: where cargo builds the fixture, and
+/// where `bench/go/install.sh` puts Go by default.
+pub fn target_dir() -> Result<PathBuf, String> {
+    Ok(Dirs::of_this_program()?.target)
+}
+
+/// The directories the fixture builds go to.
+struct Dirs {
+    /// This program's target directory.
+    target: PathBuf,
+    /// Its profile directory (`release` or `debug`), where cargo puts the
+    /// default build.
+    profile: PathBuf,
+    /// The profile directory's name.
+    profile_name: &'static str,
+    /// Where copies of the padded builds go.
+    variants: PathBuf,
+}
+
+impl Dirs {
+    fn of_this_program() -> Result<Dirs, String> {
+        let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+        let profile = exe.parent().ok_or("this program has no directory")?;
+        let target = profile.parent().ok_or("no target directory")?;
+        let profile_name = if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        };
+        Ok(Dirs {
+            target: target.to_owned(),
+            profile: profile.to_owned(),
+            profile_name,
+            variants: target.join("callgate-bench").join(profile_name),
+        })
+    }
+}
+
+/// Builds the fixture with cargo into `target_dir`, in this binary's
+/// profile, with `env` set for cargo.
+fn build(target_dir: &Path, env: &[(&str, OsString)]) -> Result<(), String> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut build = Command::new(cargo);
     build
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .args(["build", "--quiet", "--package", PACKAGE, "--target-dir"])
-        .arg(target_dir);
+        .arg(target_dir)
+        .env_remove("CALLGATE_BENCH_PAD")
+        .envs(env.iter().map(|(key, value)| (key, value)));
     if !cfg!(debug_assertions) {
         build.arg("--release");
     }
@@ -42,7 +139,7 @@ pub fn locate() -> Result<PathBuf, String> {
              CALLGATE_BENCH_FIXTURE=<path to {FILE}>"
         ));
     }
-    Ok(profile_dir.join(FILE))
+    Ok(())
 }
 
 /// Where glibc put a loaded library's TLS block.
@@ -54,58 +151,79 @@ pub enum TlsPlace {
     Dynamic,
 }
 
-/// Loads the library at `path` with `dlopen` (it stays loaded) and looks up
-/// its callbacks; also says where the library's TLS block went: a block in static
-/// TLS exists for the calling thread as soon as the library is loaded; a
-/// dynamic one only after the thread's first access, which no code of the
-/// library made on this thread yet.
-pub fn load_placed(path: &Path) -> Result<(Callbacks, TlsPlace), String> {
-    let c_path = CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| format!("{} contains a NUL byte", path.display()))?;
-    // SAFETY: `c_path` is NUL-terminated. The library runs no code at load
-    // time that needs anything from us.
-    let handle = unsafe { libc::dlopen(c_path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
-    if handle.is_null() {
-        return Err(format!("dlopen {}: {}", path.display(), dl_error()));
-    }
-    let symbol = |name: &CStr| -> Result<*mut c_void, String> {
-        // SAFETY: `handle` is a live handle (never closed); `name` is
-        // NUL-terminated.
-        let address = unsafe { libc::dlsym(handle, name.as_ptr()) };
-        if address.is_null() {
-            return Err(format!("dlsym {name:?}: {}", dl_error()));
+impl TlsPlace {
+    /// `static` or `dynamic`, for the report.
+    pub fn name(self) -> &'static str {
+        match self {
+            TlsPlace::Static => "static",
+            TlsPlace::Dynamic => "dynamic",
         }
-        Ok(address)
-    };
+    }
+}
+
+/// Loads the library at `path` with `dlopen` (it stays loaded) and looks up
+/// its callbacks.
+pub fn load(path: &Path) -> Result<Callbacks, String> {
+    load_placed(path).map(|(callbacks, _)| callbacks)
+}
+
+/// [`load`], and where the library's TLS block went (dynamic TLS for a
+/// build without TLS descriptors: its thread-locals are general-dynamic).
+pub fn load_placed(path: &Path) -> Result<(Callbacks, TlsPlace), String> {
+    let library = Library::open(path)?;
+    let place = tls_place(path, library.base()?)?.unwrap_or(TlsPlace::Dynamic);
     let int_fn = |name: &CStr| -> Result<IntFn, String> {
-        let address = symbol(name)?;
+        let address = library.symbol(name)?;
         // SAFETY: the fixture defines `name` as
         // `extern "C" fn(i32) -> i32`, and the library is never unloaded.
         Ok(unsafe { core::mem::transmute::<*mut c_void, IntFn>(address) })
     };
     let cstr_fn = |name: &CStr| -> Result<CstrFn, String> {
-        let address = symbol(name)?;
+        let address = library.symbol(name)?;
         // SAFETY: the fixture defines `name` as
         // `extern "C" fn(*const c_char, i32) -> i32`, and the library is
         // never unloaded.
         Ok(unsafe { core::mem::transmute::<*mut c_void, CstrFn>(address) })
     };
-    let mut block: *mut c_void = core::ptr::null_mut();
-    // SAFETY: `handle` is live; RTLD_DI_TLS_DATA writes one pointer.
-    let rc = unsafe {
-        libc::dlinfo(
-            handle,
-            libc::RTLD_DI_TLS_DATA,
-            (&raw mut block).cast::<c_void>(),
-        )
+    let slice_fn = |name: &CStr| -> Result<SliceFn, String> {
+        let address = library.symbol(name)?;
+        // SAFETY: the fixture defines `name` as
+        // `extern "C" fn(*const u8, usize) -> u32`, and the library is
+        // never unloaded.
+        Ok(unsafe { core::mem::transmute::<*mut c_void, SliceFn>(address) })
     };
-    if rc != 0 {
-        return Err(format!("dlinfo {}: {}", path.display(), dl_error()));
-    }
-    let place = if block.is_null() {
-        TlsPlace::Dynamic
-    } else {
-        TlsPlace::Static
+    let closure = |name: &CStr| -> Result<WithData, String> {
+        let address = library.symbol(name)?;
+        // SAFETY: the fixture defines `name` as `unsafe extern "C"
+        // fn(*mut *mut c_void) -> DataFn`, and the library is never
+        // unloaded.
+        let make = unsafe {
+            core::mem::transmute::<*mut c_void, unsafe extern "C" fn(*mut *mut c_void) -> DataFn>(
+                address,
+            )
+        };
+        let mut data = core::ptr::null_mut();
+        // SAFETY: `data` is room for one pointer.
+        let function = unsafe { make(&mut data) };
+        // SAFETY: `name` hands the closure to C for good: nothing frees
+        // it, so `function` may be called with `data` from any thread for
+        // the rest of the process.
+        Ok(unsafe { WithData::new(function, data) })
+    };
+    let user_data = {
+        let address = library.symbol(c"bench_user_data")?;
+        // SAFETY: the fixture defines `bench_user_data` as `unsafe extern
+        // "C" fn(*mut c_void, i32) -> i32`, and the library is never
+        // unloaded.
+        let function = unsafe { core::mem::transmute::<*mut c_void, DataFn>(address) };
+        let address = library.symbol(c"bench_user_data_state")?;
+        // SAFETY: the fixture defines `bench_user_data_state` as
+        // `extern "C" fn() -> *mut c_void`.
+        let state =
+            unsafe { core::mem::transmute::<*mut c_void, extern "C" fn() -> *mut c_void>(address) };
+        // SAFETY: `bench_user_data_state` returns a never-written static of
+        // the library, the state `bench_user_data` expects.
+        unsafe { WithData::new(function, state()) }
     };
     let callbacks = Callbacks {
         raw: int_fn(c"bench_raw")?,
@@ -114,6 +232,11 @@ pub fn load_placed(path: &Path) -> Result<(Callbacks, TlsPlace), String> {
         per_call: int_fn(c"bench_per_call")?,
         local: int_fn(c"bench_local")?,
         cstr: cstr_fn(c"bench_cstr")?,
+        raw_sum: slice_fn(c"bench_raw_sum")?,
+        sum: slice_fn(c"bench_sum")?,
+        closure: closure(c"bench_closure")?,
+        closure_concurrent: closure(c"bench_closure_concurrent")?,
+        user_data,
     };
     Ok((callbacks, place))
 }
@@ -146,15 +269,110 @@ pub fn load_in_dynamic_tls(path: &Path) -> Result<(Callbacks, usize), String> {
     outcome
 }
 
-fn dl_error() -> String {
-    // SAFETY: `dlerror` returns null or a NUL-terminated message that stays
-    // valid until the next dl* call on this thread; we copy it at once.
-    let message = unsafe { libc::dlerror() };
-    if message.is_null() {
-        return "unknown error".to_owned();
+/// The bytes of static TLS the library at `path` takes when glibc puts its
+/// TLS block there: the size of its `PT_TLS` segment, rounded up to its
+/// alignment, plus the alignment for the padding in front (0 without TLS).
+pub fn static_tls_bytes(path: &Path) -> Result<usize, String> {
+    let elf = Elf::read(path)?;
+    // e_phoff, e_phentsize and e_phnum; p_type, p_memsz and p_align.
+    let (table, entry, count) = (elf.u64_at(0x20)?, elf.u16_at(0x36)?, elf.u16_at(0x38)?);
+    for i in 0..count {
+        let header = table + i * entry;
+        if elf.u32_at(header)? == u64::from(libc::PT_TLS) {
+            let (size, align) = (
+                elf.u64_at(header + 0x28)?,
+                elf.u64_at(header + 0x30)?.max(1),
+            );
+            let bytes = size.div_ceil(align) * align + align;
+            return usize::try_from(bytes).map_err(|_| elf.bad());
+        }
     }
-    // SAFETY: non-null, NUL-terminated (see above).
-    unsafe { CStr::from_ptr(message) }
-        .to_string_lossy()
-        .into_owned()
+    Ok(0)
+}
+
+/// Where glibc put the TLS block of the library loaded from `path` with
+/// its first byte at `base`, read from the library's first TLS descriptor
+/// (callgate's slot), which glibc filled at load (`RTLD_NOW`): its argument
+/// is the variable's offset from the thread pointer, negative, in static
+/// TLS, and a pointer to a record on the heap in dynamic TLS. `None` if the
+/// library has no TLS descriptor (a `portable_tls` build).
+fn tls_place(path: &Path, base: *const u8) -> Result<Option<TlsPlace>, String> {
+    const SHT_RELA: u64 = 4;
+    const R_X86_64_TLSDESC: u64 = 36;
+    if !cfg!(target_arch = "x86_64") {
+        return Ok(None);
+    }
+    let elf = Elf::read(path)?;
+    // e_shoff, e_shentsize and e_shnum; sh_type, sh_offset, sh_size and
+    // sh_entsize; r_offset and r_info of each `Elf64_Rela`.
+    let (table, entry, count) = (elf.u64_at(0x28)?, elf.u16_at(0x3a)?, elf.u16_at(0x3c)?);
+    for i in 0..count {
+        let section = table + i * entry;
+        if elf.u32_at(section + 4)? != SHT_RELA {
+            continue;
+        }
+        let (start, size) = (elf.u64_at(section + 0x18)?, elf.u64_at(section + 0x20)?);
+        let step = elf.u64_at(section + 0x38)?.max(1);
+        for rela in (start..start + size).step_by(usize::try_from(step).map_err(|_| elf.bad())?) {
+            if elf.u32_at(rela + 8)? != R_X86_64_TLSDESC {
+                continue;
+            }
+            let offset = usize::try_from(elf.u64_at(rela)?).map_err(|_| elf.bad())?;
+            // SAFETY: the descriptor is two words at `r_offset` in the
+            // loaded library (its GOT), which glibc filled at load and
+            // which stays mapped: the library is never unloaded.
+            let argument = unsafe { base.add(offset).cast::<isize>().add(1).read_unaligned() };
+            return Ok(Some(if argument < 0 {
+                TlsPlace::Static
+            } else {
+                TlsPlace::Dynamic
+            }));
+        }
+    }
+    Ok(None)
+}
+
+/// The bytes of an ELF file (64-bit, little-endian), read at offsets.
+struct Elf<'a> {
+    path: &'a Path,
+    bytes: Vec<u8>,
+}
+
+impl<'a> Elf<'a> {
+    fn read(path: &'a Path) -> Result<Elf<'a>, String> {
+        let bytes =
+            std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let elf = Elf { path, bytes };
+        if !elf.bytes.starts_with(b"\x7fELF\x02\x01") {
+            return Err(elf.bad());
+        }
+        Ok(elf)
+    }
+
+    fn bad(&self) -> String {
+        format!(
+            "{} is not a 64-bit little-endian ELF file",
+            self.path.display()
+        )
+    }
+
+    fn field<const N: usize>(&self, at: u64) -> Result<[u8; N], String> {
+        usize::try_from(at)
+            .ok()
+            .and_then(|at| self.bytes.get(at..at.checked_add(N)?))
+            .map(|bytes| bytes.try_into().expect("N bytes"))
+            .ok_or_else(|| self.bad())
+    }
+
+    fn u16_at(&self, at: u64) -> Result<u64, String> {
+        Ok(u64::from(u16::from_le_bytes(self.field(at)?)))
+    }
+
+    fn u32_at(&self, at: u64) -> Result<u64, String> {
+        Ok(u64::from(u32::from_le_bytes(self.field(at)?)))
+    }
+
+    fn u64_at(&self, at: u64) -> Result<u64, String> {
+        Ok(u64::from_le_bytes(self.field(at)?))
+    }
 }

@@ -2,7 +2,7 @@
 //! callback through a `volatile` function pointer and time themselves with
 //! `clock_gettime(CLOCK_MONOTONIC)`.
 
-use core::ffi::{CStr, c_char, c_int};
+use core::ffi::{CStr, c_char, c_int, c_void};
 
 /// A benchmark callback taking and returning an integer (`x + 1`).
 pub type IntFn = unsafe extern "C" fn(i32) -> i32;
@@ -10,36 +10,101 @@ pub type IntFn = unsafe extern "C" fn(i32) -> i32;
 /// A benchmark callback taking a string (`x + strlen(text) + 1`).
 pub type CstrFn = unsafe extern "C" fn(*const c_char, i32) -> i32;
 
+/// A benchmark callback taking a slice as (pointer, length) and returning
+/// the sum of its bytes.
+pub type SliceFn = unsafe extern "C" fn(*const u8, usize) -> u32;
+
+/// A benchmark callback taking C's callback data (the `void *` a C API
+/// passes back) first and an integer (`x + 1`).
+pub type DataFn = unsafe extern "C" fn(*mut c_void, i32) -> i32;
+
+/// A [`DataFn`] and the data C passes it on every call.
+#[derive(Clone, Copy)]
+pub struct WithData {
+    function: DataFn,
+    data: *mut c_void,
+}
+
+impl WithData {
+    /// Pairs `function` with the `data` the harness passes it.
+    ///
+    /// # Safety
+    ///
+    /// `function` may be called with `data` from any thread, any number of
+    /// times, for the rest of the process.
+    pub unsafe fn new(function: DataFn, data: *mut c_void) -> WithData {
+        WithData { function, data }
+    }
+}
+
 /// The string passed to [`CstrFn`] callbacks.
 pub const TEXT: &CStr = c"callgate";
 
-/// A callback of either shape.
+/// The bytes passed to [`SliceFn`] callbacks: 16 of them.
+pub const DATA: [u8; 16] = *b"callgate-slices!";
+
+/// A callback of any of the shapes.
 #[derive(Clone, Copy)]
 pub enum Callback {
     /// `int32_t (*)(int32_t)`.
     Int(IntFn),
     /// `int32_t (*)(const char *, int32_t)`, called with [`TEXT`].
     Cstr(CstrFn),
+    /// `uint32_t (*)(const uint8_t *, size_t)`, called with [`DATA`].
+    Slice(SliceFn),
+    /// `int32_t (*)(void *, int32_t)`, called with its data.
+    Data(WithData),
+}
+
+/// The nullable pointers the C structs take, one of them set.
+struct Pointers {
+    int_fn: Option<IntFn>,
+    cstr_fn: Option<CstrFn>,
+    slice_fn: Option<SliceFn>,
+    data_fn: Option<DataFn>,
+    user_data: *mut c_void,
 }
 
 impl Callback {
-    /// The two nullable pointers the C structs take.
-    fn split(self) -> (Option<IntFn>, Option<CstrFn>) {
+    fn split(self) -> Pointers {
+        let mut pointers = Pointers {
+            int_fn: None,
+            cstr_fn: None,
+            slice_fn: None,
+            data_fn: None,
+            user_data: core::ptr::null_mut(),
+        };
         match self {
-            Callback::Int(f) => (Some(f), None),
-            Callback::Cstr(f) => (None, Some(f)),
+            Callback::Int(f) => pointers.int_fn = Some(f),
+            Callback::Cstr(f) => pointers.cstr_fn = Some(f),
+            Callback::Slice(f) => pointers.slice_fn = Some(f),
+            Callback::Data(with) => {
+                pointers.data_fn = Some(with.function);
+                pointers.user_data = with.data;
+            }
         }
+        pointers
     }
 
-    /// The sum of the results of calls with `x = 0 .. calls` when every
-    /// call ran (none returned its fallback).
+    /// The sum of the results of `calls` calls (with `x = 0 .. calls` where
+    /// the callback takes `x`) when every call ran (none returned its
+    /// fallback).
     fn checksum(self, calls: i64) -> i64 {
         let first = match self {
-            Callback::Int(_) => 1,
+            Callback::Int(_) | Callback::Data(_) => 1,
             Callback::Cstr(_) => 1 + TEXT.count_bytes() as i64,
+            Callback::Slice(_) => {
+                return calls * DATA.iter().map(|&byte| i64::from(byte)).sum::<i64>();
+            }
         };
         calls * first + calls * (calls - 1) / 2
     }
+}
+
+/// The calibration callback of the C harness: a fixed chain of dependent
+/// additions, then `x + 1`. Its time per call moves only with the machine.
+pub fn calibration() -> IntFn {
+    bench_calibration
 }
 
 /// Callers keep calls per thread (or block) in this range, so `x` fits in
@@ -55,7 +120,12 @@ fn check_calls(calls: i64) {
 struct BenchLoop {
     int_fn: Option<IntFn>,
     cstr_fn: Option<CstrFn>,
+    slice_fn: Option<SliceFn>,
+    data_fn: Option<DataFn>,
     text: *const c_char,
+    data: *const u8,
+    data_len: usize,
+    user_data: *mut c_void,
     warmup_calls: i64,
     calls: i64,
 }
@@ -71,9 +141,14 @@ struct BenchLoopResult {
 struct BenchBlock {
     int_fn: Option<IntFn>,
     cstr_fn: Option<CstrFn>,
+    slice_fn: Option<SliceFn>,
+    data_fn: Option<DataFn>,
     text: *const c_char,
+    data: *const u8,
+    data_len: usize,
+    user_data: *mut c_void,
     block_calls: i64,
-    elapsed_ns: i64,
+    cycle_ns: *mut i64,
     checksum: i64,
 }
 
@@ -88,6 +163,9 @@ struct BenchScaling {
 }
 
 unsafe extern "C" {
+    // Safe to call: it takes and returns a plain integer and touches no
+    // memory.
+    safe fn bench_calibration(x: i32) -> i32;
     fn bench_scaling_pair(spec: *mut BenchScaling) -> c_int;
     fn bench_interleaved(blocks: *mut BenchBlock, count: c_int, cycles: c_int) -> c_int;
     fn bench_call_loop(spec: *const BenchLoop, result: *mut BenchLoopResult) -> c_int;
@@ -102,18 +180,30 @@ unsafe extern "C" {
 /// value: the callback failed), naming `name`.
 pub fn call_loop(name: &str, callback: Callback, calls: i64) -> f64 {
     check_calls(calls);
-    let (int_fn, cstr_fn) = callback.split();
+    let Pointers {
+        int_fn,
+        cstr_fn,
+        slice_fn,
+        data_fn,
+        user_data,
+    } = callback.split();
     let spec = BenchLoop {
         int_fn,
         cstr_fn,
+        slice_fn,
+        data_fn,
         text: TEXT.as_ptr(),
+        data: DATA.as_ptr(),
+        data_len: DATA.len(),
+        user_data,
         warmup_calls: (calls / 10).max(1_000),
         calls,
     };
     let mut result = BenchLoopResult::default();
     // SAFETY: `spec` and `result` are valid for the call; the callbacks are
-    // valid function pointers of the declared C types; `TEXT` is
-    // NUL-terminated and 'static.
+    // valid function pointers of the declared C types, a `DataFn` with its
+    // data (`WithData::new`'s obligation); `TEXT` is
+    // NUL-terminated and 'static, `DATA` is 'static and `data_len` long.
     let rc = unsafe { bench_call_loop(&spec, &mut result) };
     assert_eq!(rc, 0, "the C harness could not create its thread");
     assert_eq!(
@@ -137,28 +227,43 @@ pub struct Block<'a> {
 
 /// On one new pthread, calls each callback of `blocks` for one untimed
 /// block, then `cycles` times for one timed block each in turn; returns the
-/// nanoseconds per call of each.
+/// nanoseconds per call of each callback in each of its timed blocks.
 ///
 /// Panics like [`call_loop`].
-pub fn interleaved(blocks: &[Block<'_>], cycles: usize) -> Vec<f64> {
+pub fn interleaved(blocks: &[Block<'_>], cycles: usize) -> Vec<Vec<f64>> {
+    let mut cycle_ns = vec![vec![0_i64; cycles]; blocks.len()];
     let mut specs: Vec<BenchBlock> = blocks
         .iter()
-        .map(|block| {
+        .zip(&mut cycle_ns)
+        .map(|(block, cycle_ns)| {
             check_calls(block.calls);
-            let (int_fn, cstr_fn) = block.callback.split();
+            let Pointers {
+                int_fn,
+                cstr_fn,
+                slice_fn,
+                data_fn,
+                user_data,
+            } = block.callback.split();
             BenchBlock {
                 int_fn,
                 cstr_fn,
+                slice_fn,
+                data_fn,
                 text: TEXT.as_ptr(),
+                data: DATA.as_ptr(),
+                data_len: DATA.len(),
+                user_data,
                 block_calls: block.calls,
-                elapsed_ns: 0,
+                cycle_ns: cycle_ns.as_mut_ptr(),
                 checksum: 0,
             }
         })
         .collect();
     // SAFETY: `specs` holds `specs.len()` valid entries for the call, with
-    // valid callbacks of the declared C types; `TEXT` is NUL-terminated and
-    // 'static.
+    // valid callbacks of the declared C types (a `DataFn` with its data,
+    // `WithData::new`'s obligation) and room for `cycles` block
+    // times each; `TEXT` is NUL-terminated and 'static, `DATA` is 'static
+    // and `data_len` long.
     let rc = unsafe {
         bench_interleaved(
             specs.as_mut_ptr(),
@@ -170,14 +275,18 @@ pub fn interleaved(blocks: &[Block<'_>], cycles: usize) -> Vec<f64> {
     blocks
         .iter()
         .zip(&specs)
-        .map(|(block, spec)| {
+        .zip(&cycle_ns)
+        .map(|((block, spec), cycle_ns)| {
             assert_eq!(
                 spec.checksum,
                 block.callback.checksum(block.calls) * cycles as i64,
                 "`{}` returned wrong values (its fallback: a call failed)",
                 block.name
             );
-            spec.elapsed_ns as f64 / (block.calls * cycles as i64) as f64
+            cycle_ns
+                .iter()
+                .map(|&ns| ns as f64 / block.calls as f64)
+                .collect()
         })
         .collect()
 }

@@ -2,13 +2,20 @@
 //! `cdylib` fixture's (`fixture/`), with callgate's runtime in the
 //! executable, where thread-locals are static TLS.
 
-use callgate::c_callback;
+use callgate::{Closure, c_callback};
 use std::ffi::{CStr, c_char};
 
 use crate::Callbacks;
+use crate::harness::WithData;
 
-/// The callbacks of this module.
+/// The callbacks of this module. Each call makes two new [`Closure`]s that
+/// are never freed.
 pub fn callbacks() -> Callbacks {
+    let step = 1;
+    let closure =
+        Closure::<fn(i32) -> i32>::new(-1, move |x: i32| x.wrapping_add(step)).into_raw_parts();
+    let concurrent = Closure::<fn(i32) -> i32>::concurrent(-1, move |x: i32| x.wrapping_add(step))
+        .into_raw_parts();
     Callbacks {
         raw,
         raw_cstr,
@@ -16,6 +23,16 @@ pub fn callbacks() -> Callbacks {
         per_call,
         local,
         cstr,
+        raw_sum,
+        sum,
+        // SAFETY: nothing frees the closure, so its function may be called
+        // with its data from any thread for the rest of the process.
+        closure: unsafe { WithData::new(closure.data_first, closure.data) },
+        // SAFETY: as for `closure`.
+        closure_concurrent: unsafe { WithData::new(concurrent.data_first, concurrent.data) },
+        // SAFETY: `STEP` is a never-written static, the `Step` that
+        // `user_data` expects.
+        user_data: unsafe { WithData::new(user_data, (&raw const STEP).cast_mut().cast()) },
     }
 }
 
@@ -66,6 +83,44 @@ fn local(#[local] scratch: &mut Scratch, x: i32) -> i32 {
 #[c_callback(local, on_panic = -1)]
 fn cstr(text: &CStr, x: i32) -> i32 {
     cstr_work(text, x)
+}
+
+/// What [`user_data`] adds: the state C passes back to it.
+struct Step {
+    by: i32,
+}
+
+/// The state [`user_data`] gets.
+static STEP: Step = Step { by: 1 };
+
+/// A bound callback with a `#[user_data]` parameter.
+#[c_callback(local, on_panic = -1)]
+fn user_data(#[user_data] step: &Step, x: i32) -> i32 {
+    x.wrapping_add(step.by)
+}
+
+/// The floor for [`sum`]: the same sum of `(data, data_len)`, no boundary.
+///
+/// # Safety
+///
+/// `data` points to `data_len` readable bytes.
+unsafe extern "C" fn raw_sum(data: *const u8, data_len: usize) -> u32 {
+    // SAFETY: `data` points to `data_len` readable bytes (caller
+    // obligation).
+    let data = unsafe { core::slice::from_raw_parts(data, data_len) };
+    sum_work(data)
+}
+
+/// A bound callback with one slice parameter.
+#[c_callback(local, on_error = u32::MAX)]
+fn sum(data: &[u8]) -> u32 {
+    sum_work(data)
+}
+
+/// The sum of the bytes.
+#[inline(always)]
+fn sum_work(data: &[u8]) -> u32 {
+    data.iter().map(|&byte| u32::from(byte)).sum()
 }
 
 /// `x + 1`, plus a read of the string so the conversion is not optimised away.

@@ -9,35 +9,55 @@
 //! Every call comes from a real `pthread_create` thread of the C harness
 //! (`c/bench.c`, compiled by the build script) through a `volatile`
 //! function pointer, so nothing is inlined; every callback does the same
-//! trivial work (`x + 1`). Each callback is measured twice: in the
+//! trivial work (`x + 1`), also through a `callgate::Closure`
+//! (`cthread.closure_ns`; `cthread.closure_concurrent_ns` made with
+//! `Closure::concurrent`) and a `#[user_data]` parameter
+//! (`cthread.user_data_ns`), each handed to C as a function and its data
+//! pointer. Each callback is measured in three places: the
 //! `callgate-bench-fixture` `cdylib` (`fixture/`) loaded with `dlopen` (the
-//! hard case, and the figures `--json` reports) and linked into this
-//! binary. The `cdylib` is loaded first, so its TLS block is in glibc's
-//! static TLS reserve; `cthread.{raw,bound}_dynamic_tls_ns` are the raw and
-//! bound calls of a copy of it loaded after further copies filled that
-//! reserve, so its TLS block (callgate's slot with it) is in dynamic TLS.
+//! hard case, and the figures `--json` reports under the original keys),
+//! linked into this binary (`linked.*`), and the `cdylib` built with
+//! `--cfg callgate_portable_tls` (`portable_tls.*`). Four more builds of
+//! the `cdylib`, padded so that `bench_bound` starts at each 16-byte
+//! placement within a 64-byte line, give the boundary's cost at each
+//! (`placement.at_N.*`, N the byte offset read from the loaded address).
+//! The `cdylib` and the padded builds are loaded first, so their TLS blocks
+//! are in glibc's static TLS reserve; `cthread.{raw,bound}_dynamic_tls_ns`
+//! are the raw and bound calls of a copy of the `cdylib` loaded after
+//! further copies filled that reserve, so its TLS block (callgate's slot
+//! with it) is in dynamic TLS.
 //!
 //! Figures that are compared are measured side by side: the single-thread
-//! call costs in blocks of about 100 µs taking turns on one thread, one
-//! thread against two in alternating blocks. Every row gets one sample per
-//! round and the rounds go over all rows, so a slow phase of the machine
-//! spreads over all of them; the report gives the min, median and max of
-//! the samples, and how much of the machine other processes used meanwhile.
+//! call costs in blocks of about 100 µs taking turns on one thread (a
+//! sample is the median over its 100 blocks, so a block that lost its CPU
+//! for a while does not count), one thread against two in alternating
+//! blocks. Every row gets one sample per round and the rounds go over all
+//! rows, so a slow phase of the machine spreads over all of them; the
+//! report gives the min, median and max of the samples, and how much of the
+//! machine other processes used meanwhile. A calibration row, a fixed chain
+//! of dependent additions in C (`machine.calibration_ns`), takes turns with
+//! the call costs: where its samples spread, or many of its blocks run slow
+//! (`machine.slow_blocks_pct`), the machine changed speed during the run.
 //!
-//! The fixture is built with cargo on start (same profile as this binary);
-//! set `CALLGATE_BENCH_FIXTURE=/path/to/lib.so` to load another build.
+//! The fixture builds are made with cargo on start (same profile as this
+//! binary); set `CALLGATE_BENCH_FIXTURE=/path/to/lib.so` to load another
+//! build (the padded and portable builds are then skipped).
 
 mod env;
 mod fixture;
+mod go;
 mod harness;
+mod library;
 mod linked;
 mod load;
+mod plan;
 mod report;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use harness::{Block, Callback, CstrFn, IntFn};
+use harness::{Callback, CstrFn, IntFn, SliceFn, WithData};
+use plan::{Job, Place, Placement};
 use report::{Check, NO_PLACE, Row, Summary, Target};
 
 /// The benchmark callbacks of one place (the `cdylib` or this binary).
@@ -56,277 +76,60 @@ pub struct Callbacks {
     pub local: IntFn,
     /// `#[c_callback]` with one `&CStr` parameter.
     pub cstr: CstrFn,
+    /// The floor for `sum`: a plain `extern "C" fn` summing the bytes of
+    /// `(data, data_len)`.
+    pub raw_sum: SliceFn,
+    /// `#[c_callback]` with one `&[u8]` parameter, summing its bytes.
+    pub sum: SliceFn,
+    /// A `callgate::Closure::new` closure (calls take turns) returning
+    /// `x + 1`, and its data.
+    pub closure: WithData,
+    /// The same closure made with `callgate::Closure::concurrent` (calls
+    /// may run in parallel), and its data.
+    pub closure_concurrent: WithData,
+    /// `#[c_callback]` with a `#[user_data]` parameter, and the state to
+    /// pass it.
+    pub user_data: WithData,
 }
 
-/// Samples per row: the median of an odd count is one real sample.
+/// Samples per row unless `--rounds` says otherwise: the median of an odd
+/// count is one real sample.
 const ROUNDS: usize = 21;
-/// How long one sample of a call loop should take.
-const SAMPLE_NS: f64 = 10_000_000.0;
-/// How long one block of calls should take where blocks of different
-/// callbacks take turns on one thread.
-const BLOCK_NS: f64 = 100_000.0;
-/// How long one block of calls should take where one thread and two take
-/// turns (longer: the threads meet at a barrier between blocks).
-const SCALING_BLOCK_NS: f64 = 500_000.0;
-/// Threads created for one `first_call_ns` sample.
-const FIRST_CALL_THREADS: usize = 200;
-/// Threads created for one `churn.*` sample.
-const CHURN_THREADS: usize = 400;
 
-/// The rows in report order: key and unit. Each is measured for every
-/// place; `--json` reports the `cdylib` ones except `cthread.raw_cstr_ns`.
-const ROWS: [(&str, &str); 13] = [
-    ("cthread.raw_ns", "ns"),
-    ("cthread.raw_cstr_ns", "ns"),
-    ("cthread.bound_ns", "ns"),
-    ("cthread.per_call_ns", "ns"),
-    ("cthread.local_ns", "ns"),
-    ("cthread.cstr_ns", "ns"),
-    ("scaling.raw_1t_ops", "calls/s"),
-    ("scaling.raw_2t_ops", "calls/s"),
-    ("scaling.bound_1t_ops", "calls/s"),
-    ("scaling.bound_2t_ops", "calls/s"),
-    ("churn.create_join_us", "µs/thread"),
-    ("churn.create_callback_join_us", "µs/thread"),
-    ("first_call_ns", "ns"),
-];
+/// The target for the boundary's own cost, bound − raw, in nanoseconds, at
+/// every placement of the trampoline; the report marks each figure over it
+/// as missed.
+const BOUND_MINUS_RAW_TARGET_NS: f64 = 0.2;
 
-/// Rows measured for the `cdylib` place only: a copy of the fixture loaded
-/// after the static TLS reserve filled up, so its TLS block (callgate's
-/// slot included) is in dynamic TLS; its raw call is the floor.
-const DYNAMIC_TLS_ROWS: [(&str, &str); 2] = [
-    ("cthread.raw_dynamic_tls_ns", "ns"),
-    ("cthread.bound_dynamic_tls_ns", "ns"),
-];
+/// How much slower than its fastest sample the calibration chain may get
+/// before the report says the machine changed speed during the run.
+const CALIBRATION_SPREAD: f64 = 1.15;
 
-/// How a job measures its rows; one run gives one sample of each.
-enum Probe {
-    /// Nanoseconds per call of each callback, on one thread, in blocks of
-    /// the given number of calls taking turns.
-    Interleaved(Vec<(Callback, i64)>),
-    /// Nanoseconds per call on a thread of its own, this many calls (a
-    /// per-call callback on a thread that a bound one attached would find
-    /// it attached, so it cannot take turns with them).
-    Latency(Callback, i64),
-    /// Calls per second of one thread and of two, in alternating blocks of
-    /// this many calls per thread.
-    Scaling(IntFn, i64),
-    /// Mean nanoseconds of a new thread's first call.
-    FirstCall(IntFn),
-    /// Microseconds per thread to create it, make one call, exit and join.
-    Churn(IntFn),
-}
+/// The share of the calibration chain's blocks in one sample, in percent,
+/// that may run slow before the report says the machine changed speed.
+const SLOW_BLOCKS_PCT: f64 = 10.0;
 
-/// A probe and the rows (indexes into the report) it fills, in the order
-/// of its values.
-struct Job {
-    probe: Probe,
-    rows: Vec<usize>,
-}
-
-impl Job {
-    /// Runs the probe once; one value per row.
-    fn run(&self, names: &[String]) -> Vec<f64> {
-        let name = &*names[self.rows[0]];
-        match &self.probe {
-            Probe::Interleaved(callbacks) => {
-                let blocks: Vec<Block<'_>> = callbacks
-                    .iter()
-                    .zip(&self.rows)
-                    .map(|(&(callback, calls), &row)| Block {
-                        name: &names[row],
-                        callback,
-                        calls,
-                    })
-                    .collect();
-                harness::interleaved(&blocks, (SAMPLE_NS / BLOCK_NS) as usize)
-            }
-            &Probe::Latency(callback, calls) => {
-                vec![harness::call_loop(name, callback, calls) / calls as f64]
-            }
-            &Probe::Scaling(cb, calls) => {
-                let cycles = (SAMPLE_NS / SCALING_BLOCK_NS) as usize;
-                let rates = harness::scaling(name, cb, calls, cycles);
-                vec![rates.one_thread, rates.two_threads]
-            }
-            &Probe::FirstCall(cb) => {
-                let firsts = harness::first_calls(name, cb, FIRST_CALL_THREADS);
-                vec![firsts.iter().sum::<f64>() / firsts.len() as f64]
-            }
-            &Probe::Churn(cb) => {
-                let ns = harness::churn(name, cb, CHURN_THREADS);
-                vec![ns / CHURN_THREADS as f64 / 1000.0]
-            }
-        }
-    }
-}
-
-/// How many calls of `callback` take about `target_ns` on one thread.
-fn calls_taking(name: &str, callback: Callback, target_ns: f64) -> i64 {
-    let mut calls = 10_000_i64;
-    let ns = loop {
-        let ns = harness::call_loop(name, callback, calls);
-        if ns >= 2_000_000.0 || calls >= 100_000_000 {
-            break ns;
-        }
-        calls *= 4;
-    };
-    ((target_ns * calls as f64 / ns) as i64).clamp(100, 100_000_000)
-}
-
-/// The jobs that measure every row of every place; `row(key, place)` is the
-/// row's index in the report.
-fn plan(places: &[(&'static str, Callbacks)], row: impl Fn(&str, usize) -> usize) -> Vec<Job> {
-    let mut jobs = Vec::new();
-    let (mut turns, mut turn_rows) = (Vec::new(), Vec::new());
-    for (place, (_, c)) in places.iter().enumerate() {
-        for (key, callback) in [
-            ("cthread.raw_ns", Callback::Int(c.raw)),
-            ("cthread.raw_cstr_ns", Callback::Cstr(c.raw_cstr)),
-            ("cthread.bound_ns", Callback::Int(c.bound)),
-            ("cthread.local_ns", Callback::Int(c.local)),
-            ("cthread.cstr_ns", Callback::Cstr(c.cstr)),
-        ] {
-            turns.push((callback, calls_taking(key, callback, BLOCK_NS)));
-            turn_rows.push(row(key, place));
-        }
-        let per_call = Callback::Int(c.per_call);
-        jobs.push(Job {
-            probe: Probe::Latency(
-                per_call,
-                calls_taking("cthread.per_call_ns", per_call, SAMPLE_NS),
-            ),
-            rows: vec![row("cthread.per_call_ns", place)],
-        });
-        for (name, cb) in [("raw", c.raw), ("bound", c.bound)] {
-            let one = format!("scaling.{name}_1t_ops");
-            let calls = calls_taking(&one, Callback::Int(cb), SCALING_BLOCK_NS);
-            jobs.push(Job {
-                probe: Probe::Scaling(cb, calls),
-                rows: vec![
-                    row(&one, place),
-                    row(&format!("scaling.{name}_2t_ops"), place),
-                ],
-            });
-        }
-        jobs.push(Job {
-            probe: Probe::Churn(c.raw),
-            rows: vec![row("churn.create_join_us", place)],
-        });
-        jobs.push(Job {
-            probe: Probe::Churn(c.bound),
-            rows: vec![row("churn.create_callback_join_us", place)],
-        });
-        jobs.push(Job {
-            probe: Probe::FirstCall(c.bound),
-            rows: vec![row("first_call_ns", place)],
-        });
-    }
-    jobs.insert(
-        0,
-        Job {
-            probe: Probe::Interleaved(turns),
-            rows: turn_rows,
-        },
-    );
-    jobs
-}
-
-/// The derived figures and their targets.
-fn checks(rows: &[Row], places: &[&'static str]) -> Vec<Check> {
-    let median = |key: &str, place: &str| {
-        rows.iter()
-            .find(|row| row.key == key && row.place == place)
-            .map(|row| row.summary.median)
-            .unwrap_or_else(|| panic!("no row {key} for {place}"))
-    };
-    let figure = |what, unit, target, compute: &dyn Fn(&str) -> f64| Check {
-        what,
-        values: places
-            .iter()
-            .map(|&place| (place, compute(place)))
-            .collect(),
-        unit,
-        target,
-    };
-    vec![
-        figure(
-            "cthread.bound_ns − cthread.raw_ns",
-            " ns",
-            Some(Target::AtMost(0.5)),
-            &|p| median("cthread.bound_ns", p) - median("cthread.raw_ns", p),
-        ),
-        Check {
-            what: "cthread.bound_dynamic_tls_ns − cthread.raw_dynamic_tls_ns",
-            values: vec![(
-                "cdylib",
-                median("cthread.bound_dynamic_tls_ns", "cdylib")
-                    - median("cthread.raw_dynamic_tls_ns", "cdylib"),
-            )],
-            unit: " ns",
-            target: None,
-        },
-        figure("cthread.per_call_ns / cthread.bound_ns", "", None, &|p| {
-            median("cthread.per_call_ns", p) / median("cthread.bound_ns", p)
-        }),
-        figure("cthread.local_ns − cthread.bound_ns", " ns", None, &|p| {
-            median("cthread.local_ns", p) - median("cthread.bound_ns", p)
-        }),
-        figure(
-            "cthread.cstr_ns − cthread.raw_cstr_ns",
-            " ns",
-            None,
-            &|p| median("cthread.cstr_ns", p) - median("cthread.raw_cstr_ns", p),
-        ),
-        figure(
-            "scaling.bound_2t_ops / scaling.bound_1t_ops",
-            "",
-            Some(Target::AtLeast(1.8)),
-            &|p| median("scaling.bound_2t_ops", p) / median("scaling.bound_1t_ops", p),
-        ),
-        figure("scaling.raw_2t_ops / scaling.raw_1t_ops", "", None, &|p| {
-            median("scaling.raw_2t_ops", p) / median("scaling.raw_1t_ops", p)
-        }),
-        figure(
-            "churn.create_callback_join_us / churn.create_join_us",
-            "",
-            Some(Target::AtMost(1.1)),
-            &|p| median("churn.create_callback_join_us", p) / median("churn.create_join_us", p),
-        ),
-        figure("first_call_ns", " ns", Some(Target::AtMost(1000.0)), &|p| {
-            median("first_call_ns", p)
-        }),
-        Check {
-            what: "env.remove_loop_10000_ns / env.clear_10000_ns",
-            values: vec![(
-                NO_PLACE,
-                median("env.remove_loop_10000_ns", NO_PLACE)
-                    / median("env.clear_10000_ns", NO_PLACE),
-            )],
-            unit: "",
-            target: None,
-        },
-    ]
-}
-
-const USAGE: &str = "usage: callgate-bench [--json]
+const USAGE: &str = "usage: callgate-bench [--json] [--rounds <n>]
        callgate-bench --loop <callback> [<calls>] [--linked]
 
 Measures callbacks from C threads into Rust, with and without callgate, and
-prints a table (or, with --json, one JSON object of the medians).
+prints a table (or, with --json, one JSON object of the medians). Every row
+gets one sample per round; --rounds sets how many (default 21, at least 1).
 
 --loop makes <calls> (default 10000000) calls of one callback of the cdylib
 (--linked: of this binary) from one C thread and prints the time per call:
 a workload for profilers (perf, valgrind --tool=callgrind). <callback> is
-raw, raw_cstr, bound, per_call, local or cstr.
+raw, raw_cstr, bound, per_call, local, cstr, closure, closure_concurrent,
+user_data, raw_sum or sum.
 
 CALLGATE_BENCH_FIXTURE=<path> loads that build of the cdylib fixture instead
-of building it with cargo.";
+of building it with cargo (the padded and portable_tls builds are then
+skipped).";
 
 /// What the command line asks for.
 enum Command {
-    /// The whole benchmark, as a table or as JSON.
-    Measure { json: bool },
+    /// The whole benchmark, as a table or as JSON, with this many rounds.
+    Measure { json: bool, rounds: usize },
     /// One call loop of one callback, for profilers.
     Loop {
         callback: String,
@@ -339,6 +142,7 @@ enum Command {
 
 fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, String> {
     let mut json = false;
+    let mut rounds = ROUNDS;
     let mut linked = false;
     let mut looped: Option<(String, Option<i64>)> = None;
     let mut args = args.into_iter().peekable();
@@ -346,6 +150,13 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, String>
         match arg.as_str() {
             "--json" => json = true,
             "--linked" => linked = true,
+            "--rounds" => {
+                rounds = args
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .filter(|&n| n >= 1)
+                    .ok_or("--rounds needs a count of at least 1")?;
+            }
             "-h" | "--help" => return Ok(Command::Help),
             "--loop" => {
                 let callback = args.next().ok_or("--loop needs a callback name")?;
@@ -367,7 +178,7 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, String>
             calls: calls.unwrap_or(10_000_000),
             linked,
         },
-        None => Command::Measure { json },
+        None => Command::Measure { json, rounds },
     })
 }
 
@@ -380,6 +191,11 @@ fn run_loop(callbacks: &Callbacks, callback: &str, calls: i64) -> Result<(), Str
         "per_call" => Callback::Int(callbacks.per_call),
         "local" => Callback::Int(callbacks.local),
         "cstr" => Callback::Cstr(callbacks.cstr),
+        "closure" => Callback::Data(callbacks.closure),
+        "closure_concurrent" => Callback::Data(callbacks.closure_concurrent),
+        "user_data" => Callback::Data(callbacks.user_data),
+        "raw_sum" => Callback::Slice(callbacks.raw_sum),
+        "sum" => Callback::Slice(callbacks.sum),
         _ => return Err(format!("unknown callback `{callback}`")),
     };
     let ns = harness::call_loop(callback, chosen, calls);
@@ -412,7 +228,10 @@ fn main() -> ExitCode {
             };
             callbacks.and_then(|callbacks| run_loop(&callbacks, &callback, calls))
         }
-        Ok(Command::Measure { json }) => measure(json),
+        Ok(Command::Measure { json, rounds }) => fixture::locate().and_then(|path| {
+            reserve_static_tls(&path)?;
+            measure(json, rounds)
+        }),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -431,104 +250,264 @@ fn load_fixture() -> Result<(Callbacks, fixture::TlsPlace, PathBuf), String> {
     Ok((callbacks, place, path))
 }
 
-/// The whole benchmark: prints the table, or with `json` the JSON object.
-fn measure(json: bool) -> Result<(), String> {
+/// glibc's tunable for the static TLS it keeps for libraries loaded later.
+const STATIC_TLS_TUNABLE: &str = "glibc.rtld.optional_static_tls";
+
+/// The fixture builds whose TLS blocks should be in static TLS: the
+/// `cdylib` and its padded builds, so that the placements differ from it
+/// in code layout only.
+const STATIC_TLS_BUILDS: usize = 1 + fixture::PADS.len();
+
+/// Sizes glibc's optional static TLS reserve for the fixture's builds.
+///
+/// callgate reads its slot through a TLS descriptor, so a `cdylib` loads
+/// wherever its TLS block goes: glibc puts the block in static TLS when the
+/// optional reserve ([`STATIC_TLS_TUNABLE`], 512 bytes by default) has room
+/// for it, in dynamic TLS otherwise. The [`STATIC_TLS_BUILDS`] builds of
+/// `path` should all get static TLS, and the copy measured in dynamic TLS,
+/// loaded after them, should find the reserve full: unless the tunable is
+/// set already, this program runs itself again (`exec`, same arguments)
+/// with a reserve of exactly that many of `path`'s blocks. If that fails,
+/// it goes on with the reserve it has; the report says where the blocks
+/// went.
+fn reserve_static_tls(path: &std::path::Path) -> Result<(), String> {
+    use std::os::unix::process::CommandExt;
+    let tunables = std::env::var("GLIBC_TUNABLES").unwrap_or_default();
+    if !cfg!(target_env = "gnu") || tunables.contains(STATIC_TLS_TUNABLE) {
+        return Ok(());
+    }
+    let Ok(exe) = std::env::current_exe() else {
+        return Ok(());
+    };
+    let reserve = STATIC_TLS_BUILDS * fixture::static_tls_bytes(path)?;
+    let setting = format!("{STATIC_TLS_TUNABLE}={reserve}");
+    let tunables = if tunables.is_empty() {
+        setting
+    } else {
+        format!("{tunables}:{setting}")
+    };
+    let error = std::process::Command::new(exe)
+        .args(std::env::args_os().skip(1))
+        .env("GLIBC_TUNABLES", tunables)
+        .exec();
+    eprintln!("callgate-bench: cannot run again with a sized static TLS reserve: {error}");
+    Ok(())
+}
+
+/// Loads the fixture's padded builds and reads where each put
+/// `bench_bound` within its 64-byte line. `Err` (a line for the report) if
+/// they cannot be built, or if two of them put it at the same placement; a
+/// build whose TLS block went to dynamic TLS adds a line to `notes`.
+fn load_placements(notes: &mut Vec<String>) -> Result<Vec<Placement>, String> {
+    if fixture::is_given() {
+        return Err("placements skipped: CALLGATE_BENCH_FIXTURE names a build".to_owned());
+    }
+    let mut placements = Vec::new();
+    for (pad, path) in fixture::placements()? {
+        let (callbacks, place) = fixture::load_placed(&path)?;
+        if place == fixture::TlsPlace::Dynamic {
+            notes.push(format!(
+                "note: the build padded by {pad} got dynamic TLS (the static reserve was full)"
+            ));
+        }
+        let offset = callbacks.bound as usize % 64;
+        if let Some(same) = placements.iter().find(|p: &&Placement| p.offset == offset) {
+            return Err(format!(
+                "placements skipped: padding {pad} left bench_bound at offset {offset}, \
+                 like padding {}",
+                same.offset
+            ));
+        }
+        placements.push(Placement { offset, callbacks });
+    }
+    placements.sort_by_key(|placement| placement.offset);
+    Ok(placements)
+}
+
+/// Builds and loads the fixture with `--cfg callgate_portable_tls`.
+fn load_portable_tls() -> Result<Callbacks, String> {
+    if fixture::is_given() {
+        return Err("portable_tls skipped: CALLGATE_BENCH_FIXTURE names a build".to_owned());
+    }
+    fixture::load(&fixture::portable_tls()?)
+}
+
+/// The whole benchmark, `rounds` samples per row: prints the table, or
+/// with `json` the JSON object.
+fn measure(json: bool, rounds: usize) -> Result<(), String> {
     let (cdylib, tls_place, path) = load_fixture()?;
-    let (dynamic_tls, copies) = fixture::load_in_dynamic_tls(&path)?;
-    let places = [("cdylib", cdylib), ("binary", linked::callbacks())];
+    let mut notes = Vec::new();
+    let mut places = vec![
+        Place {
+            name: "cdylib",
+            json_prefix: "",
+            callbacks: cdylib,
+        },
+        Place {
+            name: "binary",
+            json_prefix: "linked.",
+            callbacks: linked::callbacks(),
+        },
+    ];
+    match load_portable_tls() {
+        Ok(callbacks) => places.push(Place {
+            name: "portable_tls",
+            json_prefix: "portable_tls.",
+            callbacks,
+        }),
+        Err(note) => notes.push(note),
+    }
+    let mut placement_notes = Vec::new();
+    let placements = load_placements(&mut placement_notes).unwrap_or_else(|note| {
+        notes.push(note);
+        Vec::new()
+    });
+    notes.extend(placement_notes);
+    let go = go::load().map_err(|note| notes.push(note)).ok();
+    // Last, once the builds above have what static TLS they get.
+    let dynamic_tls = fixture::load_in_dynamic_tls(&path)
+        .map_err(|e| notes.push(format!("dynamic TLS rows skipped: {e}")))
+        .ok();
+    for note in &notes {
+        eprintln!("callgate-bench: {note}");
+    }
     let cpus = std::thread::available_parallelism().map_or(1, usize::from);
 
-    // Row `i * places + p` is measurement `i` for place `p`.
-    // The rows after those are `DYNAMIC_TLS_ROWS`.
-    let mut names: Vec<String> = ROWS
-        .iter()
-        .flat_map(|(key, _)| places.iter().map(move |_| (*key).to_owned()))
-        .collect();
-    let grid = names.len();
-    names.extend(DYNAMIC_TLS_ROWS.iter().map(|(key, _)| (*key).to_owned()));
-    let row = |key: &str, place: usize| {
-        let i = ROWS.iter().position(|(k, _)| *k == key);
-        i.unwrap_or_else(|| panic!("no row {key}")) * places.len() + place
-    };
-    eprintln!("callgate-bench: measuring ({ROUNDS} rounds over all rows, then the environment)…");
+    let plural = if rounds == 1 { "" } else { "s" };
+    eprintln!(
+        "callgate-bench: measuring ({rounds} round{plural} over all rows, then the environment)…"
+    );
     let start = load::CpuClock::now();
-    let mut jobs = plan(&places, row);
-    // The dynamic-TLS copy takes turns with the other callbacks.
-    if let Job {
-        probe: Probe::Interleaved(turns),
-        rows,
-    } = &mut jobs[0]
-    {
-        for (i, callback) in [dynamic_tls.raw, dynamic_tls.bound].into_iter().enumerate() {
-            let callback = Callback::Int(callback);
-            turns.push((callback, calls_taking(&names[grid + i], callback, BLOCK_NS)));
-            rows.push(grid + i);
-        }
-    }
-    let mut samples: Vec<Vec<f64>> = vec![Vec::with_capacity(ROUNDS); names.len()];
-    for round in 0..ROUNDS {
+    let plan = plan::plan(
+        &places,
+        &placements,
+        go,
+        dynamic_tls.as_ref().map(|(callbacks, _)| callbacks),
+    );
+    let mut samples: Vec<Vec<f64>> = vec![Vec::with_capacity(rounds); plan.rows.specs().len()];
+    for round in 0..rounds {
         let mut run = |job: &Job| {
-            for (&row, value) in job.rows.iter().zip(job.run(&names)) {
+            for (&row, value) in job.rows().iter().zip(job.run(&plan.rows)) {
                 samples[row].push(value);
             }
         };
         // Alternate the order so no job always runs right after another.
         if round % 2 == 0 {
-            jobs.iter().for_each(&mut run);
+            plan.jobs.iter().for_each(&mut run);
         } else {
-            jobs.iter().rev().for_each(&mut run);
+            plan.jobs.iter().rev().for_each(&mut run);
         }
     }
+    for difference in &plan.differences {
+        samples[difference.row] = samples[difference.minuend]
+            .iter()
+            .zip(&samples[difference.subtrahend])
+            .map(|(a, b)| a - b)
+            .collect();
+    }
     // Every C thread has been joined: nothing else touches the environment.
-    let environment = env::measure(ROUNDS);
+    let environment = env::measure(rounds);
     let interference = start
         .zip(load::CpuClock::now())
         .map(|(start, end)| start.interference(&end, cpus));
 
-    let mut rows: Vec<Row> = samples
+    let mut rows: Vec<Row> = plan
+        .rows
+        .specs()
         .iter()
-        .enumerate()
-        .map(|(i, samples)| {
-            let ((key, unit), place) = if i < grid {
-                (ROWS[i / places.len()], places[i % places.len()].0)
-            } else {
-                (DYNAMIC_TLS_ROWS[i - grid], "cdylib")
-            };
-            Row {
-                key: key.to_owned(),
-                place,
-                unit,
-                summary: Summary::of(samples),
-                in_json: place == "cdylib" && key != "cthread.raw_cstr_ns",
-            }
+        .zip(&samples)
+        .map(|(spec, samples)| Row {
+            key: spec.key.clone(),
+            place: spec.place.clone(),
+            unit: spec.unit,
+            summary: Summary::of(samples),
+            json: spec.json.clone(),
         })
         .collect();
     rows.extend(
         environment
             .into_iter()
             .map(|(key, [min, median, max])| Row {
+                json: Some(key.clone()),
                 key,
-                place: NO_PLACE,
+                place: NO_PLACE.to_owned(),
                 unit: "ns",
                 summary: Summary { min, median, max },
-                in_json: true,
             }),
     );
-    let warning = interference.and_then(|i| {
-        (i.others + i.steal > 0.05).then(|| {
-            format!(
-                "warning: other processes used {:.0}% of the CPUs during the run (steal {:.0}%); \
-                 the figures may be off, rerun on a quiet machine",
-                i.others * 100.0,
-                i.steal * 100.0
-            )
+    let calibration = rows
+        .iter()
+        .find(|row| row.key == plan::CALIBRATION)
+        .map(|row| row.summary)
+        .expect("the calibration row is measured");
+    let spread = calibration.max / calibration.min;
+    let slow_blocks = rows
+        .iter()
+        .find(|row| row.key == plan::SLOW_BLOCKS)
+        .map(|row| row.summary)
+        .expect("the calibration row is measured");
+    let mut extra = vec![
+        ("machine.calibration_min_ns".to_owned(), calibration.min),
+        ("machine.calibration_max_ns".to_owned(), calibration.max),
+        ("machine.calibration_spread".to_owned(), spread),
+        ("machine.slow_blocks_max_pct".to_owned(), slow_blocks.max),
+    ];
+    if let Some(worst) = placements
+        .iter()
+        .map(|placement| {
+            let key = format!("{}.bound_minus_raw_ns", placement.key());
+            rows.iter()
+                .find(|row| row.key == key)
+                .map(|row| row.summary.median)
         })
-    });
+        .collect::<Option<Vec<f64>>>()
+        .and_then(|medians| medians.into_iter().reduce(f64::max))
+    {
+        extra.push(("placement.worst_bound_minus_raw_ns".to_owned(), worst));
+    }
+    if go.is_some() {
+        let median = |key: &str| {
+            rows.iter()
+                .find(|row| row.key == key)
+                .map(|row| row.summary.median)
+                .expect("the Go rows are measured")
+        };
+        extra.push((
+            "go.scaling_2t_1t".to_owned(),
+            median("go.scaling_2t_ops") / median("go.scaling_1t_ops"),
+        ));
+    }
+    extra.push((
+        "placement.cdylib_bound_offset".to_owned(),
+        (cdylib.bound as usize % 64) as f64,
+    ));
+
+    let mut warnings = Vec::new();
+    if let Some(i) = interference.filter(|i| i.others + i.steal > 0.05) {
+        warnings.push(format!(
+            "warning: other processes used {:.0}% of the CPUs during the run (steal {:.0}%); \
+             the figures may be off, rerun on a quiet machine",
+            i.others * 100.0,
+            i.steal * 100.0
+        ));
+    }
+    let phases = if spread > CALIBRATION_SPREAD || slow_blocks.max > SLOW_BLOCKS_PCT {
+        warnings.push(format!(
+            "warning: the calibration chain's samples spread {spread:.2}×, and up to {:.0}% of \
+             its blocks in a sample ran slow: the machine changed speed during the run (a \
+             shared core, a lower clock, preemption); trust the medians, and compare rows \
+             measured side by side",
+            slow_blocks.max
+        ));
+        "the machine changed speed during the run"
+    } else {
+        "the machine kept its speed during the run"
+    };
     if json {
-        if let Some(warning) = &warning {
+        for warning in &warnings {
             eprintln!("callgate-bench: {warning}");
         }
-        println!("{}", report::json(&rows));
+        println!("{}", report::json(&rows, &extra));
         return Ok(());
     }
     let others = match interference {
@@ -539,22 +518,199 @@ fn measure(json: bool) -> Result<(), String> {
         ),
         None => "the load of other processes is unknown".to_owned(),
     };
+    let offsets: Vec<String> = placements
+        .iter()
+        .map(|placement| placement.offset.to_string())
+        .collect();
     let mut header = format!(
-        "callgate-bench: {ROUNDS} samples per row, {cpus} CPUs; {others}.\n\
+        "callgate-bench: {rounds} sample{plural} per row, {cpus} CPUs; {others}.\n\
+         calibration chain: {} ns min, {} ns max over the samples (spread {spread:.2}); \
+         {:.0}% of its blocks ran slow in the median sample, {:.0}% at most: {phases}.\n\
          C pthreads call each callback through a volatile function pointer.\n\
-         callbacks in: cdylib = {} loaded with dlopen ({} TLS); binary = linked into this program;\n\
-         *_dynamic_tls_ns: copy {copies} of the cdylib, loaded after {} copies filled glibc's static TLS reserve.",
+         callbacks in: cdylib = {} loaded with dlopen ({} TLS, bench_bound at byte {} of its \
+         64-byte line); binary = linked into this program; portable_tls = the cdylib built \
+         with --cfg callgate_portable_tls; placement.at_N = the cdylib padded so that \
+         bench_bound starts at byte N of its line ({}){}.",
+        report::number(calibration.min),
+        report::number(calibration.max),
+        slow_blocks.median,
+        slow_blocks.max,
         path.display(),
-        match tls_place {
-            fixture::TlsPlace::Static => "static",
-            fixture::TlsPlace::Dynamic => "dynamic",
+        tls_place.name(),
+        cdylib.bound as usize % 64,
+        if offsets.is_empty() {
+            "not measured".to_owned()
+        } else {
+            offsets.join(", ")
         },
-        copies - 1,
+        match &dynamic_tls {
+            Some((_, copies)) => format!(
+                "; *_dynamic_tls_ns: copy {copies} of the cdylib, the first to find glibc's \
+                 static TLS reserve full"
+            ),
+            None => String::new(),
+        },
     );
-    if let Some(warning) = &warning {
-        header = format!("{header}\n{warning}");
+    for line in notes.iter().chain(&warnings) {
+        header = format!("{header}\n{line}");
     }
-    let checks = checks(&rows, &places.map(|(place, _)| place));
+    let names: Vec<&str> = places.iter().map(|place| place.name).collect();
+    let checks = checks(
+        &rows,
+        &names,
+        &placements,
+        go.is_some(),
+        dynamic_tls.is_some(),
+    );
     print!("{}", report::table(&header, &rows, &checks));
     Ok(())
+}
+
+/// The derived figures and their targets.
+fn checks(
+    rows: &[Row],
+    places: &[&str],
+    placements: &[Placement],
+    go: bool,
+    dynamic_tls: bool,
+) -> Vec<Check> {
+    let median = |key: &str, place: &str| {
+        rows.iter()
+            .find(|row| row.key == key && row.place == place)
+            .map(|row| row.summary.median)
+            .unwrap_or_else(|| panic!("no row {key} for {place}"))
+    };
+    let figure = |what, unit, target, compute: &dyn Fn(&str) -> f64| Check {
+        what,
+        values: places
+            .iter()
+            .map(|&place| (place.to_owned(), compute(place)))
+            .collect(),
+        unit,
+        target,
+    };
+    let mut checks = vec![
+        figure(
+            "cthread.bound_ns − cthread.raw_ns",
+            " ns",
+            Some(Target::AtMost(BOUND_MINUS_RAW_TARGET_NS)),
+            &|p| median("cthread.bound_ns", p) - median("cthread.raw_ns", p),
+        ),
+        figure(
+            "cthread.closure_ns − cthread.bound_ns",
+            " ns",
+            None,
+            &|p| median("cthread.closure_ns", p) - median("cthread.bound_ns", p),
+        ),
+        figure(
+            "cthread.closure_concurrent_ns − cthread.bound_ns",
+            " ns",
+            None,
+            &|p| median("cthread.closure_concurrent_ns", p) - median("cthread.bound_ns", p),
+        ),
+        figure(
+            "cthread.user_data_ns − cthread.bound_ns",
+            " ns",
+            None,
+            &|p| median("cthread.user_data_ns", p) - median("cthread.bound_ns", p),
+        ),
+        figure("cthread.per_call_ns / cthread.bound_ns", "", None, &|p| {
+            median("cthread.per_call_ns", p) / median("cthread.bound_ns", p)
+        }),
+        figure("cthread.local_ns − cthread.bound_ns", " ns", None, &|p| {
+            median("cthread.local_ns", p) - median("cthread.bound_ns", p)
+        }),
+        figure(
+            "cthread.cstr_ns − cthread.raw_cstr_ns",
+            " ns",
+            None,
+            &|p| median("cthread.cstr_ns", p) - median("cthread.raw_cstr_ns", p),
+        ),
+        figure("cthread.sum_ns − cthread.raw_sum_ns", " ns", None, &|p| {
+            median("cthread.sum_ns", p) - median("cthread.raw_sum_ns", p)
+        }),
+        figure(
+            "scaling.bound_2t_ops / scaling.bound_1t_ops",
+            "",
+            Some(Target::AtLeast(1.8)),
+            &|p| median("scaling.bound_2t_ops", p) / median("scaling.bound_1t_ops", p),
+        ),
+        figure("scaling.raw_2t_ops / scaling.raw_1t_ops", "", None, &|p| {
+            median("scaling.raw_2t_ops", p) / median("scaling.raw_1t_ops", p)
+        }),
+        figure(
+            "churn.create_callback_join_us / churn.create_join_us",
+            "",
+            Some(Target::AtMost(1.1)),
+            &|p| median("churn.create_callback_join_us", p) / median("churn.create_join_us", p),
+        ),
+        figure("first_call_ns", " ns", Some(Target::AtMost(1000.0)), &|p| {
+            median("first_call_ns", p)
+        }),
+    ];
+    if !placements.is_empty() {
+        checks.push(Check {
+            what: "placement.at_N.bound_minus_raw_ns",
+            values: placements
+                .iter()
+                .map(|placement| {
+                    let key = format!("{}.bound_minus_raw_ns", placement.key());
+                    (format!("at {}", placement.offset), median(&key, "cdylib"))
+                })
+                .collect(),
+            unit: " ns",
+            target: Some(Target::AtMost(BOUND_MINUS_RAW_TARGET_NS)),
+        });
+    }
+    if dynamic_tls {
+        checks.push(Check {
+            what: "cthread.bound_dynamic_tls_ns − cthread.raw_dynamic_tls_ns",
+            values: vec![(
+                "cdylib".to_owned(),
+                median("cthread.bound_dynamic_tls_ns", "cdylib")
+                    - median("cthread.raw_dynamic_tls_ns", "cdylib"),
+            )],
+            unit: " ns",
+            target: None,
+        });
+    }
+    if go {
+        let single = |what, unit, target, value| Check {
+            what,
+            values: vec![(plan::GO.to_owned(), value)],
+            unit,
+            target,
+        };
+        checks.extend([
+            single(
+                "go.cthread_ns / cthread.bound_ns (cdylib)",
+                "",
+                Some(Target::AtLeast(20.0)),
+                median("go.cthread_ns", plan::GO) / median("cthread.bound_ns", "cdylib"),
+            ),
+            single(
+                "go.scaling_2t_ops / go.scaling_1t_ops",
+                "",
+                None,
+                median("go.scaling_2t_ops", plan::GO) / median("go.scaling_1t_ops", plan::GO),
+            ),
+            single(
+                "go.create_callback_join_us / churn.create_join_us (cdylib)",
+                "",
+                None,
+                median("go.create_callback_join_us", plan::GO)
+                    / median("churn.create_join_us", "cdylib"),
+            ),
+        ]);
+    }
+    checks.push(Check {
+        what: "env.remove_loop_10000_ns / env.clear_10000_ns",
+        values: vec![(
+            NO_PLACE.to_owned(),
+            median("env.remove_loop_10000_ns", NO_PLACE) / median("env.clear_10000_ns", NO_PLACE),
+        )],
+        unit: "",
+        target: None,
+    });
+    checks
 }

@@ -39,24 +39,25 @@ pub const NO_PLACE: &str = "-";
 
 /// One line of the report.
 pub struct Row {
-    /// The measurement's name: its JSON key when `in_json`.
+    /// The measurement's name.
     pub key: String,
-    /// Where the callbacks live (`cdylib`, `binary`), or [`NO_PLACE`].
-    pub place: &'static str,
+    /// Where the callbacks live (`cdylib`, `binary`, `portable_tls`), or
+    /// [`NO_PLACE`].
+    pub place: String,
     /// The unit of the numbers.
     pub unit: &'static str,
     /// The numbers.
     pub summary: Summary,
-    /// The row's median is a value of the `--json` object.
-    pub in_json: bool,
+    /// The key of the row's median in the `--json` object, if it is there.
+    pub json: Option<String>,
 }
 
 /// A derived figure and the target it is held against.
 pub struct Check {
     /// What is computed, from which rows.
     pub what: &'static str,
-    /// The figure per place, in the order of the table's places.
-    pub values: Vec<(&'static str, f64)>,
+    /// The figure per place (or placement), in the table's order.
+    pub values: Vec<(String, f64)>,
     /// The unit of the figure (empty for a ratio).
     pub unit: &'static str,
     /// The target, or `None` if the figure is only reported.
@@ -89,7 +90,7 @@ impl Target {
 }
 
 /// Formats a number with about four significant digits.
-fn number(value: f64) -> String {
+pub fn number(value: f64) -> String {
     let magnitude = value.abs();
     if magnitude >= 1000.0 || value == 0.0 {
         format!("{value:.0}")
@@ -106,17 +107,18 @@ fn number(value: f64) -> String {
 pub fn table(header: &str, rows: &[Row], checks: &[Check]) -> String {
     let mut out = String::new();
     let name_width = rows.iter().map(|row| row.key.len()).max().unwrap_or(0) + 4;
+    let place_width = rows.iter().map(|row| row.place.len()).max().unwrap_or(0) + 2;
     let _ = writeln!(out, "{header}\n");
     let _ = writeln!(
         out,
-        "{:name_width$}{:<9}{:>14}{:>14}{:>14}  unit",
+        "{:name_width$}{:<place_width$}{:>14}{:>14}{:>14}  unit",
         "  measurement", "callbacks", "min", "median", "max"
     );
     for row in rows {
-        let marker = if row.in_json { ' ' } else { '+' };
+        let marker = if row.json.is_some() { ' ' } else { '+' };
         let _ = writeln!(
             out,
-            "{:name_width$}{:<9}{:>14}{:>14}{:>14}  {}",
+            "{:name_width$}{:<place_width$}{:>14}{:>14}{:>14}  {}",
             format!("{marker} {}", row.key),
             row.place,
             number(row.summary.min),
@@ -142,7 +144,7 @@ pub fn table(header: &str, rows: &[Row], checks: &[Check]) -> String {
                 .values
                 .iter()
                 .map(|(place, value)| {
-                    let place = if *place == NO_PLACE { "" } else { place };
+                    let place = if place == NO_PLACE { "" } else { place };
                     format!("{}{} {place}", number(*value), check.unit)
                 })
                 .collect();
@@ -181,16 +183,17 @@ pub fn table(header: &str, rows: &[Row], checks: &[Check]) -> String {
     out
 }
 
-/// One JSON object: each `in_json` row's key and median (to three
-/// decimals), in row order.
-pub fn json(rows: &[Row]) -> String {
+/// One JSON object: each row's `json` key and median, then the `extra`
+/// figures, each to three decimals, in order.
+pub fn json(rows: &[Row], extra: &[(String, f64)]) -> String {
     let fields: Vec<String> = rows
         .iter()
-        .filter(|row| row.in_json)
-        .map(|row| {
-            assert!(row.summary.median.is_finite(), "{} is not finite", row.key);
-            let median = (row.summary.median * 1000.0).round() / 1000.0;
-            format!("  \"{}\": {median}", row.key)
+        .filter_map(|row| Some((row.json.as_deref()?, row.summary.median)))
+        .chain(extra.iter().map(|(key, value)| (key.as_str(), *value)))
+        .map(|(key, value)| {
+            assert!(value.is_finite(), "{key} is not finite");
+            let value = (value * 1000.0).round() / 1000.0;
+            format!("  \"{key}\": {value}")
         })
         .collect();
     format!("{{\n{}\n}}", fields.join(",\n"))

@@ -1,0 +1,398 @@
+//! What the benchmark measures and how: the rows of the report and the jobs
+//! that fill them, one sample of each row per round.
+
+use crate::Callbacks;
+use crate::harness::{self, Block, Callback, IntFn};
+use crate::report::{NO_PLACE, Summary};
+
+/// How long one sample of a call loop should take.
+const SAMPLE_NS: f64 = 10_000_000.0;
+/// How long one block of calls should take where blocks of different
+/// callbacks take turns on one thread.
+const BLOCK_NS: f64 = 100_000.0;
+/// How long one block of calls should take where one thread and two take
+/// turns (longer: the threads meet at a barrier between blocks).
+const SCALING_BLOCK_NS: f64 = 500_000.0;
+/// Threads created for one `first_call_ns` sample.
+const FIRST_CALL_THREADS: usize = 200;
+/// Threads created for one `churn.*` sample.
+const CHURN_THREADS: usize = 400;
+
+/// The rows measured for every [`Place`], in report order: key and unit.
+const PLACE_ROWS: [(&str, &str); 18] = [
+    ("cthread.raw_ns", "ns"),
+    ("cthread.raw_cstr_ns", "ns"),
+    ("cthread.bound_ns", "ns"),
+    ("cthread.per_call_ns", "ns"),
+    ("cthread.local_ns", "ns"),
+    ("cthread.cstr_ns", "ns"),
+    ("cthread.closure_ns", "ns"),
+    ("cthread.closure_concurrent_ns", "ns"),
+    ("cthread.user_data_ns", "ns"),
+    ("cthread.raw_sum_ns", "ns"),
+    ("cthread.sum_ns", "ns"),
+    ("scaling.raw_1t_ops", "calls/s"),
+    ("scaling.raw_2t_ops", "calls/s"),
+    ("scaling.bound_1t_ops", "calls/s"),
+    ("scaling.bound_2t_ops", "calls/s"),
+    ("churn.create_join_us", "µs/thread"),
+    ("churn.create_callback_join_us", "µs/thread"),
+    ("first_call_ns", "ns"),
+];
+
+/// The calibration row's key: a fixed chain of dependent additions in C,
+/// taking turns with the single-thread rows.
+pub const CALIBRATION: &str = "machine.calibration_ns";
+
+/// The key of the share of the calibration chain's blocks that ran slow.
+pub const SLOW_BLOCKS: &str = "machine.slow_blocks_pct";
+
+/// A calibration block slower than this many times the sample's fastest
+/// one ran on a slower machine (a busy core, a lower clock, a preemption).
+const SLOW_BLOCK: f64 = 1.15;
+
+/// The place of the Go rows.
+pub const GO: &str = "go";
+
+/// Where a set of benchmark callbacks lives.
+pub struct Place {
+    /// The name in the table's `callbacks` column.
+    pub name: &'static str,
+    /// What the place's `--json` keys start with (empty for the `cdylib`,
+    /// whose keys are the benchmark's original ones).
+    pub json_prefix: &'static str,
+    /// The callbacks.
+    pub callbacks: Callbacks,
+}
+
+/// A build of the `cdylib` fixture with its code moved by padding.
+pub struct Placement {
+    /// Where `bench_bound` starts within its 64-byte line, in bytes.
+    pub offset: usize,
+    /// The build's callbacks.
+    pub callbacks: Callbacks,
+}
+
+impl Placement {
+    /// The prefix of the placement's rows and `--json` keys.
+    pub fn key(&self) -> String {
+        format!("placement.at_{}", self.offset)
+    }
+}
+
+/// One line of the report before it is measured.
+pub struct RowSpec {
+    /// The measurement's name.
+    pub key: String,
+    /// Where the callbacks live, or [`NO_PLACE`].
+    pub place: String,
+    /// The unit of the numbers.
+    pub unit: &'static str,
+    /// The row's `--json` key, if its median is reported there.
+    pub json: Option<String>,
+}
+
+/// The rows of the report, in report order.
+#[derive(Default)]
+pub struct Rows {
+    specs: Vec<RowSpec>,
+}
+
+impl Rows {
+    /// Appends a row; returns its index.
+    fn add(&mut self, key: &str, place: &str, unit: &'static str, json: Option<String>) -> usize {
+        self.specs.push(RowSpec {
+            key: key.to_owned(),
+            place: place.to_owned(),
+            unit,
+            json,
+        });
+        self.specs.len() - 1
+    }
+
+    /// The index of the row `key` of `place`; panics if there is none.
+    pub fn find(&self, key: &str, place: &str) -> usize {
+        self.specs
+            .iter()
+            .position(|spec| spec.key == key && spec.place == place)
+            .unwrap_or_else(|| panic!("no row {key} for {place}"))
+    }
+
+    /// The rows.
+    pub fn specs(&self) -> &[RowSpec] {
+        &self.specs
+    }
+
+    /// The row's name for messages.
+    fn name(&self, row: usize) -> String {
+        let spec = &self.specs[row];
+        format!("{} ({})", spec.key, spec.place)
+    }
+}
+
+/// How a job measures its rows; one run gives one sample of each.
+enum Probe {
+    /// Nanoseconds per call of each callback, on one thread, in blocks of
+    /// the given number of calls taking turns: the median over the blocks.
+    /// The first callback is the calibration chain; the first value is the
+    /// share of its blocks that ran slow, in percent.
+    Interleaved(Vec<(Callback, i64)>),
+    /// Nanoseconds per call on a thread of its own, this many calls (a
+    /// per-call callback on a thread that a bound one attached would find
+    /// it attached, so it cannot take turns with them).
+    Latency(Callback, i64),
+    /// Calls per second of one thread and of two, in alternating blocks of
+    /// this many calls per thread.
+    Scaling(IntFn, i64),
+    /// Mean nanoseconds of a new thread's first call.
+    FirstCall(IntFn),
+    /// Microseconds per thread to create it, make one call, exit and join.
+    Churn(IntFn),
+}
+
+/// A probe and the rows it fills, in the order of its values.
+pub struct Job {
+    probe: Probe,
+    rows: Vec<usize>,
+}
+
+impl Job {
+    /// Runs the probe once; one value per row of [`Job::rows`].
+    pub fn run(&self, rows: &Rows) -> Vec<f64> {
+        let name = rows.name(self.rows[0]);
+        match &self.probe {
+            Probe::Interleaved(callbacks) => {
+                let names: Vec<String> = self.rows.iter().map(|&row| rows.name(row)).collect();
+                let blocks: Vec<Block<'_>> = callbacks
+                    .iter()
+                    .zip(&names)
+                    .map(|(&(callback, calls), name)| Block {
+                        name,
+                        callback,
+                        calls,
+                    })
+                    .collect();
+                let per_block = harness::interleaved(&blocks, (SAMPLE_NS / BLOCK_NS) as usize);
+                // The first callback is the calibration chain: the share
+                // of its blocks that ran slow says how much of the sample
+                // the machine was slower; the others' medians leave out
+                // blocks that lost their CPU for a while.
+                let calibration = &per_block[0];
+                let fastest = calibration.iter().copied().fold(f64::INFINITY, f64::min);
+                let slow = calibration
+                    .iter()
+                    .filter(|&&ns| ns > SLOW_BLOCK * fastest)
+                    .count();
+                let mut values = vec![100.0 * slow as f64 / calibration.len() as f64];
+                values.extend(per_block.iter().map(|ns| Summary::of(ns).median));
+                values
+            }
+            &Probe::Latency(callback, calls) => {
+                vec![harness::call_loop(&name, callback, calls) / calls as f64]
+            }
+            &Probe::Scaling(cb, calls) => {
+                let cycles = (SAMPLE_NS / SCALING_BLOCK_NS) as usize;
+                let rates = harness::scaling(&name, cb, calls, cycles);
+                vec![rates.one_thread, rates.two_threads]
+            }
+            &Probe::FirstCall(cb) => {
+                let firsts = harness::first_calls(&name, cb, FIRST_CALL_THREADS);
+                vec![firsts.iter().sum::<f64>() / firsts.len() as f64]
+            }
+            &Probe::Churn(cb) => {
+                let ns = harness::churn(&name, cb, CHURN_THREADS);
+                vec![ns / CHURN_THREADS as f64 / 1000.0]
+            }
+        }
+    }
+
+    /// The rows the job fills, in the order of [`Job::run`]'s values.
+    pub fn rows(&self) -> &[usize] {
+        &self.rows
+    }
+}
+
+/// A row whose samples are the differences of two others' samples of the
+/// same round (measured side by side, so a slow phase cancels out).
+pub struct Difference {
+    /// The row of the differences.
+    pub row: usize,
+    /// The row subtracted from.
+    pub minuend: usize,
+    /// The row subtracted.
+    pub subtrahend: usize,
+}
+
+/// Everything one round measures.
+pub struct Plan {
+    /// The rows, in report order.
+    pub rows: Rows,
+    /// The jobs that fill the measured rows.
+    pub jobs: Vec<Job>,
+    /// The rows computed from others.
+    pub differences: Vec<Difference>,
+}
+
+/// How many calls of `callback` take about `target_ns` on one thread.
+fn calls_taking(name: &str, callback: Callback, target_ns: f64) -> i64 {
+    let mut calls = 10_000_i64;
+    let ns = loop {
+        let ns = harness::call_loop(name, callback, calls);
+        if ns >= 2_000_000.0 || calls >= 100_000_000 {
+            break ns;
+        }
+        calls *= 4;
+    };
+    ((target_ns * calls as f64 / ns) as i64).clamp(100, 100_000_000)
+}
+
+/// The rows measured for a copy of the `cdylib` in dynamic TLS: its raw
+/// call (the floor) and its bound callback.
+const DYNAMIC_TLS_ROWS: [&str; 2] = ["cthread.raw_dynamic_tls_ns", "cthread.bound_dynamic_tls_ns"];
+
+/// The rows and jobs for `places`, `placements`, the Go callback `go` if
+/// there is one, the `cdylib` copy in dynamic TLS if there is one, and the
+/// calibration chain. All single-thread call costs go into one job of
+/// interleaved blocks, the calibration chain's among them, so every sample
+/// of every row sees the same machine.
+pub fn plan(
+    places: &[Place],
+    placements: &[Placement],
+    go: Option<IntFn>,
+    dynamic_tls: Option<&Callbacks>,
+) -> Plan {
+    let mut rows = Rows::default();
+    let calibration = rows.add(CALIBRATION, NO_PLACE, "ns", Some(CALIBRATION.to_owned()));
+    let slow_blocks = rows.add(SLOW_BLOCKS, NO_PLACE, "%", Some(SLOW_BLOCKS.to_owned()));
+    for (key, unit) in PLACE_ROWS {
+        for place in places {
+            let json =
+                (key != "cthread.raw_cstr_ns").then(|| format!("{}{key}", place.json_prefix));
+            rows.add(key, place.name, unit, json);
+        }
+    }
+    let mut differences = Vec::new();
+    let mut placement_rows = Vec::new();
+    for placement in placements {
+        let prefix = placement.key();
+        let mut add = |what: &str| {
+            let key = format!("{prefix}.{what}");
+            rows.add(&key, "cdylib", "ns", Some(key.clone()))
+        };
+        let (raw, bound, difference) = (add("raw_ns"), add("bound_ns"), add("bound_minus_raw_ns"));
+        differences.push(Difference {
+            row: difference,
+            minuend: bound,
+            subtrahend: raw,
+        });
+        placement_rows.push((placement.callbacks, raw, bound));
+    }
+
+    let mut turns = vec![(
+        Callback::Int(harness::calibration()),
+        calibration,
+        CALIBRATION.to_owned(),
+    )];
+    let mut jobs = Vec::new();
+    for place in places {
+        let c = place.callbacks;
+        let row = |key: &str| rows.find(key, place.name);
+        for (key, callback) in [
+            ("cthread.raw_ns", Callback::Int(c.raw)),
+            ("cthread.raw_cstr_ns", Callback::Cstr(c.raw_cstr)),
+            ("cthread.bound_ns", Callback::Int(c.bound)),
+            ("cthread.local_ns", Callback::Int(c.local)),
+            ("cthread.cstr_ns", Callback::Cstr(c.cstr)),
+            ("cthread.closure_ns", Callback::Data(c.closure)),
+            (
+                "cthread.closure_concurrent_ns",
+                Callback::Data(c.closure_concurrent),
+            ),
+            ("cthread.user_data_ns", Callback::Data(c.user_data)),
+            ("cthread.raw_sum_ns", Callback::Slice(c.raw_sum)),
+            ("cthread.sum_ns", Callback::Slice(c.sum)),
+        ] {
+            turns.push((callback, row(key), rows.name(row(key))));
+        }
+        let per_call = Callback::Int(c.per_call);
+        let per_call_row = row("cthread.per_call_ns");
+        jobs.push(Job {
+            probe: Probe::Latency(
+                per_call,
+                calls_taking(&rows.name(per_call_row), per_call, SAMPLE_NS),
+            ),
+            rows: vec![per_call_row],
+        });
+        for (name, cb) in [("raw", c.raw), ("bound", c.bound)] {
+            let one = row(&format!("scaling.{name}_1t_ops"));
+            let calls = calls_taking(&rows.name(one), Callback::Int(cb), SCALING_BLOCK_NS);
+            jobs.push(Job {
+                probe: Probe::Scaling(cb, calls),
+                rows: vec![one, row(&format!("scaling.{name}_2t_ops"))],
+            });
+        }
+        jobs.push(Job {
+            probe: Probe::Churn(c.raw),
+            rows: vec![row("churn.create_join_us")],
+        });
+        jobs.push(Job {
+            probe: Probe::Churn(c.bound),
+            rows: vec![row("churn.create_callback_join_us")],
+        });
+        jobs.push(Job {
+            probe: Probe::FirstCall(c.bound),
+            rows: vec![row("first_call_ns")],
+        });
+    }
+    if let Some(c) = dynamic_tls {
+        for (key, callback) in DYNAMIC_TLS_ROWS.into_iter().zip([c.raw, c.bound]) {
+            let row = rows.add(key, "cdylib", "ns", Some(key.to_owned()));
+            turns.push((Callback::Int(callback), row, rows.name(row)));
+        }
+    }
+    for (callbacks, raw, bound) in placement_rows {
+        turns.push((Callback::Int(callbacks.raw), raw, rows.name(raw)));
+        turns.push((Callback::Int(callbacks.bound), bound, rows.name(bound)));
+    }
+    if let Some(go) = go {
+        let mut add = |key: &str, unit| rows.add(key, GO, unit, Some(key.to_owned()));
+        let cthread = add("go.cthread_ns", "ns");
+        let scaling = [
+            add("go.scaling_1t_ops", "calls/s"),
+            add("go.scaling_2t_ops", "calls/s"),
+        ];
+        let churn = add("go.create_callback_join_us", "µs/thread");
+        let first_call = add("go.first_call_ns", "ns");
+        turns.push((Callback::Int(go), cthread, rows.name(cthread)));
+        let calls = calls_taking(&rows.name(scaling[0]), Callback::Int(go), SCALING_BLOCK_NS);
+        jobs.push(Job {
+            probe: Probe::Scaling(go, calls),
+            rows: scaling.to_vec(),
+        });
+        jobs.push(Job {
+            probe: Probe::Churn(go),
+            rows: vec![churn],
+        });
+        jobs.push(Job {
+            probe: Probe::FirstCall(go),
+            rows: vec![first_call],
+        });
+    }
+
+    let (callbacks, turn_rows): (Vec<_>, Vec<_>) = turns
+        .into_iter()
+        .map(|(callback, row, name)| ((callback, calls_taking(&name, callback, BLOCK_NS)), row))
+        .unzip();
+    jobs.insert(
+        0,
+        Job {
+            probe: Probe::Interleaved(callbacks),
+            rows: [slow_blocks].into_iter().chain(turn_rows).collect(),
+        },
+    );
+    Plan {
+        rows,
+        jobs,
+        differences,
+    }
+}
