@@ -61,9 +61,10 @@ fn error_only() -> *const c_void {
 }
 
 /// Makes sure the thread's exit callback runs even if the thread is not
-/// bound, so the last-error message it just got is freed when it exits.
+/// bound: to free its last-error message, or to release a per-call context
+/// whose outermost call never returned. A no-op if it is armed already.
 #[cold]
-pub(crate) fn free_at_exit() {
+pub(crate) fn arm_exit_hook() {
     let index = index();
     // SAFETY: `index` is a live FLS index from `index()`, never freed
     // once published.
@@ -82,6 +83,19 @@ pub(crate) fn register_exit_hook(node: &'static ContextNode) {
 
 /// No `fork` on Windows.
 pub(crate) fn handle_fork() {}
+
+/// A background init holds nothing on Windows: it starts only at the
+/// first gated call, after `DllMain`, and `FreeLibrary` while it runs is
+/// the host's to avoid (README, Platforms).
+pub(crate) struct LibraryHold;
+
+impl LibraryHold {
+    pub(crate) fn take() -> LibraryHold {
+        LibraryHold
+    }
+
+    pub(crate) fn until_thread_exit(self) {}
+}
 
 fn set_value(index: u32, value: *const c_void) {
     // SAFETY: `index` is a live FLS index from `index()`.
@@ -128,27 +142,17 @@ unsafe extern "system" fn on_fiber_exit(value: *const c_void) {
     if value.is_null() {
         return;
     }
-    let bound = if ptr::eq(value, error_only()) {
-        None
-    } else {
-        let node = value.cast::<ContextNode>();
-        if !ptr::eq(crate::tls::get(), node) {
-            // Another thread deletes a fiber (or frees the index) that
-            // holds a context it does not own; the owner keeps it (module
-            // docs).
-            return;
-        }
-        // SAFETY: the slot holds either `error_only()` (handled above) or
-        // a node of `CONTEXTS` (never freed) stored by `register_exit_hook`.
-        Some(unsafe { &*node })
-    };
+    if !ptr::eq(value, error_only()) && !ptr::eq(crate::tls::get(), value.cast::<ContextNode>()) {
+        // Another thread deletes a fiber (or frees the index) that holds a
+        // context it does not own; the owner keeps it (module docs).
+        return;
+    }
     crate::last_error::discard();
-    // SAFETY: this thread's fiber is going away and `bound` is the context
-    // the FLS slot held for it, which this thread's context slot holds too:
-    // the context bound to this thread, if any. No callback runs on it (an
-    // FLS callback runs outside every callback: a thread cannot exit or
-    // delete its running fiber from inside one).
-    unsafe { crate::thread::release_at_exit(bound) };
+    // SAFETY: this thread's fiber is going away, and the context its slot
+    // holds, if any, is what the FLS value was armed for. No callback runs
+    // on it (an FLS callback runs outside every callback: a thread cannot
+    // exit or delete its running fiber from inside one).
+    unsafe { crate::thread::release_at_exit() };
 }
 
 /// Once a thread is bound, a pending FLS callback points into this

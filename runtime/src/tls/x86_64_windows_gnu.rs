@@ -133,3 +133,20 @@ fn alloc_index() -> u32 {
         }
     }
 }
+
+/// A read and a write: Windows has no signal handlers that could run on
+/// this thread in between (asynchronous procedure calls run only while the
+/// thread waits alertably, never inside the runtime's bind).
+#[inline]
+pub(super) fn claim(
+    expected: *const ContextNode,
+    value: *const ContextNode,
+) -> Result<(), *const ContextNode> {
+    let found = get();
+    if found == expected {
+        set(value);
+        Ok(())
+    } else {
+        Err(found)
+    }
+}
