@@ -29,33 +29,7 @@
 #include <unistd.h>
 
 #include "fixture.h"
-
-static int checks = 0;
-
-__attribute__((noreturn, format(printf, 3, 4))) static void fail_at(const char *file, int line,
-                                                                    const char *format, ...) {
-    va_list args;
-    va_start(args, format);
-    fprintf(stderr, "FAIL: %s:%d: ", file, line);
-    vfprintf(stderr, format, args);
-    fputc('\n', stderr);
-    va_end(args);
-    fflush(stdout);
-    _exit(1);
-}
-
-#define CHECK(cond, ...)                                      \
-    do {                                                      \
-        checks++;                                             \
-        if (!(cond)) fail_at(__FILE__, __LINE__, __VA_ARGS__); \
-    } while (0)
-
-/* The calling thread's last error ("" if none). */
-static const char *last_error(void) {
-    static __thread char buf[512];
-    if (fixture_last_error_message(buf, sizeof buf) < 0) buf[0] = '\0';
-    return buf;
-}
+#include "check.h"
 
 typedef int32_t (*adder_fn)(void *, int32_t);
 typedef void (*release_fn)(void *);
