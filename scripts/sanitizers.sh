@@ -17,6 +17,10 @@ if ! rustup run nightly rustc --version >/dev/null 2>&1; then
 fi
 sysroot=$(rustup run nightly rustc --print sysroot)
 if [[ ! -d "$sysroot/lib/rustlib/src/rust/library" ]]; then
+    # A nightly without `rust-src`: add it when rustup can.
+    rustup component add rust-src --toolchain nightly >/dev/null 2>&1 || true
+fi
+if [[ ! -d "$sysroot/lib/rustlib/src/rust/library" ]]; then
     echo "SKIPPED: sanitizers: the nightly toolchain has no rust-src (rustup component add rust-src --toolchain nightly)"
     exit 0
 fi
