@@ -135,3 +135,38 @@ pub fn thousands(n: impl Into<i128>) -> String {
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// A call that holds its thread until the test releases it: for tests that
+/// need a callback to be running on another thread at a known moment.
+#[derive(Default)]
+pub struct Hold {
+    /// (holding, released).
+    state: std::sync::Mutex<(bool, bool)>,
+    wake: std::sync::Condvar,
+}
+
+impl Hold {
+    /// Marks the call as holding and blocks until [`release`](Hold::release).
+    pub fn hold(&self) {
+        let mut state = self.state.lock().unwrap();
+        state.0 = true;
+        self.wake.notify_all();
+        while !state.1 {
+            state = self.wake.wait(state).unwrap();
+        }
+    }
+
+    /// Blocks until a call is in [`hold`](Hold::hold).
+    pub fn wait_until_holding(&self) {
+        let mut state = self.state.lock().unwrap();
+        while !state.0 {
+            state = self.wake.wait(state).unwrap();
+        }
+    }
+
+    /// Lets the holding call return.
+    pub fn release(&self) {
+        self.state.lock().unwrap().1 = true;
+        self.wake.notify_all();
+    }
+}

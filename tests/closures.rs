@@ -6,13 +6,13 @@
 
 use core::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
 use callgate::{Closure, OnceClosure};
 // Links the C harness library (`tests/c/*.c`), which the dev package carries.
-use callgate_dev as _;
+use callgate_dev::Hold;
 
 type DataFirst = unsafe extern "C" fn(*mut c_void, i32) -> i32;
 type DataLast = unsafe extern "C" fn(i32, *mut c_void) -> i32;
@@ -44,37 +44,6 @@ impl Probe {
 impl Drop for Probe {
     fn drop(&mut self) {
         self.0.lock().unwrap().push(std::thread::current().id());
-    }
-}
-
-/// A call that holds its thread until released.
-#[derive(Default)]
-struct Hold {
-    /// (holding, released).
-    state: Mutex<(bool, bool)>,
-    wake: Condvar,
-}
-
-impl Hold {
-    fn hold(&self) {
-        let mut state = self.state.lock().unwrap();
-        state.0 = true;
-        self.wake.notify_all();
-        while !state.1 {
-            state = self.wake.wait(state).unwrap();
-        }
-    }
-
-    fn wait_until_holding(&self) {
-        let mut state = self.state.lock().unwrap();
-        while !state.0 {
-            state = self.wake.wait(state).unwrap();
-        }
-    }
-
-    fn release(&self) {
-        self.state.lock().unwrap().1 = true;
-        self.wake.notify_all();
     }
 }
 

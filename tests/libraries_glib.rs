@@ -10,13 +10,13 @@
 
 use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
 use callgate::{Closure, OnceClosure, UserData, c_callback};
 // Links glib (the dev package's build script finds it with pkg-config).
-use callgate_dev as _;
+use callgate_dev::Hold;
 
 #[allow(non_camel_case_types)]
 #[repr(C)]
@@ -76,37 +76,6 @@ fn serial() -> MutexGuard<'static, ()> {
     SERIAL
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// A job that holds its thread until released.
-#[derive(Default)]
-struct Hold {
-    /// (the job is holding, it was released).
-    state: Mutex<(bool, bool)>,
-    wake: Condvar,
-}
-
-impl Hold {
-    fn hold(&self) {
-        let mut state = self.state.lock().unwrap();
-        state.0 = true;
-        self.wake.notify_all();
-        while !state.1 {
-            state = self.wake.wait(state).unwrap();
-        }
-    }
-
-    fn wait_until_holding(&self) {
-        let mut state = self.state.lock().unwrap();
-        while !state.0 {
-            state = self.wake.wait(state).unwrap();
-        }
-    }
-
-    fn release(&self) {
-        self.state.lock().unwrap().1 = true;
-        self.wake.notify_all();
-    }
 }
 
 /// The pool's user data.
