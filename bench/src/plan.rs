@@ -67,7 +67,11 @@ pub struct Place {
 
 /// A build of the `cdylib` fixture with its code moved by padding.
 pub struct Placement {
-    /// Where `bench_bound` starts within its 64-byte line, in bytes.
+    /// How many bytes of padding precede the fixture's code: where
+    /// `bench_bound` would start within its 64-byte line if nothing
+    /// aligned it.
+    pub pad: usize,
+    /// Where `bench_bound` did start within its 64-byte line, in bytes.
     pub offset: usize,
     /// The build's callbacks.
     pub callbacks: Callbacks,
@@ -76,7 +80,7 @@ pub struct Placement {
 impl Placement {
     /// The prefix of the placement's rows and `--json` keys.
     pub fn key(&self) -> String {
-        format!("placement.at_{}", self.offset)
+        format!("placement.at_{}", self.pad)
     }
 }
 

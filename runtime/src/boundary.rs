@@ -18,7 +18,7 @@ use crate::gate::{Closed, GatePolicy};
 use crate::local::{Local, LocalRef};
 use crate::settings::{self, AttachMode, PanicMode};
 use crate::stack::Anchor;
-use crate::{init, last_error, stats, thread};
+use crate::{init, last_error, stats, thread, tls};
 
 /// What to do with a failure (`on_panic = abort`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -91,20 +91,70 @@ pub fn call<R>(
     on_panic: impl FnOnce() -> R,
     body: impl FnOnce(&Frame) -> Result<R, Failure>,
 ) -> R {
-    if site.gate != GatePolicy::Skip && !init::GATE.is_ready() {
-        if let Err(failure) = pass_gate(site) {
-            stats::record_error_outside_call();
-            return failed(site, failure, on_error);
-        }
-    }
-    let node = match thread::current() {
-        Some(node) => node,
-        None => thread::attach(site.attach),
+    // The fast path: a bound thread with no call running. One load where
+    // the slot has a static TLS offset (which stands for the gate too),
+    // else the gate and the slot.
+    let bound = if tls::HAS_STATIC {
+        thread::current_static()
+    } else if site.gate == GatePolicy::Skip || init::GATE.is_ready() {
+        thread::current()
+    } else {
+        None
+    };
+    let Some(node) = bound else {
+        return call_slow(site, on_error, on_panic, body);
     };
     let anchor = Anchor::new();
     // SAFETY:
-    // - `node` serves this thread: `current` or `attach` just returned it
-    //   here, and only this thread's own `leave` below can release it;
+    // - `node` serves this thread: `current_static`/`current` just
+    //   returned it here, and only this thread releases it;
+    // - `anchor` is in this call's frame and lives until the end of it.
+    if !unsafe { node.value.enter_outermost(&anchor) } {
+        return call_slow(site, on_error, on_panic, body);
+    }
+    let frame = Frame {
+        node,
+        depth: 1,
+        _not_send: PhantomData,
+    };
+    let outcome = run(site, &frame, body);
+    conclude(site, node, outcome, on_error, on_panic, || {
+        // SAFETY: `node` serves this thread; this call entered with
+        // `enter_outermost` and has not left. It is not a per-call
+        // context, so it stays bound.
+        unsafe { node.value.leave_outermost() }
+    })
+}
+
+/// Every call that is not the fast path's: the gate is shut or not looked
+/// at yet, the thread is not bound (or is served per call), a call is
+/// recorded as running on it (a nested call, or one abandoned), or the
+/// slot has no static offset.
+#[cold]
+#[inline(never)]
+fn call_slow<R>(
+    site: &Site,
+    on_error: impl FnOnce() -> R,
+    on_panic: impl FnOnce() -> R,
+    body: impl FnOnce(&Frame) -> Result<R, Failure>,
+) -> R {
+    let node = match thread::current() {
+        // Bound, past the gate: a nested call, or every call where the
+        // slot has no static offset.
+        Some(node) if site.gate == GatePolicy::Skip || init::GATE.is_ready() => {
+            init::open_fast_path();
+            node
+        }
+        _ => match arrive(site) {
+            Ok(node) => node,
+            Err(failure) => return failed(site, *failure, on_error),
+        },
+    };
+    let anchor = Anchor::new();
+    // SAFETY:
+    // - `node` serves this thread: `current` or `arrive` just returned it
+    //   here, and
+    //   only this thread's own `leave` below can release it;
     // - `anchor` is in this call's frame and lives until the end of it.
     let start = unsafe { node.value.enter(&anchor) };
     let frame = Frame {
@@ -112,34 +162,61 @@ pub fn call<R>(
         depth: start + 1,
         _not_send: PhantomData,
     };
-    let outcome = catch_unwind(AssertUnwindSafe(|| {
+    let outcome = run(site, &frame, body);
+    conclude(site, node, outcome, on_error, on_panic, || {
+        // SAFETY:
+        // - `node` still serves this thread: a nested call releases the
+        //   context only as the outermost one;
+        // - `enter` above started this call at `start`, and it has not
+        //   left;
+        // - `conclude` does not use `node` after this, which may release
+        //   it.
+        unsafe { thread::leave(node, start) }
+    })
+}
+
+/// Runs the body under `catch_unwind`, with the guard that names the
+/// callback if a foreign unwind reaches a landing pad here.
+#[inline(always)]
+fn run<R>(
+    site: &Site,
+    frame: &Frame,
+    body: impl FnOnce(&Frame) -> Result<R, Failure>,
+) -> std::thread::Result<Result<R, Failure>> {
+    catch_unwind(AssertUnwindSafe(|| {
         let guard = ForeignUnwind(site);
-        let result = body(&frame);
+        let result = body(frame);
         core::mem::forget(guard);
         result
-    }));
-    // Every arm ends the call with `thread::leave`, whose obligations hold
-    // on all three paths:
-    // - `node` still serves this thread: a nested call releases the context
-    //   only as the outermost one;
-    // - `enter` above started this call at `start`, and it has not left;
-    // - `node` is not used after `leave`, which may release it.
+    }))
+}
+
+/// Ends a call on `node`: counts an `Err` or a panic while the context
+/// is still this thread's, runs `leave` (which may release it) and turns
+/// the outcome into the call's result. One `match`, so the value of a
+/// successful call goes straight out.
+#[inline(always)]
+fn conclude<R>(
+    site: &Site,
+    node: &ContextNode,
+    outcome: std::thread::Result<Result<R, Failure>>,
+    on_error: impl FnOnce() -> R,
+    on_panic: impl FnOnce() -> R,
+    leave: impl FnOnce(),
+) -> R {
     match outcome {
         Ok(Ok(value)) => {
-            // SAFETY: the obligations listed above the `match`.
-            unsafe { thread::leave(node, start) };
+            leave();
             value
         }
         Ok(Err(failure)) => {
             node.value.errors.bump();
-            // SAFETY: the obligations listed above the `match`.
-            unsafe { thread::leave(node, start) };
+            leave();
             failed(site, failure, on_error)
         }
         Err(payload) => {
             node.value.panics.bump();
-            // SAFETY: the obligations listed above the `match`.
-            unsafe { thread::leave(node, start) };
+            leave();
             panicked(site, payload, on_panic)
         }
     }
@@ -169,6 +246,26 @@ impl Drop for ForeignUnwind<'_> {
             ));
         }
     }
+}
+
+/// The slow start of a call: passes the gate, opens the fast path once
+/// the gate is open, and attaches the thread if it is not bound. The
+/// failure of a gate that stays shut is boxed, so the result fits in two
+/// registers and the fast path needs no stack for it.
+#[cold]
+#[inline(never)]
+fn arrive(site: &Site) -> Result<&'static ContextNode, Box<Failure>> {
+    if site.gate != GatePolicy::Skip && !init::GATE.is_ready() {
+        if let Err(failure) = pass_gate(site) {
+            stats::record_error_outside_call();
+            return Err(Box::new(failure));
+        }
+    }
+    init::open_fast_path();
+    Ok(match thread::current() {
+        Some(node) => node,
+        None => thread::attach(site.attach),
+    })
 }
 
 #[cold]

@@ -48,28 +48,35 @@ impl Counter {
 /// Aligned to 128 bytes (two cache lines, the unit the adjacent-line
 /// prefetcher pulls in) so the counters two threads write on their fast
 /// paths never share a line: no false sharing between bound threads.
-#[repr(align(128))]
+#[repr(C, align(128))]
 pub(crate) struct Context {
+    // The fields a bound call touches come first (`repr(C)`), within the
+    // first 32 bytes: one-byte displacements, one cache line.
     /// How many callbacks are running on the owning thread right now, as
     /// far as the runtime knows: calls whose frames were abandoned
     /// (`longjmp`, a forced unwind) are counted until a `leave` or the
     /// next entry finds out (see [`stack`](crate::stack)).
     depth: Cell<u32>,
-    /// The mark of the outermost running call (depth 0 → 1).
-    outer: Cell<Mark>,
+    /// Release the context when the outermost call returns.
+    per_call: Cell<bool>,
+    /// Serving a thread whose bound context was already released at exit.
+    after_exit: Cell<bool>,
+    /// Where the anchor of the outermost running call (depth 0 → 1) is.
+    /// Its token is `calls`: the count of outermost calls, including it.
+    outer: Cell<usize>,
+    /// Outermost calls so far; the last one's token.
+    pub(crate) calls: Counter,
+    /// Nested calls so far (recorded at depth 1 or more); the last one's
+    /// token is this count with [`NESTED_TOKEN`] set.
+    pub(crate) nested_calls: Counter,
     /// The marks of the nested running calls: `nested[d - 1]` is the mark
     /// of the call that entered at depth `d`. Only the cold nested entry
     /// touches it.
     nested: UnsafeCell<Vec<Mark>>,
     /// The owning thread's stack bounds, for telling abandoned calls.
     stack: ThreadStack,
-    /// Release the context when the outermost call returns.
-    per_call: Cell<bool>,
-    /// Serving a thread whose bound context was already released at exit.
-    after_exit: Cell<bool>,
     pub(crate) binds: Counter,
     pub(crate) releases: Counter,
-    pub(crate) calls: Counter,
     pub(crate) panics: Counter,
     pub(crate) errors: Counter,
     pub(crate) locals: Locals,
@@ -84,14 +91,15 @@ impl Context {
     pub(crate) const fn new() -> Context {
         Context {
             depth: Cell::new(0),
-            outer: Cell::new(Mark::NONE),
-            nested: UnsafeCell::new(Vec::new()),
-            stack: ThreadStack::new(),
             per_call: Cell::new(false),
             after_exit: Cell::new(false),
+            outer: Cell::new(0),
+            calls: Counter::new(),
+            nested_calls: Counter::new(),
+            nested: UnsafeCell::new(Vec::new()),
+            stack: ThreadStack::new(),
             binds: Counter::new(),
             releases: Counter::new(),
-            calls: Counter::new(),
             panics: Counter::new(),
             errors: Counter::new(),
             locals: Locals::new(),
@@ -159,9 +167,62 @@ impl Context {
         }
     }
 
+    /// A callback starts on the owning thread, with `anchor` in its frame,
+    /// if no call is recorded as running there: the fast path of a bound
+    /// thread. Returns false, doing nothing, otherwise; the caller then
+    /// takes [`enter`](Context::enter). A call started here ends with
+    /// [`leave_outermost`](Context::leave_outermost).
+    ///
+    /// # Safety
+    ///
+    /// As for [`enter`](Context::enter).
+    #[inline(always)]
+    pub(crate) unsafe fn enter_outermost(&self, anchor: &Anchor) -> bool {
+        if self.depth.get() != 0 {
+            return false;
+        }
+        self.mark_outermost(anchor);
+        self.depth.set(1);
+        true
+    }
+
+    /// Records the call whose anchor is `anchor` as the outermost one: its
+    /// token is the new count of outermost calls. (One load, one increment
+    /// and three stores: the count, the anchor and its address.)
+    #[inline(always)]
+    fn mark_outermost(&self, anchor: &Anchor) {
+        let token = self.calls.bump().wrapping_add(1);
+        self.outer.set(anchor.mark(token).address());
+    }
+
+    /// The mark of the outermost call recorded as running.
+    fn outer_mark(&self) -> Mark {
+        Mark::new(self.outer.get(), self.calls.get())
+    }
+
+    /// The call that [`enter_outermost`](Context::enter_outermost) started
+    /// returns. Unlike [`leave`](Context::leave) it never asks for a
+    /// release: a context found bound to the thread with no call running
+    /// is not a per-call one (a per-call context is in the thread's slot
+    /// only while its outermost call runs, which entered through `enter`).
+    ///
+    /// # Safety
+    ///
+    /// - The caller is the context's owner.
+    /// - The returning call entered with `enter_outermost` and has not
+    ///   left yet.
+    #[inline(always)]
+    pub(crate) unsafe fn leave_outermost(&self) {
+        if self.depth.get() != 1 {
+            // SAFETY: owning thread; the returning call entered at 0
+            // (caller obligations).
+            unsafe { self.forget_abandoned(0) };
+        }
+        self.depth.set(0);
+    }
+
     /// A callback starts on the owning thread, with `anchor` in its frame;
-    /// returns the depth it starts at, which its `leave` restores. The
-    /// call's token is the context's call count, so no two calls share one.
+    /// returns the depth it starts at, which its `leave` restores.
     ///
     /// The outermost call only records its mark. A call that starts while
     /// others are recorded as running takes the cold path, which first
@@ -174,37 +235,44 @@ impl Context {
     ///   until that call leaves.
     #[inline(always)]
     pub(crate) unsafe fn enter(&self, anchor: &Anchor) -> u32 {
-        let mark = anchor.mark(self.calls.bump());
-        let mut start = self.depth.get();
-        if start == 0 {
-            self.outer.set(mark);
+        let recorded = self.depth.get();
+        let start = if recorded == 0 {
+            self.mark_outermost(anchor);
+            0
         } else {
             // SAFETY: forwarded caller obligations.
-            start = unsafe { self.enter_nested(start, mark) };
-        }
+            unsafe { self.enter_nested(recorded, anchor) }
+        };
         self.depth.set(start + 1);
         start
     }
 
     /// The cold half of `enter`: `recorded` calls are recorded as running.
     /// Keeps those that may still be running (see [`stack`]), frees the
-    /// `#[local]` values the others held, and records `mark`.
+    /// `#[local]` values the others held, and records the new call.
+    ///
+    /// The new call's anchor gets a nested token first, so a recorded call
+    /// whose anchor was at the same address is seen as overwritten; if no
+    /// recorded call is live, the call becomes the outermost one and gets
+    /// an outermost token instead.
     ///
     /// # Safety
     ///
     /// As for `enter`.
     #[cold]
     #[inline(never)]
-    unsafe fn enter_nested(&self, recorded: u32, mark: Mark) -> u32 {
+    unsafe fn enter_nested(&self, recorded: u32, anchor: &Anchor) -> u32 {
+        let mark = anchor.mark(NESTED_TOKEN | self.nested_calls.get().wrapping_add(1));
         // SAFETY: owning thread (caller obligation); no user code runs
         // while this borrow lives.
         let nested = unsafe { &mut *self.nested.get() };
         nested.truncate(recorded as usize - 1);
-        let outer = core::iter::once(self.outer.get()).chain(nested.iter().copied());
+        let outer = core::iter::once(self.outer_mark()).chain(nested.iter().copied());
         let live = stack::live_calls(outer, mark, &self.stack);
         if live == 0 {
-            self.outer.set(mark);
+            self.mark_outermost(anchor);
         } else {
+            self.nested_calls.bump();
             nested.truncate(live as usize - 1);
             nested.push(mark);
         }
@@ -273,6 +341,10 @@ impl Context {
         }
     }
 }
+
+/// The bit that tells a nested call's token from an outermost one's: the
+/// two counts stay far below it.
+const NESTED_TOKEN: u64 = 1 << 63;
 
 /// Nested calls recorded without allocating.
 const NESTED_RESERVE: usize = 16;

@@ -29,12 +29,14 @@ use crate::sync::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 const BUCKETS: usize = 32;
 const EMPTY: u32 = 0;
 
-/// One pooled value with its stable index and free-list link.
+/// One pooled value with its stable index and free-list link. The value
+/// comes first, so a node's address is its value's (`repr(C)`).
+#[repr(C)]
 pub(crate) struct Node<T> {
+    pub(crate) value: T,
     index: u32,
     /// `index + 1` of the next free node, or `EMPTY`.
     next: AtomicU32,
-    pub(crate) value: T,
 }
 
 impl<T> Node<T> {

@@ -13,10 +13,12 @@
 //! * `finish` decrements the pending count with `Release`; `is_ready` loads
 //!   with `Acquire`. The pair makes everything the init code wrote visible to
 //!   a callback that sees the gate open.
-//! * `arm` may be `Relaxed`: it publishes no data, it only has to be ordered
-//!   before the init it announces runs, which program order on the arming
-//!   thread gives, and callers that race with loading the library learn about
-//!   the library only through the loader's own synchronisation.
+//! * `arm` publishes no data: it only has to be ordered before the init it
+//!   announces runs, which program order on the arming thread gives, and
+//!   callers that race with loading the library learn about the library
+//!   only through the loader's own synchronisation. It is `SeqCst` for
+//!   `init`, which closes the static-TLS fast path after it (see
+//!   `init::open_fast_path`).
 //! * In the slow path every state change and every check happens under
 //!   `waiters`, so a waiter cannot miss the wake-up of the last `finish`.
 
@@ -99,8 +101,16 @@ impl Gate {
 
     /// Announces an init that is about to run.
     pub(crate) fn arm(&self) {
-        // Relaxed: see "Atomic orderings" in the module docs.
-        self.state.fetch_add(1, Ordering::Relaxed);
+        // SeqCst: it publishes no data (module docs), but `init` pairs it
+        // with `is_ready_seqcst` around the static TLS offset.
+        self.state.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// [`is_ready`](Gate::is_ready) in the single total order of `SeqCst`
+    /// operations, for a check that must not move above a store before it.
+    pub(crate) fn is_ready_seqcst(&self) -> bool {
+        // SeqCst: see `init::open_fast_path`.
+        self.state.load(Ordering::SeqCst) == 0
     }
 
     /// Records that an init finished, with its outcome, and wakes the

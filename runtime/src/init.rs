@@ -6,7 +6,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use crate::failure::{Failure, payload_message};
 use crate::gate::{Closed, Gate, GatePolicy, InitState};
 use crate::sync::{AtomicUsize, Ordering};
-use crate::{diag, hooks, stats};
+use crate::{diag, hooks, stats, tls};
 
 pub(crate) static GATE: Gate = Gate::new();
 
@@ -94,6 +94,9 @@ pub fn init_state() -> InitState {
 pub fn run_init(name: &'static str, background: bool, init: fn() -> Result<(), Failure>) {
     hooks::handle_fork();
     GATE.arm();
+    // After arming: a call that opens the fast path from now on re-checks
+    // the gate and sees it armed (`open_fast_path`).
+    tls::close_static();
     if cfg!(windows) {
         deferred::defer(name, background, init);
     } else {
@@ -278,6 +281,38 @@ pub(crate) fn after_fork_in_child() {
     }
     if !forking_thread_in_init {
         GATE.orphan();
+    }
+}
+
+/// Lets later calls skip the gate (and the TLS descriptor call) by
+/// recording the slot's static TLS offset, if the gate is open and the
+/// slot has one (`tls::open_static`). Called on a call's slow path.
+///
+/// The record stands for an open gate, so it must not outlive one: an
+/// init armed after the check below closes it (`run_init`), and one armed
+/// between the check and the record is seen by the re-check, which closes
+/// it again. Both checks and the arm are `SeqCst`, like the record and the
+/// close, so the re-check cannot miss an arm whose close came first. A
+/// call that reads the record in that short window runs as if it had
+/// passed the gate just before the arm, which any call may do anyway: an
+/// arm does not wait for calls already running.
+/// Cheap when there is nothing to do: the path is open, or the slot has
+/// no static offset.
+#[inline]
+pub(crate) fn open_fast_path() {
+    if tls::static_closed() {
+        open_fast_path_slow();
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn open_fast_path_slow() {
+    if GATE.is_ready_seqcst() {
+        tls::open_static();
+        if !GATE.is_ready_seqcst() {
+            tls::close_static();
+        }
     }
 }
 

@@ -4,8 +4,8 @@
 //! unwind (`pthread_exit`, cancellation) or a foreign exception that skips
 //! the callback's Rust frames.
 //!
-//! Every call writes a fresh *token* (the context's call count, so no two
-//! calls of a context share one) into an [`Anchor`], a word in the
+//! Every call writes a fresh *token* (a count of the context's calls, so
+//! no two calls of a context share one) into an [`Anchor`], a word in the
 //! trampoline's own frame, and the context records where that word is and
 //! what it holds: a [`Mark`]. A running call's anchor is never written by
 //! anything else, so **a mark whose word no longer holds its token belongs
@@ -73,11 +73,15 @@ pub(crate) struct Mark {
 }
 
 impl Mark {
-    /// No call: never read.
-    pub(crate) const NONE: Mark = Mark {
-        address: 0,
-        token: 0,
-    };
+    /// The mark of a call whose anchor is at `address` and holds `token`.
+    pub(crate) const fn new(address: usize, token: u64) -> Mark {
+        Mark { address, token }
+    }
+
+    /// Where the anchor is.
+    pub(crate) const fn address(self) -> usize {
+        self.address
+    }
 
     /// True when the call that made this mark certainly has no frame left,
     /// seen from a new call marked `current` (the rules of the module).

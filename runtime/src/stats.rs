@@ -89,7 +89,7 @@ pub fn stats() -> Stats {
     for node in CONTEXTS.iter() {
         stats.binds += node.value.binds.get();
         stats.releases += node.value.releases.get();
-        stats.calls += node.value.calls.get();
+        stats.calls += node.value.calls.get() + node.value.nested_calls.get();
         stats.panics_caught += node.value.panics.get();
         stats.errors_returned += node.value.errors.get();
     }

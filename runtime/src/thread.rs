@@ -41,6 +41,20 @@ pub(crate) fn current() -> Option<&'static ContextNode> {
     Some(unsafe { &*node })
 }
 
+/// The context serving this thread, read at the slot's static offset:
+/// `None` when [`current`] would say `None`, and also while the fast path
+/// is closed (see [`tls::get_static`]).
+#[inline(always)]
+pub(crate) fn current_static() -> Option<&'static ContextNode> {
+    let node = tls::get_static()?;
+    if node.addr() <= EXITED.addr() {
+        return None;
+    }
+    // SAFETY: as in `current`: the slot holds null, `EXITED` or a node of
+    // `CONTEXTS`.
+    Some(unsafe { &*node })
+}
+
 /// Attaches the calling thread to a context: the slow path of a thread's
 /// first call (or of every call in per-call mode).
 ///

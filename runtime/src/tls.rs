@@ -53,6 +53,42 @@ pub(crate) fn get() -> *const ContextNode {
     imp::get()
 }
 
+/// True when the slot can be read at a static offset ([`get_static`]),
+/// which also stands for the init gate; false where the fast path reads
+/// the gate and then [`get`].
+pub(crate) const HAS_STATIC: bool = imp::HAS_STATIC;
+
+/// The calling thread's slot read at its static offset, without a call;
+/// `None` while the fast path is closed: before [`open_static`], after
+/// [`close_static`], and always when the slot has no static offset or
+/// the target has no such read ([`HAS_STATIC`] is false).
+#[inline(always)]
+pub(crate) fn get_static() -> Option<*const ContextNode> {
+    imp::get_static()
+}
+
+/// Opens the fast path of [`get_static`] if the slot has a static offset.
+/// The caller has seen the init gate open (with `Acquire`): a call that
+/// reads the slot this way skips the gate.
+#[cold]
+pub(crate) fn open_static() {
+    imp::open_static();
+}
+
+/// True when the slot has (or may have: not probed yet) a static offset
+/// that is not recorded: [`open_static`] has something to do.
+#[inline(always)]
+pub(crate) fn static_closed() -> bool {
+    imp::static_closed()
+}
+
+/// Closes the fast path of [`get_static`]: an init is about to run, so
+/// calls must look at the gate again.
+#[cold]
+pub(crate) fn close_static() {
+    imp::close_static();
+}
+
 /// Stores `value` in the calling thread's slot.
 ///
 /// # Safety

@@ -36,10 +36,45 @@
 //! floating-point value is live across the access — the argument registers
 //! of a callback with `f64` parameters — and never a general register.
 //! Build with `--cfg callgate_portable_tls` to use `thread_local!` instead.
+//!
+//! # The static offset
+//!
+//! Even `_dl_tlsdesc_return` is a call and a return on every access. When
+//! the slot is in static TLS it sits at the same offset from the thread
+//! pointer in every thread, for as long as the library is loaded, so
+//! [`open_static`] can record that offset in `__callgate_static_offset` (a
+//! hidden word of this library) and [`get_static`] reads the slot with two
+//! loads and no call. The offset is known to be static in two cases,
+//! checked on the code the linker and the dynamic linker produced:
+//!
+//! * the linker relaxed the descriptor sequence to local-exec (the library
+//!   is linked into an executable): the `lea` then loads the offset itself,
+//!   a negative number (x86-64 TLS blocks lie below the thread pointer),
+//!   where a descriptor's address is a positive one;
+//! * the descriptor's resolver is `mov rax, [rax + 8]; ret` (optionally
+//!   after `endbr64`), which returns the descriptor's argument — a
+//!   constant — for every thread; that is glibc's `_dl_tlsdesc_return`.
+//!
+//! Anything else (dynamic TLS, another resolver) keeps the word at 0, and
+//! every call takes the descriptor path.
+//!
+//! ## Atomic orderings
+//!
+//! The word doubles as the init gate's fast path (see `init`): it is
+//! non-zero only while the gate is open, so a call that reads a non-zero
+//! offset skips the gate. [`get_static`] therefore reads it with
+//! `Acquire` semantics (an x86-64 load, and an `asm!` block the compiler
+//! must treat as a barrier), pairing with the `SeqCst` store of
+//! [`open_static`], which its caller makes after seeing the gate open with
+//! `Acquire`: what an init wrote happens before a call that reads the
+//! offset. [`open_static`] and [`close_static`] are `SeqCst` because
+//! their callers pair each of them with a check of the gate (a store then
+//! a load that must not be reordered).
 
 use core::arch::{asm, global_asm};
 
 use crate::context::ContextNode;
+use core::sync::atomic::{AtomicIsize, Ordering};
 
 // One pointer-sized, zero-initialised (null) slot per thread. Hidden, so
 // every shared object that contains this runtime has its own slot.
@@ -51,6 +86,22 @@ global_asm!(
     ".type __callgate_current_context,@object",
     ".size __callgate_current_context,8",
     "__callgate_current_context:",
+    ".zero 8",
+    ".popsection",
+);
+
+// The slot's offset from the thread pointer while it is known to be the
+// same in every thread and the fast path is open; 0 otherwise (the thread
+// pointer itself, never a TLS variable). Hidden, so code of this library
+// reads it with one `rip`-relative load, without a GOT entry.
+global_asm!(
+    ".pushsection .bss.__callgate_static_offset,\"aw\",@nobits",
+    ".p2align 3",
+    ".globl __callgate_static_offset",
+    ".hidden __callgate_static_offset",
+    ".type __callgate_static_offset,@object",
+    ".size __callgate_static_offset,8",
+    "__callgate_static_offset:",
     ".zero 8",
     ".popsection",
 );
@@ -165,4 +216,158 @@ pub(super) fn claim(
     } else {
         Err(found)
     }
+}
+
+pub(super) const HAS_STATIC: bool = true;
+
+/// The calling thread's slot, read at the static offset; `None` while that
+/// offset is not recorded (the fast path is closed).
+#[inline(always)]
+pub(super) fn get_static() -> Option<*const ContextNode> {
+    let offset: isize;
+    // SAFETY: an aligned 8-byte load of this library's own word. No
+    // `readonly`: the load has `Acquire` meaning (module docs), so later
+    // memory accesses must not move above it.
+    unsafe {
+        asm!(
+            "mov {offset}, qword ptr [rip + __callgate_static_offset]",
+            offset = lateout(reg) offset,
+            options(nostack, preserves_flags),
+        );
+    }
+    if offset == 0 {
+        return None;
+    }
+    let value: *const ContextNode;
+    // SAFETY: a non-zero offset is the slot's offset from the thread
+    // pointer in every thread (`open_static` recorded it only then), so
+    // this reads the calling thread's 8-byte slot.
+    unsafe {
+        asm!(
+            "mov {value}, qword ptr fs:[{offset}]",
+            offset = in(reg) offset,
+            value = lateout(reg) value,
+            options(nostack, preserves_flags, readonly),
+        );
+    }
+    Some(value)
+}
+
+/// `__callgate_static_offset` as an atomic.
+#[inline(always)]
+fn static_word() -> &'static AtomicIsize {
+    let word: *mut isize;
+    // SAFETY: computes the address of this library's own word; no access.
+    unsafe {
+        asm!(
+            "lea {word}, [rip + __callgate_static_offset]",
+            word = lateout(reg) word,
+            options(nostack, preserves_flags, nomem, pure),
+        );
+    }
+    // SAFETY: an aligned 8-byte word that lives as long as the library, and
+    // is accessed only atomically: through this function, and by the plain
+    // x86-64 load of `get_static`, which is what an atomic load is.
+    unsafe { AtomicIsize::from_ptr(word) }
+}
+
+/// What [`static_offset`] found, once it ran: the offset, or
+/// [`NO_STATIC_OFFSET`]. 0 before. (A library's TLS stays where the
+/// dynamic linker put it while the library is loaded.)
+static PROBED: AtomicIsize = AtomicIsize::new(0);
+
+/// `PROBED` when the slot has no static offset: positive, so never one.
+const NO_STATIC_OFFSET: isize = 1;
+
+/// Records the slot's static offset, if it has one: [`get_static`] reads
+/// it from now on.
+#[cold]
+pub(super) fn open_static() {
+    // Relaxed: the probe's result is the same whichever thread computes
+    // it, and publishes nothing else.
+    let mut offset = PROBED.load(Ordering::Relaxed);
+    if offset == 0 {
+        offset = static_offset().unwrap_or(NO_STATIC_OFFSET);
+        PROBED.store(offset, Ordering::Relaxed);
+    }
+    if offset != NO_STATIC_OFFSET {
+        // SeqCst: see "Atomic orderings" in the module docs.
+        static_word().store(offset, Ordering::SeqCst);
+    }
+}
+
+/// True when [`open_static`] has something to do: the word is 0, and the
+/// probe found a static offset or has not run.
+#[inline(always)]
+pub(super) fn static_closed() -> bool {
+    // Relaxed: a hint; `open_static` decides under `SeqCst`.
+    static_word().load(Ordering::Relaxed) == 0 && PROBED.load(Ordering::Relaxed) != NO_STATIC_OFFSET
+}
+
+/// Forgets the static offset: every call takes the descriptor path.
+#[cold]
+pub(super) fn close_static() {
+    // SeqCst: see "Atomic orderings" in the module docs.
+    static_word().store(0, Ordering::SeqCst);
+}
+
+/// The slot's offset from the thread pointer if it is the same in every
+/// thread (module docs), else `None`.
+#[cold]
+fn static_offset() -> Option<isize> {
+    let first: usize;
+    let offset: isize;
+    // SAFETY: the descriptor sequence of `get`, keeping what the `lea`
+    // produced in `rcx` (the resolver preserves every register but `rax`).
+    // Cold: every caller-saved register is declared clobbered.
+    unsafe {
+        asm!(
+            "lea rax, [rip + __callgate_current_context@TLSDESC]",
+            "mov rcx, rax",
+            "call qword ptr [rax + __callgate_current_context@TLSCALL]",
+            out("rcx") first,
+            out("rax") offset,
+            clobber_abi("C"),
+        );
+    }
+    if first as isize == offset {
+        // Relaxed to local-exec: the `lea` became a load of the offset.
+        return Some(offset);
+    }
+    if offset >= 0 {
+        return None;
+    }
+    let descriptor = core::ptr::with_exposed_provenance::<[usize; 2]>(first);
+    // SAFETY: not relaxed, so `first` is the address of the slot's TLS
+    // descriptor in this library's GOT: two words, the resolver and its
+    // argument, written by the dynamic linker before the library ran.
+    let [resolver, argument] = unsafe { descriptor.read() };
+    // SAFETY: `resolver` is the code the descriptor call just ran.
+    let returns_argument = unsafe { returns_argument(resolver) };
+    (returns_argument && argument as isize == offset).then_some(offset)
+}
+
+/// True when the code at `code` is `[endbr64] mov rax, [rax + 8]; ret`.
+///
+/// # Safety
+///
+/// `code` is the address of a function's code, mapped readable.
+unsafe fn returns_argument(code: usize) -> bool {
+    const ENDBR64: [u8; 4] = [0xf3, 0x0f, 0x1e, 0xfa];
+    const RETURN_ARGUMENT: [u8; 5] = [0x48, 0x8b, 0x40, 0x08, 0xc3];
+    let code = core::ptr::with_exposed_provenance::<u8>(code);
+    // Reads one byte at a time and stops at the first that differs: every
+    // byte read follows a matching prefix, which is not a complete function
+    // yet (no `ret`), so it is part of the function's code.
+    let matches = |at: *const u8, pattern: &[u8]| {
+        pattern.iter().enumerate().all(|(i, &byte)| {
+            // SAFETY: see above; `at + i` is within the function.
+            unsafe { at.add(i).read_volatile() == byte }
+        })
+    };
+    if matches(code, &RETURN_ARGUMENT) {
+        return true;
+    }
+    // SAFETY: the four bytes matched `endbr64`, so the function goes on.
+    matches(code, &ENDBR64) && matches(unsafe { code.add(ENDBR64.len()) }, &RETURN_ARGUMENT)
 }

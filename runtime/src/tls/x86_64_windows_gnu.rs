@@ -150,3 +150,20 @@ pub(super) fn claim(
         Err(found)
     }
 }
+
+pub(super) const HAS_STATIC: bool = false;
+
+/// No static read on this target.
+#[inline(always)]
+pub(super) fn get_static() -> Option<*const ContextNode> {
+    None
+}
+
+pub(super) fn open_static() {}
+
+#[inline(always)]
+pub(super) fn static_closed() -> bool {
+    false
+}
+
+pub(super) fn close_static() {}
