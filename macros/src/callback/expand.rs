@@ -262,11 +262,17 @@ fn hot_section(item: &ItemFn, outer: &[&Attribute]) -> (TokenStream, TokenStream
     );
     let directive = format!(".pushsection {section},\"ax\",@progbits\n.p2align 6\n.popsection");
     let cfg = quote!(all(target_arch = "x86_64", target_os = "linux"));
+    let module = format_ident!("__callgate_align_{}", item.sig.ident.unraw());
     (
         quote!(#[cfg_attr(#cfg, unsafe(link_section = #section))]),
+        // In a module of its own: `global_asm!` must be in item position,
+        // which the body of a function (a callback declared in one) is not.
         quote! {
             #[cfg(#cfg)]
-            ::core::arch::global_asm!(#directive);
+            #[doc(hidden)]
+            mod #module {
+                ::core::arch::global_asm!(#directive);
+            }
         },
     )
 }
