@@ -101,16 +101,19 @@ pub fn call<R>(
     } else {
         None
     };
-    let Some(node) = bound else {
-        return call_slow(site, on_error, on_panic, body);
-    };
+    // In this frame whichever path the call takes: a call that follows
+    // one abandoned from the same place writes its token over the
+    // abandoned call's (see `stack`).
     let anchor = Anchor::new();
+    let Some(node) = bound else {
+        return call_slow(site, &anchor, on_error, on_panic, body);
+    };
     // SAFETY:
     // - `node` serves this thread: `current_static`/`current` just
     //   returned it here, and only this thread releases it;
     // - `anchor` is in this call's frame and lives until the end of it.
     if !unsafe { node.value.enter_outermost(&anchor) } {
-        return call_slow(site, on_error, on_panic, body);
+        return call_slow(site, &anchor, on_error, on_panic, body);
     }
     let frame = Frame {
         node,
@@ -134,6 +137,7 @@ pub fn call<R>(
 #[inline(never)]
 fn call_slow<R>(
     site: &Site,
+    anchor: &Anchor,
     on_error: impl FnOnce() -> R,
     on_panic: impl FnOnce() -> R,
     body: impl FnOnce(&Frame) -> Result<R, Failure>,
@@ -150,13 +154,12 @@ fn call_slow<R>(
             Err(failure) => return failed(site, *failure, on_error),
         },
     };
-    let anchor = Anchor::new();
     // SAFETY:
     // - `node` serves this thread: `current` or `arrive` just returned it
-    //   here, and
-    //   only this thread's own `leave` below can release it;
-    // - `anchor` is in this call's frame and lives until the end of it.
-    let start = unsafe { node.value.enter(&anchor) };
+    //   here, and only this thread's own `leave` below can release it;
+    // - `anchor` is in the frame of the trampoline that called this, and
+    //   lives until this returns.
+    let start = unsafe { node.value.enter(anchor) };
     let frame = Frame {
         node,
         depth: start + 1,
