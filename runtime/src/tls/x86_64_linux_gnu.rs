@@ -371,3 +371,44 @@ unsafe fn returns_argument(code: usize) -> bool {
     // SAFETY: the four bytes matched `endbr64`, so the function goes on.
     matches(code, &ENDBR64) && matches(unsafe { code.add(ENDBR64.len()) }, &RETURN_ARGUMENT)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// In a test executable the linker relaxes the descriptor sequence to
+    /// local-exec, so the probe finds a static offset, and reading at it
+    /// gives what the descriptor path gives.
+    #[test]
+    fn the_static_offset_reads_the_slot() {
+        let offset = static_offset().expect("an executable's TLS is static");
+        assert!(offset < 0, "x86-64 TLS lies below the thread pointer");
+        let marker = core::ptr::without_provenance::<ContextNode>(0x1000);
+        set(marker);
+        open_static();
+        assert_eq!(get_static(), Some(marker));
+        std::thread::spawn(move || {
+            // Same offset, this thread's own slot.
+            assert_eq!(get_static(), Some(core::ptr::null()));
+        })
+        .join()
+        .unwrap();
+        close_static();
+        assert_eq!(get_static(), None);
+        set(core::ptr::null());
+    }
+
+    #[test]
+    fn only_the_return_argument_resolver_is_recognised() {
+        let plain: [u8; 5] = [0x48, 0x8b, 0x40, 0x08, 0xc3];
+        let cet: [u8; 9] = [0xf3, 0x0f, 0x1e, 0xfa, 0x48, 0x8b, 0x40, 0x08, 0xc3];
+        let other: [u8; 5] = [0x48, 0x8b, 0x40, 0x10, 0xc3];
+        // SAFETY: each array is readable for its whole length, and the
+        // check stops at the first byte that differs.
+        unsafe {
+            assert!(returns_argument(plain.as_ptr().expose_provenance()));
+            assert!(returns_argument(cet.as_ptr().expose_provenance()));
+            assert!(!returns_argument(other.as_ptr().expose_provenance()));
+        }
+    }
+}
