@@ -159,7 +159,8 @@
 //!    under `catch_unwind`, fallback); `args`, C pointers to references;
 //!    `slice`, (pointer, length) pairs to slices; `out_buf`, caller
 //!    buffers; `owned`, results C frees through exported free functions;
-//!    `user_data`, the `void *` C APIs pass back.
+//!    `user_data`, the `void *` C APIs pass back; `value`, values passed by
+//!    value, and the check of those C may pass invalid.
 //! 3. **What a call uses**: `init`, load-time initialisation and its gate;
 //!    `last_error`, the per-thread message C reads; `stats`, the counters.
 //! 4. **Thread binding**: `thread`, attaching a thread to a context and
@@ -214,6 +215,8 @@ mod owned;
 mod slice;
 #[cfg(not(callgate_loom))]
 mod user_data;
+#[cfg(not(callgate_loom))]
+mod value;
 
 // What a call uses: the init gate, the last error, the statistics.
 #[cfg(not(callgate_loom))]
@@ -264,6 +267,8 @@ pub use callgate_macros::c_callback;
 #[doc = include_str!("../doc/init.md")]
 pub use callgate_macros::init;
 #[cfg(not(callgate_loom))]
+pub use callgate_macros::{CEnum, CValue};
+#[cfg(not(callgate_loom))]
 pub use closure::{Closure, OnceClosure};
 pub use gate::{GatePolicy, InitState};
 #[cfg(not(callgate_loom))]
@@ -280,6 +285,8 @@ pub use settings::{AttachMode, PanicMode, Settings};
 pub use stats::{Stats, stats};
 #[cfg(not(callgate_loom))]
 pub use user_data::UserData;
+#[cfg(not(callgate_loom))]
+pub use value::CValue;
 
 /// The runtime settings in force.
 ///
