@@ -25,9 +25,10 @@ use crate::failure::Failure;
 /// parameters and results of a [`Closure`](crate::Closure) may be.
 ///
 /// Implemented for the integers (not 128-bit), `f32`, `f64`, `bool` (C's
-/// `_Bool` is 0 or 1 by the ABI), raw pointers, `Option<NonNull<T>>` and
-/// `Option<NonZero*>` (NULL and 0 are `None`); the `c_int`-style aliases
-/// are these integers. Derive it (`#[derive(Clone, Copy, callgate::CValue)]`)
+/// `_Bool` is 0 or 1 by the ABI), raw pointers, `Option<NonNull<T>>`,
+/// `Option<NonZero*>` and `Option<extern "C" fn(…) -> R>` of up to 12
+/// parameters (NULL and 0 are `None`); the `c_int`-style aliases are these
+/// integers. Derive it (`#[derive(Clone, Copy, callgate::CValue)]`)
 /// for a `#[repr(C)]` or `#[repr(transparent)]` struct whose fields are all
 /// `CValue`s. A fieldless enum is not one: C may pass an integer that is no
 /// variant; derive [`CEnum`](derive@crate::CEnum) for it instead, which
@@ -89,6 +90,34 @@ unsafe impl<T> CValue for *const T {}
 unsafe impl<T> CValue for *mut T {}
 // SAFETY: NULL-niche-optimised (guaranteed): a C pointer, NULL is `None`.
 unsafe impl<T> CValue for Option<NonNull<T>> {}
+
+macro_rules! optional_function_pointers {
+    ($($arg:ident),*) => {
+        optional_function_pointers!(@one [extern "C" fn($($arg),*) -> R] $($arg),*);
+        optional_function_pointers!(@one [unsafe extern "C" fn($($arg),*) -> R] $($arg),*);
+        optional_function_pointers!(@one [extern "C-unwind" fn($($arg),*) -> R] $($arg),*);
+        optional_function_pointers!(@one [unsafe extern "C-unwind" fn($($arg),*) -> R] $($arg),*);
+    };
+    (@one [$($pointer:tt)*] $($arg:ident),*) => {
+        // SAFETY: NULL-niche-optimised (guaranteed): a C function pointer,
+        // NULL is `None`.
+        unsafe impl<R, $($arg),*> CValue for Option<$($pointer)*> {}
+    };
+}
+
+optional_function_pointers!();
+optional_function_pointers!(A);
+optional_function_pointers!(A, B);
+optional_function_pointers!(A, B, C);
+optional_function_pointers!(A, B, C, D);
+optional_function_pointers!(A, B, C, D, E);
+optional_function_pointers!(A, B, C, D, E, F);
+optional_function_pointers!(A, B, C, D, E, F, G);
+optional_function_pointers!(A, B, C, D, E, F, G, H);
+optional_function_pointers!(A, B, C, D, E, F, G, H, I);
+optional_function_pointers!(A, B, C, D, E, F, G, H, I, J);
+optional_function_pointers!(A, B, C, D, E, F, G, H, I, J, K);
+optional_function_pointers!(A, B, C, D, E, F, G, H, I, J, K, L);
 
 /// A type a `#[c_callback]` parameter may have by value: C passes its
 /// `Raw` value, which the trampoline converts at the start of the call.
