@@ -12,6 +12,7 @@
 
 use core::ffi::c_int;
 use core::fmt::Display;
+use core::marker::PhantomData;
 use core::num::{
     NonZeroI8, NonZeroI16, NonZeroI32, NonZeroI64, NonZeroIsize, NonZeroU8, NonZeroU16, NonZeroU32,
     NonZeroU64, NonZeroUsize,
@@ -27,7 +28,7 @@ use crate::failure::Failure;
 /// Implemented for the integers (not 128-bit), `f32`, `f64`, `bool` (C's
 /// `_Bool` is 0 or 1 by the ABI), raw pointers, `Option<NonNull<T>>`,
 /// `Option<NonZero*>` and `Option<extern "C" fn(…) -> R>` of up to 12
-/// parameters (NULL and 0 are `None`); the `c_int`-style aliases are these
+/// parameters (NULL and 0 are `None`), and `PhantomData`; the `c_int`-style aliases are these
 /// integers. Derive it (`#[derive(Clone, Copy, callgate::CValue)]`)
 /// for a `#[repr(C)]` or `#[repr(transparent)]` struct whose fields are all
 /// `CValue`s. A fieldless enum is not one: C may pass an integer that is no
@@ -84,6 +85,8 @@ optional_non_zero!(
     NonZeroUsize
 );
 
+// SAFETY: a zero-sized marker: there are no bits to be invalid.
+unsafe impl<T: ?Sized> CValue for PhantomData<T> {}
 // SAFETY: a thin pointer is a C pointer, valid whatever its address.
 unsafe impl<T> CValue for *const T {}
 // SAFETY: a thin pointer is a C pointer, valid whatever its address.
