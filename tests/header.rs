@@ -16,10 +16,12 @@ use callgate_header::{Declaration, HeaderOptions, Kind, extract, render};
 
 /// What C needs to know about the fixture's own types: `Reenter` is a type
 /// alias (a function pointer), `Pair` a `#[repr(C)]` struct the program
-/// builds.
+/// builds, `Turn` and `Tier` enums C passes as the integers of their reprs.
 const PRELUDE: &str = "\
 typedef int64_t (*Reenter)(int32_t depth);
 struct Pair { int64_t a; int64_t b; };
+typedef int32_t Turn;
+typedef uint8_t Tier;
 ";
 
 fn declarations() -> Vec<Declaration> {
@@ -39,6 +41,8 @@ fn options() -> HeaderOptions {
     HeaderOptions::new("FIXTURE_H")
         .with_prelude(PRELUDE)
         .with_defined_type("Reenter")
+        .with_defined_type("Turn")
+        .with_defined_type("Tier")
 }
 
 /// Writes the generated header into a fresh directory and returns it.
