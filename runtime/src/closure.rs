@@ -56,7 +56,7 @@ use crate::sync::{AtomicUsize, Ordering};
 use crate::valgrind;
 
 /// What the parameters and the result of a [`Closure`] may be: the
-/// crate's [`CValue`](crate::CValue), also reachable here.
+/// crate's [`CValue`](trait@crate::CValue), also reachable here.
 pub use crate::value::CValue;
 
 /// What a closure's C function returns: `()` (C's `void`) or a [`CValue`].
