@@ -265,12 +265,6 @@ mod stack;
 mod sync;
 mod valgrind;
 
-#[cfg(not(callgate_loom))]
-#[doc = include_str!("../doc/c_callback.md")]
-pub use callgate_macros::c_callback;
-#[cfg(not(callgate_loom))]
-#[doc = include_str!("../doc/init.md")]
-pub use callgate_macros::init;
 /// Lets C pass a fieldless enum by value, as the integer of its `repr`,
 /// checked at every call.
 ///
@@ -348,6 +342,12 @@ pub use callgate_macros::CEnum;
 /// ```
 #[cfg(not(callgate_loom))]
 pub use callgate_macros::CValue;
+#[cfg(not(callgate_loom))]
+#[doc = include_str!("../doc/c_callback.md")]
+pub use callgate_macros::c_callback;
+#[cfg(not(callgate_loom))]
+#[doc = include_str!("../doc/init.md")]
+pub use callgate_macros::init;
 #[cfg(not(callgate_loom))]
 pub use closure::{Closure, OnceClosure};
 pub use gate::{GatePolicy, InitState};
