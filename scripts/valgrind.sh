@@ -15,7 +15,9 @@
 #             table of local callbacks (qsort_r, C threads), closures made,
 #             called, freed on another thread and while a call is in them,
 #             once closures as thread start routines — every value dropped
-#             exactly once; and the test binaries that hand Rust state and
+#             exactly once; the values program (tests/c/linked/values.c):
+#             enums C passes checked against their variants, a struct by
+#             value; and the test binaries that hand Rust state and
 #             closures to SQLite, libuv and glib and to C threads
 #             (tests/libraries_*.rs, closures.rs, macros_user_data.rs); load/call/unload
 #             cycles of a plugin copy (tests/plugins.rs builds them), whose
@@ -51,7 +53,7 @@ hosts="$out_dir/hosts"
 fixture="$out_dir/../../../libcallgate_fixture.so"
 # The data program is compiled against the generated header by its test,
 # into the target directory's tmp/linked.
-cargo test -p callgate-dev --test data --test callbacks --quiet >/dev/null
+cargo test -p callgate-dev --test data --test callbacks --test values --quiet >/dev/null
 # The plugin copies are generated and built by their test, into the target
 # directory's tmp/plugins.
 cargo test -p callgate-dev --test plugins --quiet copies_are_distinct >/dev/null
@@ -59,7 +61,7 @@ target_dir=$(cargo metadata --format-version 1 --no-deps |
     grep -o '"target_directory":"[^"]*"' | cut -d'"' -f4)
 linked="$target_dir/tmp/linked"
 plugin="$target_dir/tmp/plugins/target/debug/libcallgate_plugin_000.so"
-if [[ ! -x "$hosts/churn" || ! -f "$fixture" || ! -x "$linked/data" || ! -x "$linked/callbacks" || ! -f "$plugin" ]]; then
+if [[ ! -x "$hosts/churn" || ! -f "$fixture" || ! -x "$linked/data" || ! -x "$linked/callbacks" || ! -x "$linked/values" || ! -f "$plugin" ]]; then
     echo "valgrind.sh: hosts ($hosts), fixture ($fixture), linked programs ($linked) or plugin copy ($plugin) missing" >&2
     exit 1
 fi
@@ -133,6 +135,7 @@ check memcheck data-cycles "$linked/data" cycles "$cycles" no-rss
 check memcheck callbacks-table "$linked/callbacks" table
 check memcheck callbacks-threads "$linked/callbacks" threads 8 200
 check memcheck callbacks-closures "$linked/callbacks" closures "$closures"
+check memcheck values "$linked/values"
 
 # check_tests NAME: the dev package's integration test NAME under memcheck,
 # one test at a time.

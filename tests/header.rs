@@ -16,10 +16,12 @@ use callgate_header::{Declaration, HeaderOptions, Kind, extract, render};
 
 /// What C needs to know about the fixture's own types: `Reenter` is a type
 /// alias (a function pointer), `Pair` a `#[repr(C)]` struct the program
-/// builds.
+/// builds, `Turn` and `Tier` enums C passes as the integers of their reprs.
 const PRELUDE: &str = "\
 typedef int64_t (*Reenter)(int32_t depth);
 struct Pair { int64_t a; int64_t b; };
+typedef int32_t Turn;
+typedef uint8_t Tier;
 ";
 
 fn declarations() -> Vec<Declaration> {
@@ -39,6 +41,8 @@ fn options() -> HeaderOptions {
     HeaderOptions::new("FIXTURE_H")
         .with_prelude(PRELUDE)
         .with_defined_type("Reenter")
+        .with_defined_type("Turn")
+        .with_defined_type("Tier")
 }
 
 /// Writes the generated header into a fresh directory and returns it.
@@ -63,7 +67,9 @@ fn header_has_guards_and_a_stable_order() {
         "#define FIXTURE_API __declspec(dllimport)",
         "#define FIXTURE_CALL __cdecl",
         "typedef int64_t (*Reenter)(int32_t depth);",
-        "typedef struct Pair Pair;",
+        "typedef struct Pair Pair; /* passed by value: define struct Pair before calling (an \
+         enum: typedef Pair to its repr's integer in the prelude) */",
+        "FIXTURE_API int32_t FIXTURE_CALL fixture_turn_index(Turn turn);",
         "extern \"C\" {",
         "FIXTURE_API size_t FIXTURE_CALL fixture_last_error_length(void);",
         "FIXTURE_API int FIXTURE_CALL fixture_last_error_message(char *buf, size_t len);",
@@ -83,10 +89,12 @@ fn header_has_guards_and_a_stable_order() {
             "the header lacks `{line}`:\n{header}"
         );
     }
-    assert!(
-        !header.contains("typedef struct Reenter"),
-        "the prelude defines Reenter:\n{header}"
-    );
+    for defined in ["Reenter", "Turn", "Tier"] {
+        assert!(
+            !header.contains(&format!("typedef struct {defined}")),
+            "the prelude defines {defined}:\n{header}"
+        );
+    }
     // Sorted by name, and the same whatever order the records come in.
     let names: Vec<&str> = declarations.iter().map(Declaration::name).collect();
     let mut sorted = names.clone();

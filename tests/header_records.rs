@@ -18,6 +18,7 @@ fn writer_and_reader_share_one_format() {
 }
 
 /// A value C builds.
+#[derive(Clone, Copy, callgate::CValue)]
 #[repr(C)]
 pub struct Point {
     pub x: f64,

@@ -93,7 +93,8 @@ pub fn render(declarations: &[Declaration], options: &HeaderOptions) -> Result<S
             out.push_str(&format!("typedef struct {name} {name};"));
             if *by_value {
                 out.push_str(&format!(
-                    " /* passed by value: define struct {name} before calling */"
+                    " /* passed by value: define struct {name} before calling \
+                     (an enum: typedef {name} to its repr's integer in the prelude) */"
                 ));
             }
             out.push('\n');

@@ -225,7 +225,8 @@ fn by_value_types_and_odd_names() {
     let header = render(&extract(&library).unwrap(), &HeaderOptions::new("9")).unwrap();
     assert!(header.contains("#ifndef _9\n"), "{header}");
     assert!(header.contains(
-        "typedef struct Point Point; /* passed by value: define struct Point before calling */"
+        "typedef struct Point Point; /* passed by value: define struct Point before calling (an \
+         enum: typedef Point to its repr's integer in the prelude) */"
     ));
     assert!(header.contains("_9_API Point _9_CALL make(double x, double y);\n"));
     assert!(header.contains("/* `odd.name` is not a C identifier"));

@@ -1,5 +1,6 @@
-//! Procedural macros for [callgate](https://docs.rs/callgate): `#[c_callback]`
-//! and `#[callgate::init]`.
+//! Procedural macros for [callgate](https://docs.rs/callgate): `#[c_callback]`,
+//! `#[callgate::init]` and the derives of the types C passes by value,
+//! `CValue` and `CEnum`.
 //!
 //! Depend on `callgate` and use the macros through it; the code they generate
 //! names the runtime as `::callgate::__private` (or `crate = path`).
@@ -7,6 +8,7 @@
 mod args;
 mod callback;
 mod declarations;
+mod derive;
 mod fail;
 mod format;
 mod free;
@@ -24,6 +26,24 @@ use proc_macro::TokenStream;
 #[proc_macro_attribute]
 pub fn c_callback(args: TokenStream, item: TokenStream) -> TokenStream {
     callback::c_callback(args.into(), item.into()).into()
+}
+
+/// Implements `callgate::CValue` for a `#[repr(C)]` or `#[repr(transparent)]`
+/// struct whose fields are all `CValue`s, so C may pass it by value.
+///
+/// Use it as `callgate::CValue`; its documentation is on the trait.
+#[proc_macro_derive(CValue)]
+pub fn derive_c_value(input: TokenStream) -> TokenStream {
+    derive::c_value(input.into()).into()
+}
+
+/// Lets C pass a fieldless enum by value as the integer of its `repr`,
+/// checked against the variants at every call.
+///
+/// Use it as `callgate::CEnum`; its documentation is on that re-export.
+#[proc_macro_derive(CEnum)]
+pub fn derive_c_enum(input: TokenStream) -> TokenStream {
+    derive::c_enum(input.into()).into()
 }
 
 /// Records the C declarations of `extern "C"` fns exported by hand, for

@@ -55,45 +55,9 @@ use crate::settings::AttachMode;
 use crate::sync::{AtomicUsize, Ordering};
 use crate::valgrind;
 
-/// A type C passes by value with the same layout in C and Rust: what the
-/// parameters and the result of a [`Closure`] may be.
-///
-/// Implemented for the integers (not 128-bit), `f32`, `f64`, `bool`, raw
-/// pointers and `Option<NonNull<T>>`. Implement it for a `#[repr(C)]`
-/// struct of such fields to pass that struct by value.
-///
-/// # Safety
-///
-/// `Self` is FFI-safe by value (what rustc's `improper_ctypes` accepts),
-/// and C passes only valid values of it, as for a `#[c_callback]` parameter.
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot be a parameter or result of a `Closure`",
-    label = "not a C value",
-    note = "closures take and return integers, floats, `bool`, raw pointers, `Option<NonNull<T>>` \
-            and `#[repr(C)]` types that implement `callgate::closure::CValue`; take a raw pointer \
-            and convert it in the body, or use `#[c_callback]` for the full argument mapping"
-)]
-pub unsafe trait CValue: Copy {}
-
-macro_rules! c_values {
-    ($($ty:ty),*) => {
-        $(
-            // SAFETY: a scalar with the same representation in C.
-            unsafe impl CValue for $ty {}
-        )*
-    };
-}
-
-c_values!(
-    i8, i16, i32, i64, isize, u8, u16, u32, u64, usize, f32, f64, bool
-);
-
-// SAFETY: a thin pointer is a C pointer.
-unsafe impl<T> CValue for *const T {}
-// SAFETY: a thin pointer is a C pointer.
-unsafe impl<T> CValue for *mut T {}
-// SAFETY: NULL-niche-optimised: a C pointer.
-unsafe impl<T> CValue for Option<NonNull<T>> {}
+/// What the parameters and the result of a [`Closure`] may be: the
+/// crate's [`CValue`](trait@crate::CValue), also reachable here.
+pub use crate::value::CValue;
 
 /// What a closure's C function returns: `()` (C's `void`) or a [`CValue`].
 pub trait CReturn: Copy {}
@@ -148,7 +112,7 @@ pub trait Signature {
     message = "this closure cannot be called from C as an `FnMut` with C values",
     label = "not a C-callable closure",
     note = "a closure C can call takes annotated parameters that are C values (integers, \
-            floats, `bool`, raw pointers, `callgate::closure::CValue` types), returns `()`, a C \
+            floats, `bool`, raw pointers, `callgate::CValue` types), returns `()`, a C \
             value or a `Result` of one, and is `Send + 'static`; references and strings arrive \
             as raw pointers"
 )]
@@ -164,7 +128,7 @@ pub trait FnMutBody<S: Signature, M>: Send + 'static {
     message = "this closure cannot be called from C as an `Fn + Sync` with C values",
     label = "not a C-callable closure",
     note = "a closure C can call takes annotated parameters that are C values (integers, \
-            floats, `bool`, raw pointers, `callgate::closure::CValue` types), returns `()`, a C \
+            floats, `bool`, raw pointers, `callgate::CValue` types), returns `()`, a C \
             value or a `Result` of one, and is `Send + 'static`; references and strings arrive \
             as raw pointers"
 )]
@@ -180,7 +144,7 @@ pub trait FnBody<S: Signature, M>: Send + Sync + 'static {
     message = "this closure cannot be called from C as an `FnOnce` with C values",
     label = "not a C-callable closure",
     note = "a closure C can call takes annotated parameters that are C values (integers, \
-            floats, `bool`, raw pointers, `callgate::closure::CValue` types), returns `()`, a C \
+            floats, `bool`, raw pointers, `callgate::CValue` types), returns `()`, a C \
             value or a `Result` of one, and is `Send + 'static`; references and strings arrive \
             as raw pointers"
 )]
@@ -200,7 +164,8 @@ pub trait FnOnceBody<S: Signature, M>: Send + 'static {
 /// [`data`](Closure::data) is the pointer to pass as `data`.
 ///
 /// Parameters and results are plain C values ([`CValue`]: integers,
-/// floats, `bool`, raw pointers, `#[repr(C)]` types that implement it);
+/// floats, `bool`, raw pointers, `#[derive(CValue)]` structs); a
+/// fieldless enum arrives as its integer, to convert in the body;
 /// annotate the closure's parameter types. The body may return a
 /// `Result<T, E: Display>`: C gets `T`, or the fallback with `E`'s text as
 /// the last error. References, strings and slices arrive as raw pointers:

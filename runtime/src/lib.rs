@@ -77,7 +77,12 @@
 //! `&[T]` is a pointer and a length (`(NULL, 0)` is empty), an
 //! [`OutBuf`] is a buffer C lends for `snprintf`-style output, and a
 //! `#[local]` parameter is per-thread state of a [`Local`] type that is not
-//! part of the C signature. A callback may return an owned `CString`,
+//! part of the C signature. A value passed by value is an integer, a float,
+//! `bool`, a raw pointer, `Option<NonZero*>`, `Option<NonNull<T>>`, a
+//! nullable `extern "C" fn` or a [`#[derive(CValue)]`](derive@CValue)
+//! struct, all of which take every value C can pass; a fieldless
+//! [`#[derive(CEnum)]`](derive@CEnum) enum arrives as its integer and is
+//! checked against its variants, and any other type is a compile error. A callback may return an owned `CString`,
 //! `Box<T>` or `Vec<T>`, which C frees with the library's free function.
 //! The trampoline is an `unsafe extern "C" fn` when it takes a reference,
 //! a string, a slice or a buffer (C must pass NULL or a valid pointer), a
@@ -159,7 +164,8 @@
 //!    under `catch_unwind`, fallback); `args`, C pointers to references;
 //!    `slice`, (pointer, length) pairs to slices; `out_buf`, caller
 //!    buffers; `owned`, results C frees through exported free functions;
-//!    `user_data`, the `void *` C APIs pass back.
+//!    `user_data`, the `void *` C APIs pass back; `value`, values passed by
+//!    value, and the check of those C may pass invalid.
 //! 3. **What a call uses**: `init`, load-time initialisation and its gate;
 //!    `last_error`, the per-thread message C reads; `stats`, the counters.
 //! 4. **Thread binding**: `thread`, attaching a thread to a context and
@@ -214,6 +220,8 @@ mod owned;
 mod slice;
 #[cfg(not(callgate_loom))]
 mod user_data;
+#[cfg(not(callgate_loom))]
+mod value;
 
 // What a call uses: the init gate, the last error, the statistics.
 #[cfg(not(callgate_loom))]
@@ -257,6 +265,83 @@ mod stack;
 mod sync;
 mod valgrind;
 
+/// Lets C pass a fieldless enum by value, as the integer of its `repr`,
+/// checked at every call.
+///
+/// For an enum whose variants have no fields, with `#[repr(i32)]` (any
+/// integer type up to 64 bits) or `#[repr(C)]` (C's `int`), a
+/// `#[c_callback]` parameter of the enum's type becomes that integer in
+/// the C signature. The trampoline converts it before the body runs: a
+/// value equal to a variant's discriminant is that variant; any other
+/// returns the callback's `on_error` fallback, with a last error naming
+/// the argument, the value and the valid values: ``argument `mode` is 7,
+/// which is not a `Mode` (expected 0, 1 or 4)``. Explicit, implicit and
+/// negative discriminants all work. Declare the type in C as the integer
+/// (`typedef int32_t Mode;`), not as a C `enum`, whose size the C compiler
+/// chooses.
+///
+/// Enums with fields, without a `repr` or generic are compile errors that
+/// say what to write instead; for a struct, derive
+/// [`CValue`](derive@CValue).
+///
+/// ```
+/// use callgate::{CEnum, c_callback};
+///
+/// #[derive(CEnum)]
+/// #[repr(u8)]
+/// pub enum Level {
+///     Low = 1,
+///     High = 200,
+/// }
+///
+/// #[c_callback(on_error = -1)]
+/// pub fn doc_level(level: Level) -> i32 {
+///     level as i32
+/// }
+///
+/// # fn main() {
+/// // C passes a `uint8_t`.
+/// assert_eq!(doc_level(200), 200);
+/// assert_eq!(doc_level(2), -1);
+/// assert_eq!(
+///     callgate::last_error().as_deref(),
+///     Some("argument `level` is 2, which is not a `Level` (expected 1 or 200)")
+/// );
+/// # }
+/// ```
+#[cfg(not(callgate_loom))]
+pub use callgate_macros::CEnum;
+/// Implements [`CValue`](trait@CValue) for a `#[repr(C)]` or
+/// `#[repr(transparent)]` struct whose fields are all `CValue`s, so a
+/// `#[c_callback]` or a [`Closure`] may take it by value.
+///
+/// Each field's type must be a `CValue`; one that is not (a `char`, an
+/// enum, a reference) is a compile error at that field. The struct must
+/// also be `Copy`. Enums (derive [`CEnum`](derive@CEnum)), unions and
+/// structs without a C layout are compile errors that say what to write
+/// instead.
+///
+/// ```
+/// use callgate::{CValue, c_callback};
+///
+/// #[derive(Clone, Copy, CValue)]
+/// #[repr(C)]
+/// pub struct Point {
+///     pub x: f64,
+///     pub y: f64,
+/// }
+///
+/// #[c_callback(on_error = 0.0)]
+/// pub fn doc_length(point: Point) -> f64 {
+///     point.x.hypot(point.y)
+/// }
+///
+/// # fn main() {
+/// assert_eq!(doc_length(Point { x: 3.0, y: 4.0 }), 5.0);
+/// # }
+/// ```
+#[cfg(not(callgate_loom))]
+pub use callgate_macros::CValue;
 #[cfg(not(callgate_loom))]
 #[doc = include_str!("../doc/c_callback.md")]
 pub use callgate_macros::c_callback;
@@ -280,6 +365,8 @@ pub use settings::{AttachMode, PanicMode, Settings};
 pub use stats::{Stats, stats};
 #[cfg(not(callgate_loom))]
 pub use user_data::UserData;
+#[cfg(not(callgate_loom))]
+pub use value::CValue;
 
 /// The runtime settings in force.
 ///

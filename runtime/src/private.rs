@@ -28,6 +28,7 @@ pub use crate::user_data::{
     ExclusiveUserData, SharedUserData, opt_user_data_mut, opt_user_data_ref, user_data_mut,
     user_data_ref,
 };
+pub use crate::value::{CArg, check_c_enum_size, not_a_variant};
 pub use callgate_macros::export_free_impl;
 pub use callgate_macros::export_table_impl;
 

@@ -94,10 +94,13 @@ pub fn host(name: &str) -> Command {
 
 /// What C needs to know about the fixture's own types to use its generated
 /// header: `Reenter` is a type alias (a function pointer), `Pair` a
-/// `#[repr(C)]` struct passed by value.
+/// `#[repr(C)]` struct passed by value, `Turn` and `Tier` enums C passes as
+/// the integers of their reprs.
 const PRELUDE: &str = "\
 typedef int64_t (*Reenter)(int32_t depth);
 struct Pair { int64_t a; int64_t b; };
+typedef int32_t Turn;
+typedef uint8_t Tier;
 ";
 
 /// A command running the C program `tests/c/linked/NAME.c`, compiled with
@@ -120,7 +123,9 @@ pub fn linked(name: &str) -> Command {
         let declarations = extract(&bytes).expect("the fixture's declarations are readable");
         let options = HeaderOptions::new("FIXTURE_H")
             .with_prelude(PRELUDE)
-            .with_defined_type("Reenter");
+            .with_defined_type("Reenter")
+            .with_defined_type("Turn")
+            .with_defined_type("Tier");
         std::fs::create_dir_all(&dir).expect("create the linked hosts' directory");
         std::fs::write(
             dir.join("fixture.h"),

@@ -420,6 +420,27 @@ pub(crate) fn mut_ref(ty: &Type) -> Option<&Type> {
     }
 }
 
+/// Whether every value C can pass is a valid `ty`, as its tokens show: the
+/// primitive integers, floats and `bool`, raw pointers, and nullable
+/// function pointers and boxes. The trampoline takes these as they are;
+/// any other type passed by value goes through the runtime's `CArg`.
+pub(crate) fn takes_every_value(ty: &Type) -> bool {
+    const PRIMITIVES: [&str; 13] = [
+        "i8", "i16", "i32", "i64", "isize", "u8", "u16", "u32", "u64", "usize", "f32", "f64",
+        "bool",
+    ];
+    match peel(ty) {
+        Type::Ptr(_) | Type::BareFn(_) => true,
+        Type::Path(path) if path.qself.is_none() => {
+            PRIMITIVES.iter().any(|name| path.path.is_ident(name))
+                || generic_arg(ty, "Option").is_some_and(|inner| {
+                    matches!(peel(inner), Type::BareFn(_)) || generic_arg(inner, "Box").is_some()
+                })
+        }
+        _ => false,
+    }
+}
+
 /// A path whose last segment is `name` without generic arguments.
 pub(crate) fn is_plain(path: &TypePath, name: &str) -> bool {
     path.qself.is_none()

@@ -11,7 +11,10 @@ use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::{Attribute, FnArg, Ident, ItemFn, Type};
 
-use super::ast::{Binding, Callback, Kind, Len, Output, Owned, Param, RESULT_LEN, is_plain, peel};
+use super::ast::{
+    Binding, Callback, Kind, Len, Output, Owned, Param, RESULT_LEN, is_plain, peel,
+    takes_every_value,
+};
 use super::attr::{Attach, Fallback, Gate, Options};
 use super::decl;
 
@@ -69,7 +72,7 @@ pub(crate) fn expand(callback: &Callback, options: &Options) -> TokenStream {
         .params
         .iter()
         .zip(&names)
-        .flat_map(|(param, name)| c_params(param, name))
+        .flat_map(|(param, name)| c_params(param, name, &rt))
         .collect();
     let mut conversions: Vec<TokenStream> = callback
         .params
@@ -300,11 +303,16 @@ fn local_pointer_type(item: &ItemFn, pointer: &TokenStream) -> Option<TokenStrea
 /// The parameters C passes for `param`: none for a `#[local]`, a pointer
 /// and (unless `#[len = other]` names another parameter) a `usize` length
 /// for a slice, a `#[len] &str` or an `OutBuf`, else one. Spanned at the
-/// user's type, so rustc's FFI-safety errors land there.
-fn c_params(param: &Param, name: &Ident) -> Vec<TokenStream> {
+/// user's type, so rustc's FFI-safety errors, and a missing `CArg` for a
+/// value C may pass invalid, land there.
+fn c_params(param: &Param, name: &Ident, rt: &TokenStream) -> Vec<TokenStream> {
     let span = param.ty.span();
     let pointer = match param.kind {
-        Kind::Value => param.ty.to_token_stream(),
+        Kind::Value if takes_every_value(param.ty) => param.ty.to_token_stream(),
+        Kind::Value => {
+            let ty = param.ty;
+            quote_spanned!(span=> <#ty as #rt::CArg>::Raw)
+        }
         Kind::Ref {
             mutable: false,
             elem,
@@ -406,7 +414,13 @@ fn convert(
         Binding::Wild | Binding::Pattern(_) => "_".to_owned(),
     };
     let function = match param.kind {
-        Kind::Value => return TokenStream::new(),
+        Kind::Value if takes_every_value(param.ty) => return TokenStream::new(),
+        Kind::Value => {
+            // C passed the `Raw` value; an enum's is checked here.
+            let ty = param.ty;
+            let from_c = quote_spanned!(ty.span()=> <#ty as #rt::CArg>::from_c);
+            return quote!(let #name = #from_c(#name, #label)?;);
+        }
         Kind::Local { elem } => {
             // The `Local` bound is checked here, so a missing impl is
             // reported at the user's type.

@@ -1,13 +1,14 @@
 //! The expansion snapshot: each `tests/expand/NAME.rs` of the workspace,
-//! with its `#[c_callback]` and `#[callgate::init]` items expanded and
-//! pretty-printed, must equal the committed `NAME.expanded.rs`. Run with
+//! with its `#[c_callback]` and `#[callgate::init]` items and its
+//! `#[derive(CValue)]` and `#[derive(CEnum)]` expanded and pretty-printed, must equal the committed `NAME.expanded.rs`. Run with
 //! `CALLGATE_BLESS=1` to rewrite the snapshots after an intended change.
 
 use std::fs;
 use std::path::Path;
 
 use quote::ToTokens;
-use syn::{File, Item, Meta};
+use syn::punctuated::Punctuated;
+use syn::{File, Item, Meta, Token};
 
 #[test]
 fn expansions_match_snapshots() {
@@ -38,13 +39,47 @@ fn expansions_match_snapshots() {
     assert!(checked > 0, "no snapshot inputs in {}", dir.display());
 }
 
-/// Expands every top-level item carrying one of the attributes.
+/// The items `#[derive(CValue)]` and `#[derive(CEnum)]` add for `item`.
+fn derives(item: &Item) -> Vec<Item> {
+    let attrs = match item {
+        Item::Struct(item) => &item.attrs,
+        Item::Enum(item) => &item.attrs,
+        _ => return Vec::new(),
+    };
+    let mut derived = Vec::new();
+    for attr in attrs.iter().filter(|attr| attr.path().is_ident("derive")) {
+        let paths = attr
+            .parse_args_with(Punctuated::<syn::Path, Token![,]>::parse_terminated)
+            .expect("derive lists parse");
+        for path in paths {
+            let Some(last) = path.segments.last() else {
+                continue;
+            };
+            let input = item.to_token_stream();
+            let output = if last.ident == "CValue" {
+                crate::derive::c_value(input)
+            } else if last.ident == "CEnum" {
+                crate::derive::c_enum(input)
+            } else {
+                continue;
+            };
+            let expanded: File = syn::parse2(output).expect("derive output parses");
+            derived.extend(expanded.items);
+        }
+    }
+    derived
+}
+
+/// Expands every top-level item carrying one of the attributes, and the
+/// derives of the types C passes by value.
 fn expand_file(source: &str) -> String {
     let file: File = syn::parse_str(source).expect("snapshot input parses");
     let mut items = Vec::new();
     for mut item in file.items {
         let Item::Fn(function) = &mut item else {
+            let derived = derives(&item);
             items.push(item);
+            items.extend(derived);
             continue;
         };
         let position = function.attrs.iter().position(|attr| {

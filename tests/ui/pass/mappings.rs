@@ -4,7 +4,7 @@ use std::ffi::{CStr, c_void};
 use std::ptr::NonNull;
 
 #[repr(C)]
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, callgate::CValue)]
 pub struct Point {
     pub x: f64,
     pub y: f64,

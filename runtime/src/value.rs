@@ -1,0 +1,228 @@
+//! Values C passes by value: the types that take every value C can pass
+//! ([`CValue`]), and the checked conversion of the others (`CArg`), which
+//! `#[derive(CEnum)]` implements for fieldless enums.
+//!
+//! C can pass any bit pattern of a parameter's C type. An integer, a float,
+//! a raw pointer is valid whatever the bits; a Rust enum, a `NonZero*`, a
+//! `char` is not, and receiving one of their invalid values is undefined
+//! behaviour before the body runs. So a `#[c_callback]` parameter passed
+//! by value is either a [`CValue`], received as it is, or a type whose C
+//! parameter is some other `CValue` (its `CArg::Raw`) that the trampoline
+//! converts and checks at the start of the call.
+
+use core::ffi::c_int;
+use core::fmt::Display;
+use core::marker::PhantomData;
+use core::num::{
+    NonZeroI8, NonZeroI16, NonZeroI32, NonZeroI64, NonZeroIsize, NonZeroU8, NonZeroU16, NonZeroU32,
+    NonZeroU64, NonZeroUsize,
+};
+use core::ptr::NonNull;
+
+use crate::failure::Failure;
+
+/// A type every value of which C can pass, with the same layout in C and
+/// Rust: what a `#[c_callback]` parameter passed by value and the
+/// parameters and results of a [`Closure`](crate::Closure) may be.
+///
+/// Implemented for the integers (not 128-bit), `f32`, `f64`, `bool` (C's
+/// `_Bool` is 0 or 1 by the ABI), raw pointers, `Option<NonNull<T>>`,
+/// `Option<NonZero*>` and `Option<extern "C" fn(…) -> R>` of up to 12
+/// parameters (NULL and 0 are `None`), and `PhantomData`; the `c_int`-style aliases are these
+/// integers. Derive it (`#[derive(Clone, Copy, callgate::CValue)]`)
+/// for a `#[repr(C)]` or `#[repr(transparent)]` struct whose fields are all
+/// `CValue`s. A fieldless enum is not one: C may pass an integer that is no
+/// variant; derive [`CEnum`](derive@crate::CEnum) for it instead, which
+/// checks the value at the start of each call.
+///
+/// # Safety
+///
+/// `Self` is FFI-safe by value (what rustc's `improper_ctypes` accepts), and
+/// every bit pattern of its size, its padding aside, is a valid `Self`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be passed by value from C unchecked",
+    label = "C may pass a value that is not a valid `{Self}`",
+    note = "derive `callgate::CValue` for a `#[repr(C)]` struct whose fields take every bit \
+            pattern, `callgate::CEnum` for a fieldless enum, or take the integer (or a raw \
+            pointer) and convert it in the body"
+)]
+pub unsafe trait CValue: Copy {}
+
+macro_rules! c_values {
+    ($($ty:ty),*) => {
+        $(
+            // SAFETY: a scalar with the same representation in C, valid
+            // for every bit pattern (`bool`: C's `_Bool` is 0 or 1 by the ABI).
+            unsafe impl CValue for $ty {}
+        )*
+    };
+}
+
+c_values!(
+    i8, i16, i32, i64, isize, u8, u16, u32, u64, usize, f32, f64, bool
+);
+
+macro_rules! optional_non_zero {
+    ($($ty:ty),*) => {
+        $(
+            // SAFETY: `Option<NonZero*>` has the layout of its integer
+            // (guaranteed), and 0 is `None`.
+            unsafe impl CValue for Option<$ty> {}
+        )*
+    };
+}
+
+optional_non_zero!(
+    NonZeroI8,
+    NonZeroI16,
+    NonZeroI32,
+    NonZeroI64,
+    NonZeroIsize,
+    NonZeroU8,
+    NonZeroU16,
+    NonZeroU32,
+    NonZeroU64,
+    NonZeroUsize
+);
+
+// SAFETY: a zero-sized marker: there are no bits to be invalid.
+unsafe impl<T: ?Sized> CValue for PhantomData<T> {}
+// SAFETY: a thin pointer is a C pointer, valid whatever its address.
+unsafe impl<T> CValue for *const T {}
+// SAFETY: a thin pointer is a C pointer, valid whatever its address.
+unsafe impl<T> CValue for *mut T {}
+// SAFETY: NULL-niche-optimised (guaranteed): a C pointer, NULL is `None`.
+unsafe impl<T> CValue for Option<NonNull<T>> {}
+
+macro_rules! optional_function_pointers {
+    ($($arg:ident),*) => {
+        optional_function_pointers!(@one [extern "C" fn($($arg),*) -> R] $($arg),*);
+        optional_function_pointers!(@one [unsafe extern "C" fn($($arg),*) -> R] $($arg),*);
+        optional_function_pointers!(@one [extern "C-unwind" fn($($arg),*) -> R] $($arg),*);
+        optional_function_pointers!(@one [unsafe extern "C-unwind" fn($($arg),*) -> R] $($arg),*);
+    };
+    (@one [$($pointer:tt)*] $($arg:ident),*) => {
+        // SAFETY: NULL-niche-optimised (guaranteed): a C function pointer,
+        // NULL is `None`.
+        unsafe impl<R, $($arg),*> CValue for Option<$($pointer)*> {}
+    };
+}
+
+optional_function_pointers!();
+optional_function_pointers!(A);
+optional_function_pointers!(A, B);
+optional_function_pointers!(A, B, C);
+optional_function_pointers!(A, B, C, D);
+optional_function_pointers!(A, B, C, D, E);
+optional_function_pointers!(A, B, C, D, E, F);
+optional_function_pointers!(A, B, C, D, E, F, G);
+optional_function_pointers!(A, B, C, D, E, F, G, H);
+optional_function_pointers!(A, B, C, D, E, F, G, H, I);
+optional_function_pointers!(A, B, C, D, E, F, G, H, I, J);
+optional_function_pointers!(A, B, C, D, E, F, G, H, I, J, K);
+optional_function_pointers!(A, B, C, D, E, F, G, H, I, J, K, L);
+
+/// A type a `#[c_callback]` parameter may have by value: C passes its
+/// `Raw` value, which the trampoline converts at the start of the call.
+///
+/// Every [`CValue`] is its own `Raw`, received as it is;
+/// `#[derive(CEnum)]` implements it for a fieldless enum, whose `Raw` is
+/// the integer of its `repr` and whose conversion fails for an integer that
+/// is no variant.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be passed by value from C unchecked",
+    label = "C may pass a value that is not a valid `{Self}`",
+    note = "derive `callgate::CValue` for a `#[repr(C)]` struct whose fields take every bit \
+            pattern, `callgate::CEnum` for a fieldless enum, or take the integer (or a raw \
+            pointer) and convert it in the body"
+)]
+pub trait CArg: Sized {
+    /// The C parameter: every value C may pass is a valid one.
+    type Raw: CValue;
+
+    /// `Self` from what C passed to the argument `name`, or the failure
+    /// that names it and the value.
+    fn from_c(raw: Self::Raw, name: &'static str) -> Result<Self, Failure>;
+}
+
+impl<T: CValue> CArg for T {
+    type Raw = T;
+
+    #[inline(always)]
+    fn from_c(raw: T, _name: &'static str) -> Result<T, Failure> {
+        Ok(raw)
+    }
+}
+
+/// The failure of a `#[derive(CEnum)]` conversion: the argument `name` of
+/// enum type `ty` is `raw`, which is none of the `valid` discriminants.
+#[cold]
+#[inline(never)]
+pub fn not_a_variant<R: Display>(
+    name: &'static str,
+    ty: &'static str,
+    raw: R,
+    valid: &[R],
+) -> Failure {
+    /// Longer lists are summed up by their length.
+    const LISTED: usize = 8;
+    let expected = match valid {
+        [] => "it has no variants".to_owned(),
+        [only] => format!("expected {only}"),
+        [init @ .., last] if valid.len() <= LISTED => {
+            let init: Vec<String> = init.iter().map(ToString::to_string).collect();
+            format!("expected {} or {last}", init.join(", "))
+        }
+        _ => format!("expected one of its {} values", valid.len()),
+    };
+    Failure::new(format!(
+        "argument `{name}` is {raw}, which is not a `{ty}` ({expected})"
+    ))
+}
+
+/// Fails to compile unless a `#[repr(C)]` enum, which C passes as an `int`,
+/// has the size of `c_int`.
+pub const fn check_c_enum_size(size: usize) {
+    assert!(
+        size == size_of::<c_int>(),
+        "a `#[repr(C)]` enum with `#[derive(CEnum)]` must have the size of C's `int`; \
+         give it an integer repr such as `#[repr(i64)]`"
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_few_values() {
+        let failure = not_a_variant("mode", "Mode", 7, &[0, 1, 4]);
+        assert_eq!(
+            failure.message(),
+            "argument `mode` is 7, which is not a `Mode` (expected 0, 1 or 4)"
+        );
+        let failure = not_a_variant("level", "Level", -1, &[3]);
+        assert_eq!(
+            failure.message(),
+            "argument `level` is -1, which is not a `Level` (expected 3)"
+        );
+    }
+
+    #[test]
+    fn counts_many_values() {
+        let valid: Vec<u8> = (0..9).collect();
+        let failure = not_a_variant("byte", "Byte", 255, &valid);
+        assert_eq!(
+            failure.message(),
+            "argument `byte` is 255, which is not a `Byte` (expected one of its 9 values)"
+        );
+    }
+
+    #[test]
+    fn c_values_are_their_own_raw() {
+        let value = <Option<NonZeroU32> as CArg>::from_c(None, "count");
+        assert!(matches!(value, Ok(None)));
+        let value = <i32 as CArg>::from_c(-5, "x");
+        assert!(matches!(value, Ok(-5)));
+    }
+}

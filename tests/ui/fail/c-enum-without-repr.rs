@@ -1,0 +1,7 @@
+#[derive(callgate::CEnum)]
+pub enum Mode {
+    Read,
+    Write,
+}
+
+fn main() {}
