@@ -13,6 +13,13 @@ impl fmt::Display for ParseError {
         f.write_str("not a number")
     }
 }
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#[doc(hidden)]
+mod __callgate_align_parse {
+    ::core::arch::global_asm!(
+        ".pushsection .text.callgate.parse.fe64635749ef10ee,\"ax\",@progbits\n.p2align 6\n.popsection"
+    );
+}
 /// Parses `text` into `*out`, using this thread's scratch buffer.
 ///
 /// C: `int32_t parse(const char *text, double *out, const char *unit);`
@@ -21,6 +28,10 @@ impl fmt::Display for ParseError {
 ///
 /// Each pointer argument is NULL or valid for the duration of the call.
 #[unsafe(no_mangle)]
+#[cfg_attr(
+    all(target_arch = "x86_64", target_os = "linux"),
+    unsafe(link_section = ".text.callgate.parse.fe64635749ef10ee")
+)]
 #[deny(improper_ctypes_definitions)]
 pub unsafe extern "C" fn parse(
     text: *const ::core::ffi::c_char,
@@ -75,7 +86,7 @@ pub unsafe extern "C" fn parse(
         &__CALLGATE_SITE,
         __callgate_on_error,
         __callgate_on_panic,
-        |__callgate_frame: &::callgate::__private::Frame| {
+        move |__callgate_frame: &::callgate::__private::Frame| {
             let text = unsafe { ::callgate::__private::cstr_arg(text, "text") }?;
             let out = unsafe { ::callgate::__private::mut_arg(out, "out") }?;
             let unit = unsafe { ::callgate::__private::opt_str_arg(unit, "unit") }?;
