@@ -202,9 +202,11 @@ impl Context {
 
     /// The call that [`enter_outermost`](Context::enter_outermost) started
     /// returns. Unlike [`leave`](Context::leave) it never asks for a
-    /// release: a context found bound to the thread with no call running
-    /// is not a per-call one (a per-call context is in the thread's slot
-    /// only while its outermost call runs, which entered through `enter`).
+    /// release: a per-call context is in the thread's slot only while the
+    /// call that attached it runs, and that call enters through `enter`
+    /// and releases it when it leaves. (A call that finds one with no call
+    /// running interrupted that call between its attach and its `enter`,
+    /// a signal handler, and must leave the release to it.)
     ///
     /// # Safety
     ///
