@@ -624,3 +624,159 @@ impl<T> Drop for LocalRef<'_, T> {
         unsafe { (*self.slot).head.state = READY };
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Distinct `Local` types, by number.
+    #[derive(Default)]
+    struct Numbered<const N: usize> {
+        uses: u32,
+        binds: u32,
+        releases: u32,
+    }
+
+    impl<const N: usize> Local for Numbered<N> {
+        fn bind(&mut self) {
+            self.binds += 1;
+        }
+
+        fn release(&mut self) {
+            self.releases += 1;
+        }
+    }
+
+    fn ids() -> [TypeId; 12] {
+        [
+            TypeId::of::<[u8; 1]>(),
+            TypeId::of::<[u8; 2]>(),
+            TypeId::of::<[u8; 3]>(),
+            TypeId::of::<[u8; 4]>(),
+            TypeId::of::<[u8; 5]>(),
+            TypeId::of::<[u8; 6]>(),
+            TypeId::of::<[u8; 7]>(),
+            TypeId::of::<[u8; 8]>(),
+            TypeId::of::<[u8; 9]>(),
+            TypeId::of::<[u8; 10]>(),
+            TypeId::of::<[u8; 11]>(),
+            TypeId::of::<[u8; 12]>(),
+        ]
+    }
+
+    #[test]
+    fn concurrent_first_lookups_agree_on_one_index_per_type() {
+        let ids = ids();
+        let barrier = std::sync::Barrier::new(8);
+        let seen: Vec<Vec<u32>> = std::thread::scope(|scope| {
+            let threads: Vec<_> = (0..8)
+                .map(|thread| {
+                    let barrier = &barrier;
+                    scope.spawn(move || {
+                        barrier.wait();
+                        // Each thread registers the types in its own order.
+                        let mut indices = vec![0; ids.len()];
+                        for step in 0..ids.len() {
+                            let which = (step * (thread + 1) + thread) % ids.len();
+                            indices[which] = index_of(ids[which]);
+                        }
+                        for (which, id) in ids.iter().enumerate() {
+                            indices[which] = index_of(*id);
+                        }
+                        indices
+                    })
+                })
+                .collect();
+            threads.into_iter().map(|t| t.join().unwrap()).collect()
+        });
+        for indices in &seen {
+            assert_eq!(indices, &seen[0], "every thread sees the same indices");
+        }
+        let mut distinct = seen[0].clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(
+            distinct.len(),
+            ids.len(),
+            "one index per type: {:?}",
+            seen[0]
+        );
+        assert!(distinct.iter().all(|&index| index >= 1));
+    }
+
+    #[test]
+    fn keys_of_one_type_share_its_value_and_types_keep_their_own() {
+        static A1: LocalKey<Numbered<1>> = LocalKey::new();
+        static A2: LocalKey<Numbered<1>> = LocalKey::new();
+        static B: LocalKey<Numbered<2>> = LocalKey::new();
+        let locals = Locals::new();
+        // SAFETY: this thread owns `locals`; each `LocalRef` is dropped
+        // before the next lookup of its type.
+        unsafe {
+            locals.get(&B, 1).unwrap().uses += 10;
+            locals.get(&A1, 1).unwrap().uses += 1;
+            locals.get(&A2, 1).unwrap().uses += 1;
+            assert_eq!(locals.get(&A1, 1).unwrap().uses, 2);
+            assert_eq!(locals.get(&B, 1).unwrap().uses, 10);
+            assert_eq!(locals.get(&A2, 1).unwrap().binds, 1, "bound once");
+        }
+    }
+
+    #[test]
+    fn a_held_value_is_in_use_until_its_ref_drops_or_its_call_is_gone() {
+        static KEY: LocalKey<Numbered<3>> = LocalKey::new();
+        static OTHER: LocalKey<Numbered<4>> = LocalKey::new();
+        let locals = Locals::new();
+        // SAFETY: this thread owns `locals`; the refs of abandoned calls
+        // are forgotten (their frames are "gone") before the values are
+        // freed.
+        unsafe {
+            let outer = locals.get(&KEY, 1).unwrap();
+            let message = locals.get(&KEY, 2).err().unwrap().into_message();
+            assert!(
+                message.contains("already in use by an outer call"),
+                "{message}"
+            );
+            assert!(locals.get(&OTHER, 2).is_ok(), "another type is free");
+            drop(outer);
+            assert!(locals.get(&KEY, 2).is_ok(), "free again once dropped");
+
+            // Held at depths 1 and 2, then both calls are abandoned.
+            core::mem::forget(locals.get(&KEY, 2).unwrap());
+            core::mem::forget(locals.get(&OTHER, 1).unwrap());
+            assert!(locals.get(&KEY, 3).is_err());
+            locals.free_held_below(1);
+            assert!(locals.get(&KEY, 2).is_ok(), "the call at depth 2 is gone");
+            assert!(
+                locals.get(&OTHER, 2).is_err(),
+                "the call at depth 1 still holds it"
+            );
+            locals.free_held_below(0);
+            let other = locals.get(&OTHER, 1).unwrap();
+            assert_eq!(other.binds, 1, "freeing a held value keeps it bound");
+        }
+    }
+
+    #[test]
+    fn release_all_releases_bound_values_once_and_the_next_use_binds_again() {
+        static A: LocalKey<Numbered<5>> = LocalKey::new();
+        static B: LocalKey<Numbered<6>> = LocalKey::new();
+        let locals = Locals::new();
+        // SAFETY: this thread owns `locals`; no `LocalRef` is alive across
+        // `release_all`.
+        unsafe {
+            assert!(!locals.has_values());
+            drop(locals.get(&A, 1).unwrap());
+            assert!(locals.has_values());
+            locals.release_all();
+            locals.release_all();
+            let a = locals.get(&A, 1).unwrap();
+            assert_eq!((a.binds, a.releases), (2, 1));
+            drop(a);
+            // `B` was never used: it has no value to release.
+            drop(locals.get(&B, 1).unwrap());
+            let b = locals.get(&B, 1).unwrap();
+            assert_eq!((b.binds, b.releases), (1, 0));
+        }
+    }
+}
