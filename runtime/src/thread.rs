@@ -117,15 +117,14 @@ pub(crate) fn attach(attach: AttachMode) -> &'static ContextNode {
             }
         }
     }
-    attach_slow(attach)
+    attach_slow(attach, seen)
 }
 
 /// `attach` from a context of the free list (or a new one), or from the
-/// cache when the thread becomes bound.
+/// cache when the thread becomes bound; `seen` is what the slot held.
 #[cold]
 #[inline(never)]
-fn attach_slow(attach: AttachMode) -> &'static ContextNode {
-    let mut seen = tls::get();
+fn attach_slow(attach: AttachMode, mut seen: *const ContextNode) -> &'static ContextNode {
     let mut reused = None;
     if let Some(node) = cached(seen) {
         // Out of the slot first, so a call from a signal handler cannot
@@ -196,7 +195,7 @@ fn new_context() -> &'static ContextNode {
 /// released since: start over (rare, so a plain recursion).
 #[cold]
 fn attach_again(mode: AttachMode) -> &'static ContextNode {
-    attach_slow(mode)
+    attach_slow(mode, tls::get())
 }
 
 /// A call returned on `node`'s thread; releases it if it was the outermost
