@@ -7,9 +7,11 @@ use std::time::Duration;
 /// 200 forks (2 000 with `CALLGATE_FULL=1`) while two threads churn
 /// short-lived bound threads and two make per-call callbacks in a tight
 /// loop; the forks come in turn from the bound main thread, from inside a
-/// callback, and from a thread that never called back. Every child makes
-/// callbacks (plain, `#[local]`, per-call, `Err` + last error, caught panic)
-/// on its own thread and on a new thread, and exits 0 within 5 s.
+/// callback, from a thread that never called back, and from a thread that
+/// made only per-call callbacks (its released context kept aside). Every
+/// child makes callbacks (plain, `#[local]`, per-call, `Err` + last error,
+/// caught panic) on its own thread and on a new thread, which must run on
+/// different contexts, and exits 0 within 5 s.
 #[test]
 fn fork_while_other_threads_bind_and_release() {
     let forks = host::size(200, 2_000).to_string();

@@ -2,6 +2,8 @@
 //! across calls, and a re-entrant call for the same value is an error rather
 //! than a second `&mut`.
 
+use std::sync::atomic::{AtomicI64, Ordering};
+
 use callgate::{Local, c_callback};
 // Links the C harness library (`tests/c/*.c`), which the dev package carries.
 use callgate_dev as _;
@@ -149,4 +151,101 @@ fn reentrant_use_of_the_same_local_is_an_error() {
     })
     .join()
     .unwrap();
+}
+
+/// Two `Local` types whose values say which type they are and count the
+/// calls of the thread they serve.
+#[derive(Default)]
+pub struct Left {
+    calls: i64,
+}
+
+impl Local for Left {}
+
+#[derive(Default)]
+pub struct Right {
+    calls: i64,
+}
+
+impl Local for Right {}
+
+/// `Left` before `Right`: counts this call in both; 1 if they agree.
+#[c_callback(on_error = -1)]
+fn left_then_right(#[local] left: &mut Left, #[local] right: &mut Right, _: i64) -> i64 {
+    left.calls += 1;
+    right.calls += 2;
+    i64::from(right.calls == 2 * left.calls)
+}
+
+/// `Right` before `Left`, with a value parameter between them.
+#[c_callback(on_error = -1)]
+fn right_then_left(#[local] right: &mut Right, _: i64, #[local] left: &mut Left) -> i64 {
+    left.calls += 1;
+    right.calls += 2;
+    i64::from(right.calls == 2 * left.calls)
+}
+
+/// Alternates the two orders (the thread number decides which comes first
+/// on a thread): each type must always find its own value. Called by the
+/// C threads directly; the callbacks it calls are the outermost ones.
+extern "C" fn either_order(thread: i64) -> i64 {
+    static CALLS: AtomicI64 = AtomicI64::new(0);
+    // Relaxed: only spreads the orders over the calls.
+    let n = CALLS.fetch_add(1, Ordering::Relaxed) + thread;
+    if n % 2 == 0 {
+        left_then_right(thread)
+    } else {
+        right_then_left(thread)
+    }
+}
+
+#[test]
+fn two_local_types_in_either_order_from_many_threads_keep_their_values() {
+    let (first, last) = run_threads(either_order, 8, 2_000);
+    assert!(first.iter().all(|&agree| agree == 1), "{first:?}");
+    assert!(last.iter().all(|&agree| agree == 1), "{last:?}");
+}
+
+static BINDS: AtomicI64 = AtomicI64::new(0);
+static RELEASES: AtomicI64 = AtomicI64::new(0);
+
+/// Counts its binds and releases, here and process-wide.
+#[derive(Default)]
+pub struct Counted {
+    binds: i64,
+    releases: i64,
+}
+
+impl Local for Counted {
+    fn bind(&mut self) {
+        self.binds += 1;
+        // Relaxed: statistics, read after the threads were joined.
+        BINDS.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn release(&mut self) {
+        self.releases += 1;
+        // Relaxed: as above.
+        RELEASES.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Bound for the call only: 1 when the value was bound once more than it
+/// was released, as it must be inside every call.
+#[c_callback(attach = per_call, on_error = -1)]
+fn per_call_counted(#[local] counted: &mut Counted, _: i64) -> i64 {
+    i64::from(counted.binds == counted.releases + 1)
+}
+
+#[test]
+fn a_per_call_local_is_bound_and_released_around_every_call() {
+    let (first, last) = run_threads(per_call_counted, 4, 500);
+    assert!(
+        first.iter().chain(&last).all(|&ok| ok == 1),
+        "{first:?} {last:?}"
+    );
+    // Relaxed: the threads were joined.
+    let binds = BINDS.load(Ordering::Relaxed);
+    assert_eq!(binds, 4 * 500);
+    assert_eq!(RELEASES.load(Ordering::Relaxed), binds);
 }

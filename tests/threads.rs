@@ -181,3 +181,60 @@ fn nested_calls_share_the_thread_context() {
         .unwrap();
     assert!(id >= 0, "nesting lost the context: {id}");
 }
+
+/// A thread's per-call context stays cached in its slot between calls: one
+/// context for all of them, each call still counted as a bind and a
+/// release, and nothing bound once the call returned.
+#[test]
+fn per_call_calls_on_one_thread_reuse_one_context() {
+    let _serial = serial();
+    let before = callgate::stats();
+    let results = run_threads(context_id_per_call, 1, 10_000, Spawn::default());
+    let after = callgate::stats();
+    assert!(results[0].first >= 0, "{results:?}");
+    assert_eq!(results[0].changes, 0, "one context for every call");
+    assert!(after.contexts_created - before.contexts_created <= 1);
+    assert_eq!(after.binds - before.binds, 10_000);
+    assert_eq!(after.releases - before.releases, 10_000);
+    assert_eq!(after.contexts_bound, before.contexts_bound);
+}
+
+/// Threads that exit with a cached per-call context hand it back: a
+/// thousand short threads, one at a time, need one context between them.
+#[test]
+fn exiting_threads_return_their_cached_per_call_context() {
+    let _serial = serial();
+    let before = callgate::stats();
+    sequential_threads(context_id_per_call, 1_000, 3);
+    let after = callgate::stats();
+    assert!(
+        after.contexts_created - before.contexts_created <= 1,
+        "a cached context leaked: {before:?} {after:?}"
+    );
+    assert_eq!(after.binds - before.binds, 3_000);
+    assert_eq!(after.releases - before.releases, 3_000);
+    assert_eq!(after.contexts_bound, before.contexts_bound);
+}
+
+/// A per-call call, then a bound one on the same thread: the bound call
+/// takes the context the per-call one cached, and keeps it.
+extern "C" fn per_call_then_bound(_: i32) -> i32 {
+    let cached = context_id_per_call(0);
+    let detached = cg::current_context_id().is_none();
+    let bound = context_id(0);
+    let kept = cg::current_context_id() == Some(bound as u32);
+    i32::from(cached >= 0 && detached && bound == cached && kept)
+}
+
+#[test]
+fn a_bound_call_takes_the_context_a_per_call_call_cached() {
+    let _serial = serial();
+    let before = callgate::stats();
+    let results = run_threads(per_call_then_bound, 4, 1, Spawn::default());
+    let after = callgate::stats();
+    assert!(results.iter().all(|r| r.first == 1), "{results:?}");
+    // Each thread: one per-call attach and release, then one bound attach
+    // released at exit.
+    assert_eq!(after.binds - before.binds, 4 * 2);
+    assert!(after.contexts_created - before.contexts_created <= 4);
+}

@@ -15,7 +15,7 @@ use crate::context::ContextNode;
 use crate::diag;
 use crate::failure::{Failure, payload_message};
 use crate::gate::{Closed, GatePolicy};
-use crate::local::{Local, LocalRef};
+use crate::local::{Local, LocalKey, LocalRef};
 use crate::settings::{self, AttachMode, PanicMode};
 use crate::stack::Anchor;
 use crate::{init, last_error, stats, thread, tls};
@@ -54,13 +54,14 @@ pub struct Frame {
 }
 
 impl Frame {
-    /// This thread's `T` for a `#[local]` parameter, or an error if an outer
-    /// call on this thread is already using it.
-    #[inline]
-    pub fn local<T: Local>(&self) -> Result<LocalRef<'_, T>, Failure> {
+    /// This thread's `T` for a `#[local]` parameter, found through `key`
+    /// (the callback's own), or an error if an outer call on this thread is
+    /// already using it.
+    #[inline(always)]
+    pub fn local<T: Local>(&self, key: &LocalKey<T>) -> Result<LocalRef<'_, T>, Failure> {
         // SAFETY: frames exist only inside `call` on the thread the context
         // serves (`Frame` is neither `Send` nor `Sync`).
-        unsafe { self.node.value.locals.get::<T>(self.depth) }
+        unsafe { self.node.value.locals.get(key, self.depth) }
     }
 }
 

@@ -106,23 +106,30 @@ impl Context {
         }
     }
 
-    /// Sets how the context serves the thread that just became its owner.
+    /// Sets how the context serves the thread that just became its owner;
+    /// `new_thread` when it served another thread (or none) before.
     ///
     /// # Safety
     ///
     /// The caller is the context's owner, and no callback runs on it yet.
-    pub(crate) unsafe fn set_per_call(&self, per_call: bool, after_exit: bool) {
+    pub(crate) unsafe fn set_per_call(&self, per_call: bool, after_exit: bool, new_thread: bool) {
         self.per_call.set(per_call);
         self.after_exit.set(after_exit);
-        self.stack.forget();
-        // SAFETY: owning thread, no call running (caller obligation).
-        let nested = unsafe { &mut *self.nested.get() };
-        if nested.capacity() == 0 {
-            // Once per context, when it is new: nested entries up to this
-            // depth then never allocate (a call from a signal handler that
-            // interrupted malloc would deadlock on it).
-            nested.reserve(NESTED_RESERVE);
+        if new_thread {
+            self.stack.forget();
         }
+    }
+
+    /// Makes room for the marks of nested calls, once, when the context is
+    /// new: nested entries up to this depth then never allocate (a call
+    /// from a signal handler that interrupted malloc would deadlock on it).
+    ///
+    /// # Safety
+    ///
+    /// The caller is the context's owner, and no callback runs on it yet.
+    pub(crate) unsafe fn reserve_nested(&self) {
+        // SAFETY: owning thread, no call running (caller obligation).
+        unsafe { (*self.nested.get()).reserve(NESTED_RESERVE) };
     }
 
     /// True when the context serves a thread whose bound context was

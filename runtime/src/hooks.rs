@@ -13,8 +13,9 @@
 //! time.
 //!
 //! Unloading: a library destructor deletes the key and frees the context
-//! pool and the last-error messages when the library is unloaded with no
-//! thread bound (bound threads pin it, so it is never unloaded under them);
+//! pool, the last-error messages and the `#[local]` registry when the
+//! library is unloaded with no thread bound (bound threads pin it, so it is
+//! never unloaded under them);
 //! a background init holds the library loaded until its thread has exited
 //! ([`LibraryHold`]).
 //!
@@ -360,8 +361,9 @@ mod imp {
         /// thread is bound (bound threads pin the library) and none runs its
         /// code (the caller of `dlclose` guarantees that), so the key is deleted
         /// — threads that hold only a last error no longer have a destructor
-        /// in the unmapped code — and the contexts and messages are freed. At
-        /// exit nothing is freed: other threads may still be running.
+        /// in the unmapped code — and the contexts, the messages and the
+        /// registry of `#[local]` types are freed. At exit nothing is freed:
+        /// other threads may still be running.
         extern "C" fn on_unload() {
             // Acquire: pairs with the Release in `mark_exiting`.
             if EXITING.load(Ordering::Acquire) || PIN.is_completed() {
@@ -376,11 +378,12 @@ mod imp {
                 debug_assert_eq!(rc, 0);
             }
             // SAFETY: no thread runs the library's code or is bound, and the
-            // library is being unloaded: nothing uses a message or a context
-            // again.
+            // library is being unloaded: nothing uses a message, a context
+            // or a `#[local]` index again.
             unsafe {
                 crate::messages::free_all();
                 crate::thread::free_pool();
+                crate::local::free_registry();
             }
         }
     }

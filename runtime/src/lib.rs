@@ -107,7 +107,8 @@
 //! a free list for the next new thread. Threads C created (`pthread_create`,
 //! an OpenMP team, a driver's callback thread) need no setup. With
 //! `attach = per_call` a callback releases the context when its outermost
-//! call returns, for threads that call once. On Windows a fiber-local
+//! call returns, for threads that call once; the thread keeps the released
+//! context aside for its next per-call call, until it exits. On Windows a fiber-local
 //! storage callback releases the context when the thread exits; on
 //! targets with neither pthread keys nor Windows' FLS every call works the
 //! per-call way.

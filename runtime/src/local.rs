@@ -1,14 +1,34 @@
 //! `#[local]` values: per-thread state a callback receives as `&mut T`
 //! without it being part of the C signature.
+//!
+//! Every `Local` type gets a small index, the same for every callback of
+//! this copy of the runtime that asks for it, and each context keeps its
+//! values in a table at those indices. A callback finds its index in a
+//! [`LocalKey`], a `static` the `#[local]` expansion declares next to it,
+//! so the lookup is an index load, a bounds check, a table load and one
+//! compare of the slot's state word ([`Locals::get`]). Assigning an index,
+//! creating a value, running `bind` and reporting a value in use are cold.
+//!
+//! # Atomic orderings
+//!
+//! * The registry of indices is a list that only grows at its head: a new
+//!   entry is published with a Release compare-exchange on the head, and
+//!   every walk starts from an Acquire load of it (or the Acquire of a
+//!   failed compare-exchange), so the entries it reaches are fully written.
+//! * A key's index is stored and loaded `Relaxed`: it is a plain number,
+//!   the same whichever thread stores it, and nothing is published with it.
+//! * Everything else is owned by the context's thread: plain fields.
 
 use core::any::TypeId;
 use core::cell::UnsafeCell;
 use core::marker::PhantomData;
 use core::ops::{Deref, DerefMut};
+use core::ptr;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::diag;
 use crate::failure::{Failure, payload_message};
+use crate::sync::{AtomicPtr, AtomicU32, Ordering};
 
 /// Per-thread state for `#[local]` callback parameters.
 ///
@@ -47,21 +67,190 @@ pub trait Local: Default + Send + 'static {
     fn release(&mut self) {}
 }
 
-/// The type-independent head of every slot, reachable through the
-/// type-erased pointer (`Slot` is `repr(C)` with the head first).
-struct Head {
-    /// Who holds `&mut value` right now: [`FREE`], the depth of the call
-    /// that borrowed it (its `LocalRef`, or its `bind`), or [`OUTSIDE`]
-    /// for a `release` that runs outside every call.
-    holder: u32,
-    /// `bind` ran for the thread the context serves now.
-    bound: bool,
+impl<T> Default for LocalKey<T> {
+    fn default() -> LocalKey<T> {
+        LocalKey::new()
+    }
 }
 
-/// Nobody holds the value.
-const FREE: u32 = 0;
+/// Where the callbacks that take a `#[local] &mut T` find `T`'s index: a
+/// `static` next to each of them. Empty until the first call that asks.
+pub struct LocalKey<T> {
+    /// `T`'s index in the registry, or 0 before it is looked up.
+    index: AtomicU32,
+    _type: PhantomData<fn() -> T>,
+}
+
+impl<T> LocalKey<T> {
+    /// A key whose index is looked up on first use. (No `Local` bound
+    /// here: `Frame::local` reports a missing impl, once.)
+    pub const fn new() -> LocalKey<T> {
+        LocalKey {
+            index: AtomicU32::new(0),
+            _type: PhantomData,
+        }
+    }
+}
+
+impl<T: Local> LocalKey<T> {
+    /// `T`'s index, assigned on first use.
+    #[cold]
+    fn index(&self) -> u32 {
+        // Relaxed: a plain number (module docs).
+        match self.index.load(Ordering::Relaxed) {
+            0 => {
+                let index = index_of(TypeId::of::<T>());
+                // Relaxed: every thread stores the same number.
+                self.index.store(index, Ordering::Relaxed);
+                index
+            }
+            index => index,
+        }
+    }
+}
+
+/// One type of the registry.
+struct Registered {
+    id: TypeId,
+    index: u32,
+    /// The entry registered before this one, or null.
+    next: *const Registered,
+}
+
+/// Every `Local` type looked up so far, newest first: indices 1, 2, …
+/// in registration order. Never shrinks while the library is loaded, so
+/// no lock: a `fork` can never leave the child one held.
+static REGISTRY: AtomicPtr<Registered> = AtomicPtr::new(ptr::null_mut());
+
+/// The index of the type `id`, registering it if it is new: one index per
+/// type for this copy of the runtime, whichever thread asks first.
+#[cold]
+#[inline(never)]
+fn index_of(id: TypeId) -> u32 {
+    // Acquire: pairs with the Release compare-exchange below (module docs).
+    let mut head = REGISTRY.load(Ordering::Acquire);
+    let mut fresh: *mut Registered = ptr::null_mut();
+    loop {
+        let mut entry = head.cast_const();
+        while !entry.is_null() {
+            // SAFETY: registered entries are freed only at unload, when no
+            // thread runs this code; the Acquire above made them visible.
+            let registered = unsafe { &*entry };
+            if registered.id == id {
+                if !fresh.is_null() {
+                    // SAFETY: `fresh` came from `Box::into_raw` below and
+                    // was never published.
+                    drop(unsafe { Box::from_raw(fresh) });
+                }
+                return registered.index;
+            }
+            entry = registered.next;
+        }
+        let index = if head.is_null() {
+            1
+        } else {
+            // SAFETY: as above.
+            unsafe { (*head).index }
+                .checked_add(1)
+                .filter(|&index| index < u32::MAX)
+                .unwrap_or_else(|| diag::abort_with("callgate: too many #[local] types; aborting"))
+        };
+        if fresh.is_null() {
+            fresh = Box::into_raw(Box::new(Registered {
+                id,
+                index,
+                next: head,
+            }));
+        } else {
+            // SAFETY: `fresh` is ours until the compare-exchange publishes it.
+            unsafe {
+                (*fresh).index = index;
+                (*fresh).next = head;
+            }
+        }
+        // Release on success: publishes `fresh` (module docs); Acquire on
+        // failure: the walk of the new head sees its entries.
+        match REGISTRY.compare_exchange(head, fresh, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => return index,
+            Err(now) => head = now,
+        }
+    }
+}
+
+/// Frees the registry: the library is being unloaded.
+///
+/// # Safety
+///
+/// No thread runs the library's code, and none will until it is unloaded.
+// Only the unix unload hook frees the registry.
+#[cfg_attr(not(unix), allow(dead_code))]
+pub(crate) unsafe fn free_registry() {
+    // Relaxed: nobody else uses the registry (caller obligation).
+    let mut entry = REGISTRY.swap(ptr::null_mut(), Ordering::Relaxed);
+    while !entry.is_null() {
+        // SAFETY: every entry came from `Box::into_raw` in `index_of` and is
+        // reachable once; nobody uses it (caller obligation).
+        let registered = unsafe { Box::from_raw(entry) };
+        entry = registered.next.cast_mut();
+    }
+}
+
+/// The state word of a slot: who may take the value.
+///
+/// [`READY`] is the only value the fast path accepts; a call that takes the
+/// value stores its depth, and its `LocalRef` stores `READY` back.
+type State = u32;
+
+/// Bound to the thread the context serves, and nobody holds it.
+const READY: State = 0;
+/// The deepest call a state can name: `1..=DEEPEST` is held by the call
+/// running at that depth (its `LocalRef`, or its `bind`).
+const DEEPEST: State = u32::MAX - 4;
+/// `Default::default` is running for this type: the entry is a sentinel.
+const CONSTRUCTING: State = u32::MAX - 3;
+/// No value of this type yet: the entry is a sentinel.
+const ABSENT: State = u32::MAX - 2;
 /// `release` holds the value, outside every call.
-const OUTSIDE: u32 = u32::MAX;
+const OUTSIDE: State = u32::MAX - 1;
+/// Nobody holds the value, and `bind` has not run for the thread the
+/// context serves.
+const UNBOUND: State = u32::MAX;
+
+/// The type-independent head of every slot, reachable through the
+/// type-erased pointer (`Slot` is `repr(C)` with the head first).
+#[repr(C)]
+struct Head {
+    state: State,
+    /// `bind` ran for the thread the context serves (so a held value goes
+    /// back to `READY`, not `UNBOUND`, when its call is found gone).
+    bound: bool,
+    /// The value's operations; `None` for the two sentinels.
+    vtable: Option<&'static SlotVtable>,
+}
+
+/// The table entry of a type with no value yet. Never written: its state
+/// is neither `READY` nor a depth, the only states anything overwrites.
+static ABSENT_SLOT: Head = Head {
+    state: ABSENT,
+    bound: false,
+    vtable: None,
+};
+
+/// The table entry of a type whose `Default::default` is running. Never
+/// written, as `ABSENT_SLOT`.
+static CONSTRUCTING_SLOT: Head = Head {
+    state: CONSTRUCTING,
+    bound: false,
+    vtable: None,
+};
+
+fn absent() -> *mut Head {
+    (&raw const ABSENT_SLOT).cast_mut()
+}
+
+fn constructing() -> *mut Head {
+    (&raw const CONSTRUCTING_SLOT).cast_mut()
+}
 
 #[repr(C)]
 struct Slot<T> {
@@ -71,8 +260,8 @@ struct Slot<T> {
 
 /// The per-type operations on a type-erased `*mut Slot<T>`.
 struct SlotVtable {
-    release: unsafe fn(*mut ()) -> Result<(), String>,
-    drop: unsafe fn(*mut ()),
+    release: unsafe fn(*mut Head) -> Result<(), String>,
+    drop: unsafe fn(*mut Head),
     type_name: fn() -> &'static str,
 }
 
@@ -83,24 +272,24 @@ impl<T: Local> Slot<T> {
         type_name: core::any::type_name::<T>,
     };
 
-    /// Runs `Local::release` if the value is bound; returns the panic
-    /// message if it panicked. The slot is held meanwhile, so a
+    /// Runs `Local::release` if the value is bound and free; returns the
+    /// panic message if it panicked. The slot is held meanwhile, so a
     /// callback made from `release` cannot borrow the value a second time.
     ///
     /// # Safety
     ///
     /// `slot` is a live `Slot<T>` of the calling thread's context.
-    unsafe fn release(slot: *mut ()) -> Result<(), String> {
+    unsafe fn release(slot: *mut Head) -> Result<(), String> {
         let slot = slot.cast::<Slot<T>>();
         // SAFETY: live and ours (caller obligation); only fields are touched
         // through the raw pointer, and `&mut value` only while held.
         unsafe {
-            if !(*slot).head.bound || (*slot).head.holder != FREE {
+            if (*slot).head.state != READY {
                 return Ok(());
             }
-            (*slot).head.holder = OUTSIDE;
+            (*slot).head.state = OUTSIDE;
             let outcome = catch_unwind(AssertUnwindSafe(|| (*slot).value.release()));
-            (*slot).head.holder = FREE;
+            (*slot).head.state = UNBOUND;
             (*slot).head.bound = false;
             outcome.map_err(payload_message)
         }
@@ -109,35 +298,27 @@ impl<T: Local> Slot<T> {
     /// # Safety
     ///
     /// `slot` came from `Box::into_raw(Box<Slot<T>>)` and is not used again.
-    unsafe fn drop(slot: *mut ()) {
+    unsafe fn drop(slot: *mut Head) {
         // SAFETY: caller obligation.
         drop(unsafe { Box::from_raw(slot.cast::<Slot<T>>()) });
     }
 }
 
-#[derive(Clone, Copy)]
-struct Entry {
-    id: TypeId,
-    slot: *mut (),
-    vtable: &'static SlotVtable,
-}
-
 /// The `#[local]` values of one context.
 ///
-/// Slots are boxed and referred to by raw pointer, and the `Vec`s are only
-/// borrowed for short moments in which no user code runs: a `LocalRef` held
-/// by an outer call stays valid while `Default`, `bind`, `release` or a
-/// nested callback adds slots.
+/// `table[i]` is the slot of the type with index `i`, or a sentinel. Slots
+/// are boxed and referred to by raw pointer, and the table is only
+/// borrowed for short moments in which no user code runs: a `LocalRef`
+/// held by an outer call stays valid while `Default`, `bind`, `release` or
+/// a nested callback grows the table.
 pub(crate) struct Locals {
-    slots: UnsafeCell<Vec<Entry>>,
-    /// Types whose `Default::default` is running, to refuse a re-entrant
-    /// request for the same type (it would recurse forever).
-    constructing: UnsafeCell<Vec<TypeId>>,
+    table: UnsafeCell<Vec<*mut Head>>,
 }
 
-// SAFETY: the slots are owned boxes of `Send` values (`Local: Send`); the
-// raw pointers only avoid `Box`'s uniqueness so a `LocalRef` can coexist
-// with a nested lookup. Moving `Locals` to another thread moves the boxes.
+// SAFETY: the slots are owned boxes of `Send` values (`Local: Send`) or the
+// immutable sentinels; the raw pointers only avoid `Box`'s uniqueness so a
+// `LocalRef` can coexist with a nested lookup. Moving `Locals` to another
+// thread moves the boxes.
 unsafe impl Send for Locals {}
 
 #[cold]
@@ -151,90 +332,153 @@ fn in_use<T>() -> Failure {
 impl Locals {
     pub(crate) const fn new() -> Locals {
         Locals {
-            slots: UnsafeCell::new(Vec::new()),
-            constructing: UnsafeCell::new(Vec::new()),
+            table: UnsafeCell::new(Vec::new()),
         }
     }
 
     /// This context's `T`, created and bound on first use, for the call
-    /// running at `depth` (at least 1).
+    /// running at `depth` (at least 1). The fast path: the value exists, is
+    /// bound and is free.
     ///
     /// # Safety
     ///
     /// Only the thread that owns the context may call this.
-    pub(crate) unsafe fn get<T: Local>(&self, depth: u32) -> Result<LocalRef<'_, T>, Failure> {
-        let id = TypeId::of::<T>();
+    #[inline(always)]
+    pub(crate) unsafe fn get<T: Local>(
+        &self,
+        key: &LocalKey<T>,
+        depth: u32,
+    ) -> Result<LocalRef<'_, T>, Failure> {
+        debug_assert!((1..=DEEPEST).contains(&depth));
+        // Relaxed: a plain number (module docs). 0 before the lookup, where
+        // the entry is a sentinel or missing.
+        let index = key.index.load(Ordering::Relaxed) as usize;
         // SAFETY: owning thread (caller obligation); the borrow ends before
         // any user code runs.
-        let found = unsafe { &*self.slots.get() }
-            .iter()
-            .find(|entry| entry.id == id)
-            .map(|entry| entry.slot);
-        let slot = match found {
-            // SAFETY: the entry's TypeId is `T`'s, so it holds a `Slot<T>`.
-            Some(slot) => slot.cast::<Slot<T>>(),
-            // SAFETY: owning thread (caller obligation).
-            None => unsafe { self.create::<T>() }?,
-        };
-        // SAFETY: the slot is live (freed only by `Drop` or `release_all` of
-        // `Locals`) and only this thread touches it. An outer call may hold a
-        // `LocalRef` to it, so only fields are accessed through the raw
-        // pointer, and `&mut value` is created only when it is not in use.
-        unsafe {
-            if (*slot).head.holder != FREE {
-                return Err(in_use::<T>());
-            }
-            // Held before `bind` runs: `bind` may call back into Rust.
-            (*slot).head.holder = depth;
-            if !(*slot).head.bound {
-                if let Err(payload) = catch_unwind(AssertUnwindSafe(|| (*slot).value.bind())) {
-                    (*slot).head.holder = FREE;
-                    std::panic::resume_unwind(payload);
+        if let Some(&head) = unsafe { &*self.table.get() }.get(index) {
+            // SAFETY: entries are live slots (freed only by `Drop` or
+            // `release_all`, which take them out of the table) or the
+            // sentinels, and only this thread touches them. A `READY`
+            // entry is a slot (sentinels are never `READY`) of `T`: the
+            // index is `T`'s, as the key is `T`'s. Only its head is written;
+            // no call holds the value.
+            unsafe {
+                if (*head).state == READY {
+                    (*head).state = depth;
+                    return Ok(LocalRef {
+                        slot: head.cast(),
+                        _owner: PhantomData,
+                    });
                 }
-                (*slot).head.bound = true;
             }
         }
-        Ok(LocalRef {
-            slot,
-            _owner: PhantomData,
-        })
+        // SAFETY: forwarded caller obligation.
+        match unsafe { self.get_slow(key, depth) } {
+            Some(head) => Ok(LocalRef {
+                slot: head.cast(),
+                _owner: PhantomData,
+            }),
+            None => Err(in_use::<T>()),
+        }
     }
 
-    /// Creates this context's `T` with `Default` and adds its slot.
+    /// `get` when the value is not ready: the key has no index yet, the
+    /// table is too short, the value does not exist or is not bound, or a
+    /// call holds it. Returns the slot of `T`, now held at `depth`, or
+    /// `None` if it is in use. (A plain pointer, so the caller gets it in
+    /// a register: the fewer values the fast path keeps across this call,
+    /// the fewer registers it saves.)
+    ///
+    /// # Safety
+    ///
+    /// As for `get`.
+    #[cold]
+    #[inline(never)]
+    unsafe fn get_slow<T: Local>(&self, key: &LocalKey<T>, depth: u32) -> Option<*mut Head> {
+        let index = key.index() as usize;
+        let head = {
+            // SAFETY: owning thread (caller obligation); a short borrow with
+            // no user code inside.
+            let table = unsafe { &mut *self.table.get() };
+            if table.len() <= index {
+                table.resize(index + 1, absent());
+            }
+            table[index]
+        };
+        // SAFETY: `head` is a live slot or a sentinel (as in `get`); a
+        // sentinel is only read.
+        let head = match unsafe { (*head).state } {
+            // SAFETY: owning thread (caller obligation).
+            ABSENT => unsafe { self.create::<T>(index) },
+            _ => head,
+        };
+        // SAFETY: `head` is a live slot of `T` (the index is `T`'s) or the
+        // constructing sentinel, which is only read; only this thread
+        // touches it. An outer call may hold a `LocalRef` to the value, so
+        // only the head is accessed through the raw pointer, and the value
+        // is borrowed (by `bind`) only when the slot is not held.
+        unsafe {
+            match (*head).state {
+                READY => (*head).state = depth,
+                UNBOUND => {
+                    // Held before `bind` runs: `bind` may call back into Rust.
+                    (*head).state = depth;
+                    let slot = head.cast::<Slot<T>>();
+                    if let Err(payload) = catch_unwind(AssertUnwindSafe(|| (*slot).value.bind())) {
+                        (*head).state = UNBOUND;
+                        std::panic::resume_unwind(payload);
+                    }
+                    (*head).bound = true;
+                }
+                _ => return None,
+            }
+        }
+        Some(head)
+    }
+
+    /// Creates this context's `T` with `Default` and puts its slot at
+    /// `index` (`T`'s), which the table has.
     ///
     /// # Safety
     ///
     /// Only the thread that owns the context may call this.
     #[cold]
-    unsafe fn create<T: Local>(&self) -> Result<*mut Slot<T>, Failure> {
-        let id = TypeId::of::<T>();
-        {
-            // SAFETY: owning thread; a short borrow with no user code inside.
-            let constructing = unsafe { &mut *self.constructing.get() };
-            if constructing.contains(&id) {
-                return Err(in_use::<T>());
-            }
-            constructing.push(id);
-        }
+    unsafe fn create<T: Local>(&self, index: usize) -> *mut Head {
+        // A re-entrant request for `T` from `default` finds the sentinel:
+        // it would recurse forever.
+        // SAFETY: owning thread (caller obligation); a short borrow with no
+        // user code inside. (So are the borrows below; the table may grow,
+        // never shrink, while `default` runs: `index` stays in it.)
+        unsafe { (&mut *self.table.get())[index] = constructing() };
         let value = catch_unwind(T::default);
-        // SAFETY: as above.
-        unsafe { &mut *self.constructing.get() }.retain(|constructing| *constructing != id);
-        let value = value.unwrap_or_else(|payload| std::panic::resume_unwind(payload));
+        let value = value.unwrap_or_else(|payload| {
+            // SAFETY: as above.
+            unsafe { (&mut *self.table.get())[index] = absent() };
+            std::panic::resume_unwind(payload)
+        });
         let slot = Box::into_raw(Box::new(Slot {
             head: Head {
-                holder: FREE,
+                state: UNBOUND,
                 bound: false,
+                vtable: Some(&Slot::<T>::VTABLE),
             },
             value,
-        }));
-        let entry = Entry {
-            id,
-            slot: slot.cast(),
-            vtable: &Slot::<T>::VTABLE,
-        };
+        }))
+        .cast::<Head>();
         // SAFETY: as above.
-        unsafe { &mut *self.slots.get() }.push(entry);
-        Ok(slot)
+        unsafe { (&mut *self.table.get())[index] = slot };
+        slot
+    }
+
+    /// True once the context has (or had) a `#[local]` value.
+    ///
+    /// # Safety
+    ///
+    /// Only the thread that owns the context may call this.
+    #[inline]
+    pub(crate) unsafe fn has_values(&self) -> bool {
+        // SAFETY: owning thread (caller obligation); a short borrow.
+        !unsafe { &*self.table.get() }.is_empty()
     }
 
     /// Runs `Local::release` on every bound value. A value whose `release`
@@ -243,32 +487,49 @@ impl Locals {
     /// # Safety
     ///
     /// Only the thread that owns the context may call this.
+    #[inline]
     pub(crate) unsafe fn release_all(&self) {
+        // SAFETY: forwarded caller obligation.
+        if !unsafe { self.has_values() } {
+            return;
+        }
+        // SAFETY: forwarded caller obligation.
+        unsafe { self.release_each() }
+    }
+
+    /// `release_all` of a context that has values.
+    ///
+    /// # Safety
+    ///
+    /// As for `release_all`.
+    #[cold]
+    #[inline(never)]
+    unsafe fn release_each(&self) {
         let mut index = 0;
         loop {
             // SAFETY: owning thread (caller obligation); a short borrow. A
             // `release` may call back and add slots: they are visited too.
-            let Some(entry) = unsafe { &*self.slots.get() }.get(index).copied() else {
+            let Some(&head) = unsafe { &*self.table.get() }.get(index) else {
                 return;
             };
-            // SAFETY: the entry's slot is live and of the vtable's type.
-            match unsafe { (entry.vtable.release)(entry.slot) } {
-                Ok(()) => index += 1,
-                Err(message) => {
-                    diag::report(&format!(
-                        "callgate: Local::release of `{}` panicked: {message}; the value was dropped",
-                        (entry.vtable.type_name)()
-                    ));
-                    // SAFETY: owning thread; a short borrow.
-                    unsafe { &mut *self.slots.get() }.remove(index);
-                    // SAFETY: the slot was just removed from the list, so it
-                    // is freed exactly once.
-                    let dropped = catch_unwind(AssertUnwindSafe(|| unsafe {
-                        (entry.vtable.drop)(entry.slot)
-                    }));
-                    if dropped.is_err() {
-                        diag::abort_with("callgate: dropping a #[local] value panicked; aborting");
-                    }
+            index += 1;
+            // SAFETY: a live slot or a sentinel (read only).
+            let Some(vtable) = (unsafe { (*head).vtable }) else {
+                continue;
+            };
+            // SAFETY: the slot is live and of the vtable's type.
+            if let Err(message) = unsafe { (vtable.release)(head) } {
+                diag::report(&format!(
+                    "callgate: Local::release of `{}` panicked: {message}; the value was dropped",
+                    (vtable.type_name)()
+                ));
+                // SAFETY: owning thread; a short borrow.
+                unsafe { (&mut *self.table.get())[index - 1] = absent() };
+                // SAFETY: the slot was just taken out of the table, so it is
+                // freed exactly once.
+                let dropped = catch_unwind(AssertUnwindSafe(|| unsafe { (vtable.drop)(head) }));
+                if dropped.is_err() {
+                    diag::abort_with("callgate: dropping a #[local] value panicked; aborting");
                 }
             }
         }
@@ -287,14 +548,15 @@ impl Locals {
     pub(crate) unsafe fn free_held_below(&self, depth: u32) {
         // SAFETY: owning thread (caller obligation); a short borrow with no
         // user code inside.
-        for entry in unsafe { &*self.slots.get() } {
-            let head = entry.slot.cast::<Head>();
-            // SAFETY: every slot starts with its `Head` (`repr(C)`), is
-            // live, and only this thread touches it; only the head is
-            // accessed, never the value a running call may borrow.
+        for &head in unsafe { &*self.table.get() } {
+            // SAFETY: a live slot or a sentinel, touched only by this
+            // thread; a sentinel's state is never a depth, so only slots
+            // are written, and only their heads, never the value a running
+            // call may borrow.
             unsafe {
-                if (*head).holder > depth && (*head).holder != OUTSIDE {
-                    (*head).holder = FREE;
+                let state = (*head).state;
+                if state > depth && state <= DEEPEST {
+                    (*head).state = if (*head).bound { READY } else { UNBOUND };
                 }
             }
         }
@@ -312,19 +574,19 @@ impl Locals {
     #[cfg(unix)]
     pub(crate) unsafe fn abandon(&self) {
         // SAFETY: nobody else can reach the context (caller obligation).
-        unsafe {
-            (*self.slots.get()).clear();
-            (*self.constructing.get()).clear();
-        }
+        unsafe { (*self.table.get()).clear() };
     }
 }
 
 impl Drop for Locals {
     fn drop(&mut self) {
-        for entry in self.slots.get_mut().drain(..) {
-            // SAFETY: every slot is freed only here or in `release_all`,
-            // which removes it from the list first.
-            unsafe { (entry.vtable.drop)(entry.slot) };
+        for head in self.table.get_mut().drain(..) {
+            // SAFETY: a live slot or a sentinel (read only).
+            if let Some(vtable) = unsafe { (*head).vtable } {
+                // SAFETY: every slot is freed only here or in
+                // `release_each`, which takes it out of the table first.
+                unsafe { (vtable.drop)(head) };
+            }
         }
     }
 }
@@ -339,7 +601,7 @@ pub struct LocalRef<'a, T> {
 impl<T> Deref for LocalRef<'_, T> {
     type Target = T;
     fn deref(&self) -> &T {
-        // SAFETY: the slot's holder guarantees this is the only reference to
+        // SAFETY: the slot's state guarantees this is the only reference to
         // the value.
         unsafe { &(*self.slot).value }
     }
@@ -347,16 +609,174 @@ impl<T> Deref for LocalRef<'_, T> {
 
 impl<T> DerefMut for LocalRef<'_, T> {
     fn deref_mut(&mut self) -> &mut T {
-        // SAFETY: the slot's holder guarantees this is the only reference to
+        // SAFETY: the slot's state guarantees this is the only reference to
         // the value.
         unsafe { &mut (*self.slot).value }
     }
 }
 
 impl<T> Drop for LocalRef<'_, T> {
+    #[inline]
     fn drop(&mut self) {
         // SAFETY: the slot outlives the borrow; only the owning thread touches
-        // it, and no other reference to its head exists now.
-        unsafe { (*self.slot).head.holder = FREE };
+        // it, and no other reference to its head exists now. The value was
+        // bound before this `LocalRef` was made.
+        unsafe { (*self.slot).head.state = READY };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Distinct `Local` types, by number.
+    #[derive(Default)]
+    struct Numbered<const N: usize> {
+        uses: u32,
+        binds: u32,
+        releases: u32,
+    }
+
+    impl<const N: usize> Local for Numbered<N> {
+        fn bind(&mut self) {
+            self.binds += 1;
+        }
+
+        fn release(&mut self) {
+            self.releases += 1;
+        }
+    }
+
+    fn ids() -> [TypeId; 12] {
+        [
+            TypeId::of::<[u8; 1]>(),
+            TypeId::of::<[u8; 2]>(),
+            TypeId::of::<[u8; 3]>(),
+            TypeId::of::<[u8; 4]>(),
+            TypeId::of::<[u8; 5]>(),
+            TypeId::of::<[u8; 6]>(),
+            TypeId::of::<[u8; 7]>(),
+            TypeId::of::<[u8; 8]>(),
+            TypeId::of::<[u8; 9]>(),
+            TypeId::of::<[u8; 10]>(),
+            TypeId::of::<[u8; 11]>(),
+            TypeId::of::<[u8; 12]>(),
+        ]
+    }
+
+    #[test]
+    fn concurrent_first_lookups_agree_on_one_index_per_type() {
+        let ids = ids();
+        let barrier = std::sync::Barrier::new(8);
+        let seen: Vec<Vec<u32>> = std::thread::scope(|scope| {
+            let threads: Vec<_> = (0..8)
+                .map(|thread| {
+                    let barrier = &barrier;
+                    scope.spawn(move || {
+                        barrier.wait();
+                        // Each thread registers the types in its own order.
+                        let mut indices = vec![0; ids.len()];
+                        for step in 0..ids.len() {
+                            let which = (step * (thread + 1) + thread) % ids.len();
+                            indices[which] = index_of(ids[which]);
+                        }
+                        for (which, id) in ids.iter().enumerate() {
+                            indices[which] = index_of(*id);
+                        }
+                        indices
+                    })
+                })
+                .collect();
+            threads.into_iter().map(|t| t.join().unwrap()).collect()
+        });
+        for indices in &seen {
+            assert_eq!(indices, &seen[0], "every thread sees the same indices");
+        }
+        let mut distinct = seen[0].clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(
+            distinct.len(),
+            ids.len(),
+            "one index per type: {:?}",
+            seen[0]
+        );
+        assert!(distinct.iter().all(|&index| index >= 1));
+    }
+
+    #[test]
+    fn keys_of_one_type_share_its_value_and_types_keep_their_own() {
+        static A1: LocalKey<Numbered<1>> = LocalKey::new();
+        static A2: LocalKey<Numbered<1>> = LocalKey::new();
+        static B: LocalKey<Numbered<2>> = LocalKey::new();
+        let locals = Locals::new();
+        // SAFETY: this thread owns `locals`; each `LocalRef` is dropped
+        // before the next lookup of its type.
+        unsafe {
+            locals.get(&B, 1).unwrap().uses += 10;
+            locals.get(&A1, 1).unwrap().uses += 1;
+            locals.get(&A2, 1).unwrap().uses += 1;
+            assert_eq!(locals.get(&A1, 1).unwrap().uses, 2);
+            assert_eq!(locals.get(&B, 1).unwrap().uses, 10);
+            assert_eq!(locals.get(&A2, 1).unwrap().binds, 1, "bound once");
+        }
+    }
+
+    #[test]
+    fn a_held_value_is_in_use_until_its_ref_drops_or_its_call_is_gone() {
+        static KEY: LocalKey<Numbered<3>> = LocalKey::new();
+        static OTHER: LocalKey<Numbered<4>> = LocalKey::new();
+        let locals = Locals::new();
+        // SAFETY: this thread owns `locals`; the refs of abandoned calls
+        // are forgotten (their frames are "gone") before the values are
+        // freed.
+        unsafe {
+            let outer = locals.get(&KEY, 1).unwrap();
+            let message = locals.get(&KEY, 2).err().unwrap().into_message();
+            assert!(
+                message.contains("already in use by an outer call"),
+                "{message}"
+            );
+            assert!(locals.get(&OTHER, 2).is_ok(), "another type is free");
+            drop(outer);
+            assert!(locals.get(&KEY, 2).is_ok(), "free again once dropped");
+
+            // Held at depths 1 and 2, then both calls are abandoned.
+            core::mem::forget(locals.get(&KEY, 2).unwrap());
+            core::mem::forget(locals.get(&OTHER, 1).unwrap());
+            assert!(locals.get(&KEY, 3).is_err());
+            locals.free_held_below(1);
+            assert!(locals.get(&KEY, 2).is_ok(), "the call at depth 2 is gone");
+            assert!(
+                locals.get(&OTHER, 2).is_err(),
+                "the call at depth 1 still holds it"
+            );
+            locals.free_held_below(0);
+            let other = locals.get(&OTHER, 1).unwrap();
+            assert_eq!(other.binds, 1, "freeing a held value keeps it bound");
+        }
+    }
+
+    #[test]
+    fn release_all_releases_bound_values_once_and_the_next_use_binds_again() {
+        static A: LocalKey<Numbered<5>> = LocalKey::new();
+        static B: LocalKey<Numbered<6>> = LocalKey::new();
+        let locals = Locals::new();
+        // SAFETY: this thread owns `locals`; no `LocalRef` is alive across
+        // `release_all`.
+        unsafe {
+            assert!(!locals.has_values());
+            drop(locals.get(&A, 1).unwrap());
+            assert!(locals.has_values());
+            locals.release_all();
+            locals.release_all();
+            let a = locals.get(&A, 1).unwrap();
+            assert_eq!((a.binds, a.releases), (2, 1));
+            drop(a);
+            // `B` was never used: it has no value to release.
+            drop(locals.get(&B, 1).unwrap());
+            let b = locals.get(&B, 1).unwrap();
+            assert_eq!((b.binds, b.releases), (1, 0));
+        }
     }
 }

@@ -11,7 +11,7 @@ pub use crate::failure::Failure;
 pub use crate::gate::GatePolicy;
 pub use crate::init::run_init;
 pub use crate::last_error::{last_error_length, last_error_message};
-pub use crate::local::LocalRef;
+pub use crate::local::{LocalKey, LocalRef};
 pub use crate::out_buf::{out_buf_arg, out_text_arg};
 pub use crate::owned::{
     FreeFn, FreeValue, Frees, Owned, OwnedSlice, OwnedValue, check_free, clear_result_len,

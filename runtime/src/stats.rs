@@ -20,7 +20,8 @@ pub struct Stats {
     pub contexts_created: u64,
     /// Contexts attached to a thread right now.
     pub contexts_bound: u64,
-    /// Contexts waiting on the free list.
+    /// Contexts attached to no thread: on the free list, or kept aside by
+    /// a thread for its next `attach = per_call` call.
     pub contexts_free: u64,
     /// Attachments of a thread to a context (first calls, per-call attaches).
     pub binds: u64,

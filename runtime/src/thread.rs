@@ -12,6 +12,10 @@
 //! destructor, say) is served per call: it gets a context for the duration
 //! of the outermost call only, so nothing leaks.
 //!
+//! A per-call context released on a thread stays in that thread's slot,
+//! [cached](CACHES) for its next per-call attach, which then costs no
+//! atomic operation.
+//!
 //! A context belongs to the thread it serves: the functions that act on it
 //! as its owner are `unsafe`, and their callers vouch that the context is
 //! the calling thread's.
@@ -25,19 +29,37 @@ use crate::tls;
 
 /// The slot's value once the key destructor released the thread's bound
 /// context: the thread is exiting, so later calls are served per call. (The
-/// slot holds null, this marker, or a context node.)
+/// slot holds null, this marker, a context node serving the thread, or a
+/// [cached](CACHES) one.)
 const EXITED: *const ContextNode = ptr::without_provenance(1);
+
+/// A per-call context is not handed back to the free list when its
+/// outermost call returns: it stays in the slot, tagged as *cached* (no
+/// thread is bound, but the next per-call attach on this thread takes it
+/// without touching the free list). It counts as released. The key
+/// destructor hands it back when the thread exits, and a thread whose
+/// destructor ran never caches (its slot holds `EXITED`).
+///
+/// The tag is the top bit, which no user-space address has on x86-64, so a
+/// cached value is negative as a signed number, as null and `EXITED` are
+/// at most 1: [`current`] stays one compare. Elsewhere (top-byte pointer
+/// tags exist on aarch64) nothing is cached.
+const CACHES: bool =
+    hooks::HAS_THREAD_EXIT_HOOK && cfg!(all(target_arch = "x86_64", target_pointer_width = "64"));
+
+/// The tag of a cached context in the slot.
+const CACHED_TAG: usize = 1 << (usize::BITS - 1);
 
 /// The context serving this thread, if any: the fast path.
 #[inline(always)]
 pub(crate) fn current() -> Option<&'static ContextNode> {
     let node = tls::get();
-    if node.addr() <= EXITED.addr() {
+    if !serves(node) {
         return None;
     }
-    // SAFETY: values of the slot other than null and `EXITED` are nodes of
-    // `CONTEXTS` (the contract of `tls::set`), which are freed only when the
-    // library is unloaded, when no thread runs its code.
+    // SAFETY: values of the slot other than null, `EXITED` and cached ones
+    // are nodes of `CONTEXTS` (the contract of `tls::set`), which are freed
+    // only when the library is unloaded, when no thread runs its code.
     Some(unsafe { &*node })
 }
 
@@ -47,16 +69,47 @@ pub(crate) fn current() -> Option<&'static ContextNode> {
 #[inline(always)]
 pub(crate) fn current_static() -> Option<&'static ContextNode> {
     let node = tls::get_static()?;
-    if node.addr() <= EXITED.addr() {
+    if !serves(node) {
         return None;
     }
-    // SAFETY: as in `current`: the slot holds null, `EXITED` or a node of
-    // `CONTEXTS`.
+    // SAFETY: as in `current`: the slot holds null, `EXITED`, a cached
+    // value or a node of `CONTEXTS` serving this thread.
     Some(unsafe { &*node })
+}
+
+/// True when the slot's `value` is a context serving the thread.
+#[inline(always)]
+fn serves(value: *const ContextNode) -> bool {
+    if CACHES {
+        // One signed compare: null, `EXITED` and the cached values (their
+        // top bit set: negative) are all at most `EXITED`.
+        value.addr() as isize > EXITED.addr() as isize
+    } else {
+        value.addr() > EXITED.addr()
+    }
+}
+
+/// The context cached in the slot's `value`, if it holds one.
+#[inline]
+fn cached(value: *const ContextNode) -> Option<&'static ContextNode> {
+    if !CACHES || value.addr() & CACHED_TAG == 0 {
+        return None;
+    }
+    // SAFETY: a tagged value is a node of `CONTEXTS` that `release` cached
+    // for this thread; nodes are freed only when the library is unloaded.
+    Some(unsafe { &*value.map_addr(|address| address & !CACHED_TAG) })
+}
+
+/// The slot's value that caches `node`.
+fn tagged(node: &'static ContextNode) -> *const ContextNode {
+    ptr::from_ref(node).map_addr(|address| address | CACHED_TAG)
 }
 
 /// Attaches the calling thread to a context: the slow path of a thread's
 /// first call (or of every call in per-call mode).
+///
+/// A per-call attach takes the context the thread caches, if any: two
+/// accesses to the slot and no atomic operation.
 ///
 /// Re-entrant: if a call on this thread (a signal handler) binds the
 /// thread while this one is popping a context, the slot is claimed with a
@@ -66,19 +119,52 @@ pub(crate) fn current_static() -> Option<&'static ContextNode> {
 #[inline(never)]
 pub(crate) fn attach(attach: AttachMode) -> &'static ContextNode {
     let seen = tls::get();
+    if attach == AttachMode::PerCall {
+        if let Some(node) = cached(seen) {
+            // Its last attachment was per call on this very thread: its
+            // fields already say so, and its exit hook is armed.
+            // SAFETY: `node` is a node of `CONTEXTS`, and claiming it from
+            // the cache makes it serve this thread.
+            if unsafe { tls::claim(seen, node) }.is_ok() {
+                node.value.binds.bump();
+                return node;
+            }
+        }
+    }
+    attach_slow(attach, seen)
+}
+
+/// `attach` from a context of the free list (or a new one), or from the
+/// cache when the thread becomes bound; `seen` is what the slot held.
+#[cold]
+#[inline(never)]
+fn attach_slow(attach: AttachMode, mut seen: *const ContextNode) -> &'static ContextNode {
+    let mut reused = None;
+    if let Some(node) = cached(seen) {
+        // Out of the slot first, so a call from a signal handler cannot
+        // take it from the cache meanwhile.
+        // SAFETY: null is a slot value.
+        if unsafe { tls::claim(seen, ptr::null()) }.is_err() {
+            return attach_again(attach);
+        }
+        seen = ptr::null();
+        reused = Some(node);
+    }
     let after_exit = ptr::eq(seen, EXITED);
     let per_call = attach == AttachMode::PerCall
         || !hooks::HAS_THREAD_EXIT_HOOK
         || after_exit
         || settings::current().attach == AttachMode::PerCall;
-    let node = CONTEXTS
-        .pop()
-        .unwrap_or_else(|| CONTEXTS.alloc(Context::new()));
-    // SAFETY: this thread owns `node`, which `pop` or `alloc` just handed
-    // out, and no callback runs on it yet.
+    let node = match reused {
+        Some(node) => node,
+        None => CONTEXTS.pop().unwrap_or_else(new_context),
+    };
+    // SAFETY: this thread owns `node`, which the cache, `pop` or `alloc`
+    // just handed out, and no callback runs on it yet.
     unsafe {
         debug_assert_eq!(node.value.depth(), 0);
-        node.value.set_per_call(per_call, after_exit);
+        node.value
+            .set_per_call(per_call, after_exit, reused.is_none());
     }
     // Armed before the slot is claimed: once claimed, a nested call may
     // use the context, and the destructor must find it if the thread ends
@@ -101,10 +187,21 @@ pub(crate) fn attach(attach: AttachMode) -> &'static ContextNode {
             return bound;
         }
         // The nested call's per-call context was released again.
-        debug_assert!(ptr::eq(bound, EXITED) || bound.is_null());
+        debug_assert!(ptr::eq(bound, EXITED) || bound.is_null() || cached(bound).is_some());
         return attach_again(attach);
     }
     node.value.binds.bump();
+    node
+}
+
+/// A new context, for an attach that found the free list empty.
+#[cold]
+#[inline(never)]
+fn new_context() -> &'static ContextNode {
+    let node = CONTEXTS.alloc(Context::new());
+    // SAFETY: `alloc` just made `node`, so this thread owns it and no
+    // callback runs on it.
+    unsafe { node.value.reserve_nested() };
     node
 }
 
@@ -112,7 +209,7 @@ pub(crate) fn attach(attach: AttachMode) -> &'static ContextNode {
 /// released since: start over (rare, so a plain recursion).
 #[cold]
 fn attach_again(mode: AttachMode) -> &'static ContextNode {
-    attach(mode)
+    attach_slow(mode, tls::get())
 }
 
 /// A call returned on `node`'s thread; releases it if it was the outermost
@@ -139,8 +236,8 @@ pub(crate) unsafe fn leave(node: &'static ContextNode, start: u32) {
 }
 
 /// The runtime's key destructor runs on an exiting thread: releases the
-/// context serving it, if any, and serves any later call on the thread per
-/// call.
+/// context serving it, if any, hands a cached one back, and serves any
+/// later call on the thread per call.
 ///
 /// Exact whatever the thread's calls did: the destructor runs after the
 /// thread function returned or after `pthread_exit`/cancellation finished
@@ -154,9 +251,21 @@ pub(crate) unsafe fn leave(node: &'static ContextNode, start: u32) {
 ///
 /// Runs on the exiting thread, from its key destructor.
 pub(crate) unsafe fn release_at_exit() {
-    if let Some(node) = current() {
+    let seen = tls::get();
+    // First: a callback that a `Local::release` below makes is served per
+    // call, and nothing is cached from now on.
+    // SAFETY: `EXITED` is one of the slot's values.
+    unsafe { tls::set(EXITED) };
+    if let Some(node) = cached(seen) {
+        // SAFETY: the cache owned `node`, released already; the slot no
+        // longer holds it, so this thread gives it up.
+        unsafe { CONTEXTS.push(node) };
+    } else if serves(seen) {
+        // SAFETY: the slot held it, so it is a node of `CONTEXTS` serving
+        // this thread (the contract of `tls::set`).
+        let node = unsafe { &*seen };
         // SAFETY:
-        // - `node` serves this thread (`current`);
+        // - `node` serves this thread;
         // - the thread is in its key destructor: its callbacks all
         //   returned or were abandoned, no `LocalRef` can be used again.
         unsafe { node.value.forget_all_calls() };
@@ -166,48 +275,78 @@ pub(crate) unsafe fn release_at_exit() {
         // - its depth is now 0 and no `LocalRef` is alive.
         unsafe { release(node) };
     }
-    // SAFETY: `EXITED` is one of the slot's values.
-    unsafe { tls::set(EXITED) };
 }
 
 /// Hands `node` back: runs `Local::release` on its values, detaches the
-/// thread and pushes the context onto the free list.
+/// thread and caches the context in the slot or pushes it onto the free
+/// list.
 ///
 /// # Safety
 ///
 /// - `node` serves the calling thread, which gives it up: nothing uses it
-///   as its owner afterwards.
+///   as its owner afterwards (but for the next attach, if it is cached).
 /// - No call runs on it (its depth is 0), so no `LocalRef` into its locals
 ///   is alive.
 #[cold]
 #[inline(never)]
 unsafe fn release(node: &'static ContextNode) {
+    // SAFETY: this thread owns `node` (caller obligation).
+    let after_exit = unsafe { node.value.after_exit() };
+    // SAFETY: as above.
+    if CACHES && !after_exit && !unsafe { node.value.locals.has_values() } {
+        // No `Local::release` to run, so nothing can come in between:
+        // cache it with one compare-and-swap of the slot, which fails only
+        // if the slot does not hold `node` (the key destructor detached it).
+        // SAFETY: a tagged node of `CONTEXTS` is a slot value, cached for
+        // this thread, which gives up the context until it takes it back.
+        if unsafe { tls::claim(node, tagged(node)) }.is_ok() {
+            node.value.releases.bump();
+            return;
+        }
+    }
+    let attached = ptr::eq(tls::get(), node);
+    // SAFETY: forwarded caller obligations.
+    unsafe { release_values(node, attached, after_exit) };
+}
+
+/// `release` of a context that has `#[local]` values, or that cannot be
+/// cached. The thread is detached first, so a callback that a
+/// `Local::release` makes attaches a context of its own rather than use
+/// the one being released.
+///
+/// # Safety
+///
+/// As for `release`; `attached` says whether the slot holds `node`, and
+/// `after_exit` is `node`'s.
+#[cold]
+#[inline(never)]
+unsafe fn release_values(node: &'static ContextNode, attached: bool, after_exit: bool) {
+    if attached {
+        // SAFETY: null and `EXITED` are slot values.
+        unsafe { tls::set(if after_exit { EXITED } else { ptr::null() }) };
+    }
     // SAFETY: this thread owns the context and no `LocalRef` is alive
     // (caller obligations).
     unsafe { node.value.locals.release_all() };
-    if ptr::eq(tls::get(), node) {
-        // SAFETY:
-        // - this thread owns `node` (caller obligation);
-        // - null and `EXITED` are slot values.
-        unsafe {
-            tls::set(if node.value.after_exit() {
-                EXITED
-            } else {
-                ptr::null()
-            });
-        }
-    }
     node.value.releases.bump();
+    // Cached only if nothing attached meanwhile (a callback from `release`).
+    if CACHES && attached && !after_exit && tls::get().is_null() {
+        // SAFETY: a tagged node of `CONTEXTS` is a slot value, cached for
+        // this thread, which gives up the context until it takes it back.
+        unsafe { tls::set(tagged(node)) };
+        return;
+    }
     // SAFETY: this thread owns `node`, which `attach` took from `CONTEXTS`
-    // (it was not pushed since: only a release pushes it), and gives it up
-    // (caller obligation).
+    // or its cache (it was not pushed since: only a release pushes it, and
+    // a cached context is pushed only once it left the slot), and gives it
+    // up (caller obligation).
     unsafe { CONTEXTS.push(node) };
 }
 
 /// In a `fork` child: returns every context that is neither free nor
-/// serving this (the only) thread to the free list. Their `#[local]` values
-/// are abandoned: the threads they served are gone, so neither `release`
-/// nor `Drop` runs for them.
+/// serving (or cached by) this, the only, thread to the free list. Their
+/// `#[local]` values are abandoned: the threads they served are gone, so
+/// neither `release` nor `Drop` runs for them.
 ///
 /// # Safety
 ///
@@ -217,7 +356,10 @@ unsafe fn release(node: &'static ContextNode) {
 #[cfg(unix)]
 #[cold]
 pub(crate) unsafe fn reclaim_orphans() {
-    let own = current().map(|node| node.index());
+    // The context this thread caches is its own too.
+    let own = current()
+        .or_else(|| cached(tls::get()))
+        .map(|node| node.index());
     let mut free = vec![false; CONTEXTS.allocated()];
     for index in CONTEXTS.free_indices() {
         if let Some(slot) = free.get_mut(index as usize) {

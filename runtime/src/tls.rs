@@ -93,9 +93,9 @@ pub(crate) fn close_static() {
 ///
 /// # Safety
 ///
-/// `value` is null, the `EXITED` marker of `thread`, or a node of
-/// `CONTEXTS` that serves the calling thread: `thread::current`
-/// dereferences every other value it reads.
+/// `value` is null, the `EXITED` marker of `thread`, a node of
+/// `CONTEXTS` that serves the calling thread, or one cached for it (tagged
+/// by `thread`): `thread::current` dereferences every other value it reads.
 #[inline(always)]
 pub(crate) unsafe fn set(value: *const ContextNode) {
     imp::set(value);

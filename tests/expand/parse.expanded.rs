@@ -90,7 +90,10 @@ pub unsafe extern "C" fn parse(
             let text = unsafe { ::callgate::__private::cstr_arg(text, "text") }?;
             let out = unsafe { ::callgate::__private::mut_arg(out, "out") }?;
             let unit = unsafe { ::callgate::__private::opt_str_arg(unit, "unit") }?;
-            let mut __callgate_local_3 = __callgate_frame.local::<Scratch>()?;
+            let mut __callgate_local_3 = {
+                static __CALLGATE_LOCAL_KEY: ::callgate::__private::LocalKey<Scratch> = ::callgate::__private::LocalKey::new();
+                __callgate_frame.local(&__CALLGATE_LOCAL_KEY)
+            }?;
             ::callgate::__private::from_result(
                 __callgate_body(text, out, unit, &mut *__callgate_local_3),
             )

@@ -425,7 +425,12 @@ fn convert(
             // The `Local` bound is checked here, so a missing impl is
             // reported at the user's type.
             let span = elem.span();
-            let local_call = quote_spanned!(span=> #frame.local::<#elem>());
+            // One key per parameter, next to the callback: the type's
+            // index, looked up on the first call.
+            let local_call = quote_spanned! {span=> {
+                static __CALLGATE_LOCAL_KEY: #rt::LocalKey<#elem> = #rt::LocalKey::new();
+                #frame.local(&__CALLGATE_LOCAL_KEY)
+            }};
             return quote!(let mut #local = #local_call?;);
         }
         Kind::Ref {

@@ -8,11 +8,13 @@
  * thread forks FORKS times, in turn
  *   - from the main thread, which is bound,
  *   - from inside a callback (the child returns out of it),
- *   - from a thread that never called back (the child's only thread binds).
+ *   - from a thread that never called back (the child's only thread binds),
+ *   - from a thread that made only per-call callbacks (it keeps its
+ *     released context aside, which stays its own in the child).
  * Each child makes callbacks (plain, #[local], per-call, Err, caught panic)
- * on its thread and on a new thread, must find only its own thread's context
- * bound (the parent's other threads' contexts were reclaimed), and must exit
- * 0 within 5 seconds. */
+ * on its thread and on a new thread, must find the two threads on different
+ * contexts and only its own thread's context bound (the parent's other
+ * threads' contexts were reclaimed), and must exit 0 within 5 seconds. */
 #include "fixture_host.h"
 
 #include <signal.h>
@@ -60,9 +62,13 @@ static int child_calls(void) {
     return 0;
 }
 
+static int64_t child_thread_token;
+
 static void *child_thread(void *raw) {
     (void)raw;
-    return (void *)(intptr_t)child_calls();
+    int rc = child_calls();
+    child_thread_token = lib.token();
+    return (void *)(intptr_t)rc;
 }
 
 /* Everything a child does; returns its exit status. */
@@ -75,6 +81,8 @@ static int child_main(void) {
     if (pthread_join(id, &result) != 0) return 21;
     if (result != NULL) return 30 + (int)(intptr_t)result;
     if (child_calls() != 0) return 22;
+    /* Both threads were bound at once: one context each. */
+    if (lib.token() == child_thread_token) return 24;
     /* The parent's other threads do not exist here: their contexts went
      * back to the free list at fork, so only this thread's is bound. */
     fixture_stats_t after = fixture_snapshot(&lib);
@@ -111,6 +119,14 @@ static int64_t fork_inside_callback(int32_t depth) {
 
 static void *fork_from_fresh_thread(void *raw) {
     (void)raw;
+    fork_here();
+    if (in_child) _exit(child_status_code);
+    return NULL;
+}
+
+static void *fork_from_per_call_thread(void *raw) {
+    (void)raw;
+    CHECK(lib.plain_per_call(1) == 2 && lib.token_per_call() > 0, "per-call calls failed");
     fork_here();
     if (in_child) _exit(child_status_code);
     return NULL;
@@ -155,7 +171,7 @@ int main(int argc, char **argv) {
 
     double started = fixture_now(), max_child = 0;
     for (int i = 0; i < forks; i++) {
-        int variant = i % 3;
+        int variant = i % 4;
         pid_t pid;
         if (variant == 0) {
             fork_here();
@@ -167,8 +183,11 @@ int main(int argc, char **argv) {
             if (in_child) _exit(nested == 0 ? child_status_code : 40);
             CHECK(nested == 0, "nest returned %" PRId64, nested);
             pid = forked_pid;
-        } else {
+        } else if (variant == 2) {
             fixture_join(fixture_spawn(fork_from_fresh_thread, NULL, 0));
+            pid = forked_pid;
+        } else {
+            fixture_join(fixture_spawn(fork_from_per_call_thread, NULL, 0));
             pid = forked_pid;
         }
         wait_child(pid, variant, i, &max_child);
