@@ -96,22 +96,25 @@ pub fn call<R>(
     // the slot has a static TLS offset (which stands for the gate too),
     // else the gate and the slot.
     let bound = if tls::HAS_STATIC {
-        thread::current_static()
+        thread::slot_static()
     } else if site.gate == GatePolicy::Skip || init::GATE.is_ready() {
-        thread::current()
+        thread::slot()
     } else {
-        None
+        core::ptr::null()
     };
     // In this frame whichever path the call takes: a call that follows
     // one abandoned from the same place writes its token over the
     // abandoned call's (see `stack`).
     let anchor = Anchor::new();
-    let Some(node) = bound else {
+    if !thread::serves(bound) {
         return call_slow(site, &anchor, on_error, on_panic, body);
-    };
+    }
+    // SAFETY: a slot value that `serves` accepts is a node of `CONTEXTS`
+    // serving this thread, alive until the library is unloaded.
+    let node: &'static ContextNode = unsafe { &*bound };
     // SAFETY:
-    // - `node` serves this thread: `current_static`/`current` just
-    //   returned it here, and only this thread releases it;
+    // - `node` serves this thread (`serves`), and only this thread
+    //   releases it;
     // - `anchor` is in this call's frame and lives until the end of it.
     if !unsafe { node.value.enter_outermost(&anchor) } {
         return call_slow(site, &anchor, on_error, on_panic, body);

@@ -63,23 +63,28 @@ pub(crate) fn current() -> Option<&'static ContextNode> {
     Some(unsafe { &*node })
 }
 
-/// The context serving this thread, read at the slot's static offset:
-/// `None` when [`current`] would say `None`, and also while the fast path
-/// is closed (see [`tls::get_static`]).
+/// The slot's value read at its static offset, or null while the fast
+/// path is closed (see [`tls::get_static`]): a node serving this thread
+/// when [`serves`] says so. A raw value, so that the fast path's one
+/// compare is its only check (an `Option<&_>` adds a null check the
+/// compiler does not see is implied).
 #[inline(always)]
-pub(crate) fn current_static() -> Option<&'static ContextNode> {
-    let node = tls::get_static()?;
-    if !serves(node) {
-        return None;
-    }
-    // SAFETY: as in `current`: the slot holds null, `EXITED`, a cached
-    // value or a node of `CONTEXTS` serving this thread.
-    Some(unsafe { &*node })
+pub(crate) fn slot_static() -> *const ContextNode {
+    tls::get_static().unwrap_or(ptr::null())
 }
 
-/// True when the slot's `value` is a context serving the thread.
+/// The slot's value, for [`serves`]: [`slot_static`] without the static
+/// offset.
 #[inline(always)]
-fn serves(value: *const ContextNode) -> bool {
+pub(crate) fn slot() -> *const ContextNode {
+    tls::get()
+}
+
+/// True when the slot's `value` is a context serving the thread: then it
+/// is a node of `CONTEXTS` that only this thread uses, and freed only when
+/// the library is unloaded (the contract of `tls::set`).
+#[inline(always)]
+pub(crate) fn serves(value: *const ContextNode) -> bool {
     if CACHES {
         // One signed compare: null, `EXITED` and the cached values (their
         // top bit set: negative) are all at most `EXITED`.
