@@ -2,23 +2,12 @@ use callgate::{OutBuf, c_callback};
 use std::ffi::{CString, c_char};
 callgate::export_free!(pub data_string_free : CString);
 callgate::export_free!(pub data_bytes_free : Vec < u8 >);
-#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-#[doc(hidden)]
-mod __callgate_align_scale {
-    ::core::arch::global_asm!(
-        ".pushsection .text.callgate.scale.d464e79aa3d62ca7,\"ax\",@progbits\n.p2align 6\n.popsection"
-    );
-}
 /// Scales `values` into `out` (`count` of each) and describes them.
 ///
 /// # Safety
 ///
 /// Each pointer argument is NULL or valid for the duration of the call.
 #[unsafe(no_mangle)]
-#[cfg_attr(
-    all(target_arch = "x86_64", target_os = "linux"),
-    unsafe(link_section = ".text.callgate.scale.d464e79aa3d62ca7")
-)]
 #[deny(improper_ctypes_definitions)]
 pub unsafe extern "C" fn scale(
     values: *const f64,
@@ -118,23 +107,12 @@ pub unsafe extern "C" fn scale(
         },
     )
 }
-#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-#[doc(hidden)]
-mod __callgate_align_name {
-    ::core::arch::global_asm!(
-        ".pushsection .text.callgate.name.a023615788e63ec0,\"ax\",@progbits\n.p2align 6\n.popsection"
-    );
-}
 /// `name`, owned by C until it frees it.
 ///
 /// # Safety
 ///
 /// Each pointer argument is NULL or valid for the duration of the call.
 #[unsafe(no_mangle)]
-#[cfg_attr(
-    all(target_arch = "x86_64", target_os = "linux"),
-    unsafe(link_section = ".text.callgate.name.a023615788e63ec0")
-)]
 #[deny(improper_ctypes_definitions)]
 pub unsafe extern "C" fn name(
     bytes: *const u8,
@@ -195,23 +173,12 @@ pub unsafe extern "C" fn name(
         },
     )
 }
-#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-#[doc(hidden)]
-mod __callgate_align_repeat {
-    ::core::arch::global_asm!(
-        ".pushsection .text.callgate.repeat.ae3df1fa7f4799b4,\"ax\",@progbits\n.p2align 6\n.popsection"
-    );
-}
 /// `count` copies of `byte`, owned by C until it frees them.
 ///
 /// # Safety
 ///
 /// Each pointer argument is NULL or valid for the duration of the call.
 #[unsafe(no_mangle)]
-#[cfg_attr(
-    all(target_arch = "x86_64", target_os = "linux"),
-    unsafe(link_section = ".text.callgate.repeat.ae3df1fa7f4799b4")
-)]
 #[deny(improper_ctypes_definitions)]
 pub unsafe extern "C" fn repeat(
     byte: u8,

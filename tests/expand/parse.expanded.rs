@@ -13,13 +13,6 @@ impl fmt::Display for ParseError {
         f.write_str("not a number")
     }
 }
-#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-#[doc(hidden)]
-mod __callgate_align_parse {
-    ::core::arch::global_asm!(
-        ".pushsection .text.callgate.parse.fe64635749ef10ee,\"ax\",@progbits\n.p2align 6\n.popsection"
-    );
-}
 /// Parses `text` into `*out`, using this thread's scratch buffer.
 ///
 /// C: `int32_t parse(const char *text, double *out, const char *unit);`
@@ -28,10 +21,6 @@ mod __callgate_align_parse {
 ///
 /// Each pointer argument is NULL or valid for the duration of the call.
 #[unsafe(no_mangle)]
-#[cfg_attr(
-    all(target_arch = "x86_64", target_os = "linux"),
-    unsafe(link_section = ".text.callgate.parse.fe64635749ef10ee")
-)]
 #[deny(improper_ctypes_definitions)]
 pub unsafe extern "C" fn parse(
     text: *const ::core::ffi::c_char,

@@ -13,22 +13,11 @@ pub type by_key = unsafe extern "C" fn(
     b: *const c_void,
     order: *mut ::core::ffi::c_void,
 ) -> c_int;
-#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-#[doc(hidden)]
-mod __callgate_align_by_key {
-    ::core::arch::global_asm!(
-        ".pushsection .text.callgate.by_key.499a47ec950d2adb,\"ax\",@progbits\n.p2align 6\n.popsection"
-    );
-}
 /// C: `int by_key(const void *a, const void *b, void *order);`
 ///
 /// # Safety
 ///
 /// Each pointer argument is NULL or valid for the duration of the call.
-#[cfg_attr(
-    all(target_arch = "x86_64", target_os = "linux"),
-    unsafe(link_section = ".text.callgate.by_key.499a47ec950d2adb")
-)]
 #[deny(improper_ctypes_definitions)]
 pub unsafe extern "C" fn by_key(
     a: *const c_void,

@@ -41,19 +41,8 @@ where
     u32: ::callgate::CValue,
     u32: ::callgate::CValue,
 {}
-#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-#[doc(hidden)]
-mod __callgate_align_open {
-    ::core::arch::global_asm!(
-        ".pushsection .text.callgate.open.8cac24c79701bf3e,\"ax\",@progbits\n.p2align 6\n.popsection"
-    );
-}
 /// Opens `span` in `mode`; -1 for a mode C passed that is no `Mode`.
 #[unsafe(no_mangle)]
-#[cfg_attr(
-    all(target_arch = "x86_64", target_os = "linux"),
-    unsafe(link_section = ".text.callgate.open.8cac24c79701bf3e")
-)]
 #[deny(improper_ctypes_definitions)]
 pub extern "C" fn open(
     mode: <Mode as ::callgate::__private::CArg>::Raw,

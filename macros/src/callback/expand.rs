@@ -46,7 +46,6 @@ pub(crate) fn expand(callback: &Callback, options: &Options) -> TokenStream {
         (Some(symbol), false) => Some(quote!(#[unsafe(export_name = #symbol)])),
         (None, false) => Some(quote!(#[unsafe(no_mangle)])),
     };
-    let (hot_section, hot_align) = hot_section(item, &attrs.outer);
     let deny_improper =
         (!attrs.allows_improper_ctypes).then(|| quote!(#[deny(improper_ctypes_definitions)]));
     let unsafety = callback.is_unsafe().then(|| quote!(unsafe));
@@ -204,11 +203,9 @@ pub(crate) fn expand(callback: &Callback, options: &Options) -> TokenStream {
 
     quote! {
         #table_type
-        #hot_align
         #(#outer_attrs)*
         #safety_doc
         #link
-        #hot_section
         #deny_improper
         #vis #unsafety extern "C" fn #ident #generics (#(#c_params),*) #c_return #where_clause {
             #(#inner_attrs)*
@@ -233,51 +230,6 @@ pub(crate) fn expand(callback: &Callback, options: &Options) -> TokenStream {
             })
         }
     }
-}
-
-/// Starts the trampoline on a 64-byte boundary, where the build can: its
-/// fast path (62 bytes for an `int (int)` callback on x86-64) then sits in
-/// one instruction-fetch line wherever the linker puts the function. The
-/// function gets a section of its own (`link_section`), and a module-level
-/// directive raises that section's alignment to 64; the linker keeps an
-/// input section's alignment. ELF x86-64 Linux only, and not when the
-/// function names its own section.
-fn hot_section(item: &ItemFn, outer: &[&Attribute]) -> (TokenStream, TokenStream) {
-    let named = outer.iter().any(|attr| {
-        let path = attr.path();
-        path.is_ident("link_section")
-            || (path.is_ident("unsafe")
-                && attr
-                    .meta
-                    .to_token_stream()
-                    .to_string()
-                    .contains("link_section"))
-    });
-    if named {
-        return (TokenStream::new(), TokenStream::new());
-    }
-    let mut hasher = std::hash::DefaultHasher::new();
-    std::hash::Hash::hash(&item.to_token_stream().to_string(), &mut hasher);
-    let section = format!(
-        ".text.callgate.{}.{:016x}",
-        item.sig.ident.unraw(),
-        std::hash::Hasher::finish(&hasher)
-    );
-    let directive = format!(".pushsection {section},\"ax\",@progbits\n.p2align 6\n.popsection");
-    let cfg = quote!(all(target_arch = "x86_64", target_os = "linux"));
-    let module = format_ident!("__callgate_align_{}", item.sig.ident.unraw());
-    (
-        quote!(#[cfg_attr(#cfg, unsafe(link_section = #section))]),
-        // In a module of its own: `global_asm!` must be in item position,
-        // which the body of a function (a callback declared in one) is not.
-        quote! {
-            #[cfg(#cfg)]
-            #[doc(hidden)]
-            mod #module {
-                ::core::arch::global_asm!(#directive);
-            }
-        },
-    )
 }
 
 /// For a `local` callback, its function-pointer type under its own name in
