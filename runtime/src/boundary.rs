@@ -108,6 +108,28 @@ pub fn call<R>(
     // abandoned call's (see `stack`).
     let anchor = Anchor::new();
     if !thread::serves(bound) {
+        if tls::HAS_STATIC && site.attach == AttachMode::PerCall {
+            // The per-call fast path: the context this thread's last
+            // per-call attach cached, taken and cached again without
+            // touching the free list.
+            if let Some(node) = thread::take_cached_static(bound) {
+                // SAFETY: `node` serves this thread now (it was claimed
+                // from the cache), and only this thread releases it;
+                // `anchor` is in this call's frame. A cached context has
+                // no call running, so this succeeds; were it not to, the
+                // slow path finds `node` bound and releases it.
+                if unsafe { node.value.enter_outermost(&anchor) } {
+                    let release = || {
+                        // SAFETY: the call that attached `node` per call
+                        // is returning: it gives it up, and no call runs
+                        // on it any more.
+                        unsafe { thread::release_cached_static(node) }
+                    };
+                    // SAFETY: entered just above.
+                    return unsafe { outermost(site, node, on_error, on_panic, body, release) };
+                }
+            }
+        }
         return call_slow(site, &anchor, on_error, on_panic, body);
     }
     // SAFETY: a slot value that `serves` accepts is a node of `CONTEXTS`
@@ -120,6 +142,28 @@ pub fn call<R>(
     if !unsafe { node.value.enter_outermost(&anchor) } {
         return call_slow(site, &anchor, on_error, on_panic, body);
     }
+    // SAFETY: entered just above. `node` is not a per-call context (see
+    // `Context::leave_outermost`), so it stays bound: nothing to release.
+    unsafe { outermost(site, node, on_error, on_panic, body, || {}) }
+}
+
+/// Runs a call that `Context::enter_outermost` started on `node`: the
+/// body, `leave_outermost`, then `release` (what the attachment needs once
+/// the call has left), and the outcome.
+///
+/// # Safety
+///
+/// `node` serves the calling thread, and the calling trampoline's call
+/// entered it with `Context::enter_outermost` and has not left it.
+#[inline(always)]
+unsafe fn outermost<R>(
+    site: &Site,
+    node: &'static ContextNode,
+    on_error: impl FnOnce() -> R,
+    on_panic: impl FnOnce() -> R,
+    body: impl FnOnce(&Frame) -> Result<R, Failure>,
+    release: impl FnOnce(),
+) -> R {
     let frame = Frame {
         node,
         depth: 1,
@@ -127,10 +171,10 @@ pub fn call<R>(
     };
     let outcome = run(site, &frame, body);
     conclude(site, node, outcome, on_error, on_panic, || {
-        // SAFETY: `node` serves this thread; this call entered with
-        // `enter_outermost` and has not left. It is not a per-call
-        // context, so it stays bound.
-        unsafe { node.value.leave_outermost() }
+        // SAFETY: `node` serves this thread, and the call entered with
+        // `enter_outermost` and has not left (caller obligations).
+        unsafe { node.value.leave_outermost() };
+        release();
     })
 }
 

@@ -110,6 +110,45 @@ fn tagged(node: &'static ContextNode) -> *const ContextNode {
     ptr::from_ref(node).map_addr(|address| address | CACHED_TAG)
 }
 
+/// The per-call fast path's attach: takes the context that the slot's
+/// `value` (read at the static offset) caches, with one compare-and-swap
+/// of the thread's own slot; `None` when it caches none, or the claim
+/// fails (the caller then takes the slow path).
+#[inline(always)]
+pub(crate) fn take_cached_static(value: *const ContextNode) -> Option<&'static ContextNode> {
+    let node = cached(value)?;
+    // SAFETY: `node` is a node of `CONTEXTS` cached for this thread, and
+    // claiming it from the cache makes it serve this thread (as in
+    // `attach`).
+    if !unsafe { tls::claim_static(value, node) } {
+        return None;
+    }
+    node.value.binds.bump();
+    Some(node)
+}
+
+/// The per-call fast path's release: caches `node` again with one
+/// compare-and-swap at the static offset when it has no `#[local]`
+/// values, else releases it as [`leave`] does.
+///
+/// # Safety
+///
+/// As for `release`: `node` serves the calling thread, which gives it up,
+/// and no call runs on it.
+#[inline(always)]
+pub(crate) unsafe fn release_cached_static(node: &'static ContextNode) {
+    // SAFETY: this thread owns `node` (caller obligation).
+    let plain = unsafe { !node.value.after_exit() && !node.value.locals.has_values() };
+    // SAFETY: a tagged node of `CONTEXTS` is a slot value, cached for this
+    // thread, which gives up the context until it takes it back.
+    if CACHES && plain && unsafe { tls::claim_static(node, tagged(node)) } {
+        node.value.releases.bump();
+        return;
+    }
+    // SAFETY: forwarded caller obligations.
+    unsafe { release(node) };
+}
+
 /// Attaches the calling thread to a context: the slow path of a thread's
 /// first call (or of every call in per-call mode).
 ///

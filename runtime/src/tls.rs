@@ -67,6 +67,18 @@ pub(crate) fn get_static() -> Option<*const ContextNode> {
     imp::get_static()
 }
 
+/// [`claim`] through the static offset: false (nothing stored) while the
+/// fast path is closed, as well as when the slot does not hold
+/// `expected`.
+///
+/// # Safety
+///
+/// As for [`set`].
+#[inline(always)]
+pub(crate) unsafe fn claim_static(expected: *const ContextNode, value: *const ContextNode) -> bool {
+    imp::claim_static(expected, value)
+}
+
 /// Opens the fast path of [`get_static`] if the slot has a static offset.
 /// The caller has seen the init gate open (with `Acquire`): a call that
 /// reads the slot this way skips the gate.

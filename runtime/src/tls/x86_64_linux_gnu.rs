@@ -253,6 +253,40 @@ pub(super) fn get_static() -> Option<*const ContextNode> {
     Some(value)
 }
 
+/// Stores `value` in the calling thread's slot if it holds `expected`,
+/// through the static offset, with `cmpxchg` without `lock` (see
+/// [`claim`]); false if the fast path is closed or the slot holds
+/// something else.
+#[inline(always)]
+pub(super) fn claim_static(expected: *const ContextNode, value: *const ContextNode) -> bool {
+    let offset: isize;
+    // SAFETY: as in `get_static`.
+    unsafe {
+        asm!(
+            "mov {offset}, qword ptr [rip + __callgate_static_offset]",
+            offset = lateout(reg) offset,
+            options(nostack, preserves_flags),
+        );
+    }
+    if offset == 0 {
+        return false;
+    }
+    let found: *const ContextNode;
+    // SAFETY: a non-zero offset is the slot's in every thread (see
+    // `get_static`): this compares and writes the calling thread's slot,
+    // which only this thread accesses.
+    unsafe {
+        asm!(
+            "cmpxchg qword ptr fs:[{offset}], {value}",
+            offset = in(reg) offset,
+            value = in(reg) value,
+            inout("rax") expected => found,
+            options(nostack),
+        );
+    }
+    found == expected
+}
+
 /// `__callgate_static_offset` as an atomic.
 #[inline(always)]
 fn static_word() -> &'static AtomicIsize {
