@@ -373,28 +373,28 @@ impl Locals {
             }
         }
         // SAFETY: forwarded caller obligation.
-        match unsafe { self.get_slow(key, depth) } {
-            Some(head) => Ok(LocalRef {
-                slot: head.cast(),
-                _owner: PhantomData,
-            }),
-            None => Err(in_use::<T>()),
-        }
+        let head = unsafe { self.get_slow(key, depth) }?;
+        Ok(LocalRef {
+            slot: head.cast(),
+            _owner: PhantomData,
+        })
     }
 
     /// `get` when the value is not ready: the key has no index yet, the
     /// table is too short, the value does not exist or is not bound, or a
-    /// call holds it. Returns the slot of `T`, now held at `depth`, or
-    /// `None` if it is in use. (A plain pointer, so the caller gets it in
-    /// a register: the fewer values the fast path keeps across this call,
-    /// the fewer registers it saves.)
+    /// call holds it. Returns the slot of `T`, now held at `depth`, or the
+    /// "already in use" failure, made here, out of the caller's code.
     ///
     /// # Safety
     ///
     /// As for `get`.
     #[cold]
     #[inline(never)]
-    unsafe fn get_slow<T: Local>(&self, key: &LocalKey<T>, depth: u32) -> Option<*mut Head> {
+    unsafe fn get_slow<T: Local>(
+        &self,
+        key: &LocalKey<T>,
+        depth: u32,
+    ) -> Result<*mut Head, Failure> {
         let index = key.index() as usize;
         let head = {
             // SAFETY: owning thread (caller obligation); a short borrow with
@@ -430,10 +430,10 @@ impl Locals {
                     }
                     (*head).bound = true;
                 }
-                _ => return None,
+                _ => return Err(in_use::<T>()),
             }
         }
-        Some(head)
+        Ok(head)
     }
 
     /// Creates this context's `T` with `Default` and puts its slot at
