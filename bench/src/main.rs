@@ -107,8 +107,10 @@ const BOUND_MINUS_RAW_TARGET_NS: f64 = 0.2;
 /// The target for one `#[local]` parameter, local − bound, in nanoseconds.
 const LOCAL_MINUS_BOUND_TARGET_NS: f64 = 0.5;
 
-/// The target for attaching and releasing per call, per_call − bound, in
-/// nanoseconds.
+/// The target for attaching and releasing per call, in nanoseconds:
+/// per_call − bound, checked as per_call minus a raw call taking turns
+/// with it on the same unbound thread (at least as large, since a bound
+/// call costs more than a raw one, and immune to the machine's phases).
 const PER_CALL_MINUS_BOUND_TARGET_NS: f64 = 5.0;
 
 /// The target for a thread's first call, with a free context available.
@@ -638,8 +640,14 @@ fn checks(
         figure(
             "cthread.per_call_ns − cthread.bound_ns",
             " ns",
-            Some(Target::AtMost(PER_CALL_MINUS_BOUND_TARGET_NS)),
+            None,
             &|p| median("cthread.per_call_ns", p) - median("cthread.bound_ns", p),
+        ),
+        figure(
+            "cthread.per_call_minus_raw_ns (same thread, per round)",
+            " ns",
+            Some(Target::AtMost(PER_CALL_MINUS_BOUND_TARGET_NS)),
+            &|p| median("cthread.per_call_minus_raw_ns", p),
         ),
         figure(
             "cthread.local_ns − cthread.bound_ns",

@@ -19,11 +19,13 @@ const FIRST_CALL_THREADS: usize = 200;
 const CHURN_THREADS: usize = 400;
 
 /// The rows measured for every [`Place`], in report order: key and unit.
-const PLACE_ROWS: [(&str, &str); 18] = [
+const PLACE_ROWS: [(&str, &str); 20] = [
     ("cthread.raw_ns", "ns"),
     ("cthread.raw_cstr_ns", "ns"),
     ("cthread.bound_ns", "ns"),
     ("cthread.per_call_ns", "ns"),
+    ("cthread.per_call_raw_ns", "ns"),
+    ("cthread.per_call_minus_raw_ns", "ns"),
     ("cthread.local_ns", "ns"),
     ("cthread.cstr_ns", "ns"),
     ("cthread.closure_ns", "ns"),
@@ -141,10 +143,12 @@ enum Probe {
     /// The first callback is the calibration chain; the first value is the
     /// share of its blocks that ran slow, in percent.
     Interleaved(Vec<(Callback, i64)>),
-    /// Nanoseconds per call on a thread of its own, this many calls (a
-    /// per-call callback on a thread that a bound one attached would find
-    /// it attached, so it cannot take turns with them).
-    Latency(Callback, i64),
+    /// Nanoseconds per call of each callback, on a thread of its own, in
+    /// blocks taking turns, without the calibration chain: the median over
+    /// the blocks. (A per-call callback on a thread that a bound one
+    /// attached would find it attached, so it takes turns only with a raw
+    /// call, on a thread nothing binds.)
+    Turns(Vec<(Callback, i64)>),
     /// Calls per second of one thread and of two, in alternating blocks of
     /// this many calls per thread.
     Scaling(IntFn, i64),
@@ -191,8 +195,21 @@ impl Job {
                 values.extend(per_block.iter().map(|ns| Summary::of(ns).median));
                 values
             }
-            &Probe::Latency(callback, calls) => {
-                vec![harness::call_loop(&name, callback, calls) / calls as f64]
+            Probe::Turns(callbacks) => {
+                let names: Vec<String> = self.rows.iter().map(|&row| rows.name(row)).collect();
+                let blocks: Vec<Block<'_>> = callbacks
+                    .iter()
+                    .zip(&names)
+                    .map(|(&(callback, calls), name)| Block {
+                        name,
+                        callback,
+                        calls,
+                    })
+                    .collect();
+                harness::interleaved(&blocks, (SAMPLE_NS / BLOCK_NS) as usize)
+                    .iter()
+                    .map(|ns| Summary::of(ns).median)
+                    .collect()
             }
             &Probe::Scaling(cb, calls) => {
                 let cycles = (SAMPLE_NS / SCALING_BLOCK_NS) as usize;
@@ -319,13 +336,26 @@ pub fn plan(
             turns.push((callback, row(key), rows.name(row(key))));
         }
         let per_call = Callback::Int(c.per_call);
-        let per_call_row = row("cthread.per_call_ns");
+        let raw = Callback::Int(c.raw);
+        let (per_call_row, per_call_raw_row) =
+            (row("cthread.per_call_ns"), row("cthread.per_call_raw_ns"));
+        differences.push(Difference {
+            row: row("cthread.per_call_minus_raw_ns"),
+            minuend: per_call_row,
+            subtrahend: per_call_raw_row,
+        });
         jobs.push(Job {
-            probe: Probe::Latency(
-                per_call,
-                calls_taking(&rows.name(per_call_row), per_call, SAMPLE_NS),
-            ),
-            rows: vec![per_call_row],
+            probe: Probe::Turns(vec![
+                (
+                    raw,
+                    calls_taking(&rows.name(per_call_raw_row), raw, BLOCK_NS),
+                ),
+                (
+                    per_call,
+                    calls_taking(&rows.name(per_call_row), per_call, BLOCK_NS),
+                ),
+            ]),
+            rows: vec![per_call_raw_row, per_call_row],
         });
         for (name, cb) in [("raw", c.raw), ("bound", c.bound)] {
             let one = row(&format!("scaling.{name}_1t_ops"));

@@ -20,7 +20,7 @@
 //! * Everything else is owned by the context's thread: plain fields.
 
 use core::any::TypeId;
-use core::cell::UnsafeCell;
+use core::cell::{Cell, UnsafeCell};
 use core::marker::PhantomData;
 use core::ops::{Deref, DerefMut};
 use core::ptr;
@@ -260,7 +260,7 @@ struct Slot<T> {
 
 /// The per-type operations on a type-erased `*mut Slot<T>`.
 struct SlotVtable {
-    release: unsafe fn(*mut Head) -> Result<(), String>,
+    release: unsafe fn(*mut Head) -> Option<Result<(), String>>,
     drop: unsafe fn(*mut Head),
     type_name: fn() -> &'static str,
 }
@@ -272,26 +272,26 @@ impl<T: Local> Slot<T> {
         type_name: core::any::type_name::<T>,
     };
 
-    /// Runs `Local::release` if the value is bound and free; returns the
-    /// panic message if it panicked. The slot is held meanwhile, so a
+    /// Runs `Local::release` if the value is bound and free: `None` if it
+    /// did not, else the panic message if it panicked. The slot is held meanwhile, so a
     /// callback made from `release` cannot borrow the value a second time.
     ///
     /// # Safety
     ///
     /// `slot` is a live `Slot<T>` of the calling thread's context.
-    unsafe fn release(slot: *mut Head) -> Result<(), String> {
+    unsafe fn release(slot: *mut Head) -> Option<Result<(), String>> {
         let slot = slot.cast::<Slot<T>>();
         // SAFETY: live and ours (caller obligation); only fields are touched
         // through the raw pointer, and `&mut value` only while held.
         unsafe {
             if (*slot).head.state != READY {
-                return Ok(());
+                return None;
             }
             (*slot).head.state = OUTSIDE;
             let outcome = catch_unwind(AssertUnwindSafe(|| (*slot).value.release()));
             (*slot).head.state = UNBOUND;
             (*slot).head.bound = false;
-            outcome.map_err(payload_message)
+            Some(outcome.map_err(payload_message))
         }
     }
 
@@ -313,6 +313,10 @@ impl<T: Local> Slot<T> {
 /// a nested callback grows the table.
 pub(crate) struct Locals {
     table: UnsafeCell<Vec<*mut Head>>,
+    /// How many of the values are bound to the thread the context serves
+    /// (`bind` ran, `release` has not): 0 when releasing the context has
+    /// no `Local::release` to run, which the per-call fast path checks.
+    bound: Cell<u32>,
 }
 
 // SAFETY: the slots are owned boxes of `Send` values (`Local: Send`) or the
@@ -333,6 +337,7 @@ impl Locals {
     pub(crate) const fn new() -> Locals {
         Locals {
             table: UnsafeCell::new(Vec::new()),
+            bound: Cell::new(0),
         }
     }
 
@@ -429,6 +434,7 @@ impl Locals {
                         std::panic::resume_unwind(payload);
                     }
                     (*head).bound = true;
+                    self.bound.set(self.bound.get() + 1);
                 }
                 _ => return Err(in_use::<T>()),
             }
@@ -470,15 +476,15 @@ impl Locals {
         slot
     }
 
-    /// True once the context has (or had) a `#[local]` value.
+    /// True when a `#[local]` value is bound to the thread the context
+    /// serves: releasing the context has a `Local::release` to run.
     ///
     /// # Safety
     ///
     /// Only the thread that owns the context may call this.
     #[inline]
     pub(crate) unsafe fn has_values(&self) -> bool {
-        // SAFETY: owning thread (caller obligation); a short borrow.
-        !unsafe { &*self.table.get() }.is_empty()
+        self.bound.get() != 0
     }
 
     /// Runs `Local::release` on every bound value. A value whose `release`
@@ -518,7 +524,11 @@ impl Locals {
                 continue;
             };
             // SAFETY: the slot is live and of the vtable's type.
-            if let Err(message) = unsafe { (vtable.release)(head) } {
+            let Some(released) = (unsafe { (vtable.release)(head) }) else {
+                continue;
+            };
+            self.bound.set(self.bound.get() - 1);
+            if let Err(message) = released {
                 diag::report(&format!(
                     "callgate: Local::release of `{}` panicked: {message}; the value was dropped",
                     (vtable.type_name)()
@@ -575,6 +585,7 @@ impl Locals {
     pub(crate) unsafe fn abandon(&self) {
         // SAFETY: nobody else can reach the context (caller obligation).
         unsafe { (*self.table.get()).clear() };
+        self.bound.set(0);
     }
 }
 
@@ -769,6 +780,7 @@ mod tests {
             drop(locals.get(&A, 1).unwrap());
             assert!(locals.has_values());
             locals.release_all();
+            assert!(!locals.has_values(), "nothing is bound after release_all");
             locals.release_all();
             let a = locals.get(&A, 1).unwrap();
             assert_eq!((a.binds, a.releases), (2, 1));

@@ -139,9 +139,12 @@ pub(crate) fn take_cached_static(value: *const ContextNode) -> Option<&'static C
 pub(crate) unsafe fn release_cached_static(node: &'static ContextNode) {
     // SAFETY: this thread owns `node` (caller obligation).
     let plain = unsafe { !node.value.after_exit() && !node.value.locals.has_values() };
+    // A plain store: the slot holds `node`, and nothing that interrupts
+    // this thread here changes that for good (a callback from a signal
+    // handler finds `node` bound and idle, runs on it and leaves it so).
     // SAFETY: a tagged node of `CONTEXTS` is a slot value, cached for this
     // thread, which gives up the context until it takes it back.
-    if CACHES && plain && unsafe { tls::claim_static(node, tagged(node)) } {
+    if CACHES && plain && unsafe { tls::set_static(tagged(node)) } {
         node.value.releases.bump();
         return;
     }

@@ -67,6 +67,17 @@ pub(crate) fn get_static() -> Option<*const ContextNode> {
     imp::get_static()
 }
 
+/// [`set`] through the static offset: false (nothing stored) while the
+/// fast path is closed.
+///
+/// # Safety
+///
+/// As for [`set`].
+#[inline(always)]
+pub(crate) unsafe fn set_static(value: *const ContextNode) -> bool {
+    imp::set_static(value)
+}
+
 /// [`claim`] through the static offset: false (nothing stored) while the
 /// fast path is closed, as well as when the slot does not hold
 /// `expected`.

@@ -48,6 +48,12 @@ pub(super) fn get_static() -> Option<*const ContextNode> {
 
 pub(super) fn open_static() {}
 
+/// No static write on this target.
+#[inline(always)]
+pub(super) fn set_static(_value: *const ContextNode) -> bool {
+    false
+}
+
 /// No static read on this target.
 #[inline(always)]
 pub(super) fn claim_static(_expected: *const ContextNode, _value: *const ContextNode) -> bool {

@@ -287,6 +287,36 @@ pub(super) fn claim_static(expected: *const ContextNode, value: *const ContextNo
     found == expected
 }
 
+/// Stores `value` in the calling thread's slot through the static
+/// offset; false (nothing stored) if the fast path is closed.
+#[inline(always)]
+pub(super) fn set_static(value: *const ContextNode) -> bool {
+    let offset: isize;
+    // SAFETY: as in `get_static`.
+    unsafe {
+        asm!(
+            "mov {offset}, qword ptr [rip + __callgate_static_offset]",
+            offset = lateout(reg) offset,
+            options(nostack, preserves_flags),
+        );
+    }
+    if offset == 0 {
+        return false;
+    }
+    // SAFETY: a non-zero offset is the slot's in every thread (see
+    // `get_static`): this writes the calling thread's slot, which only
+    // this thread accesses.
+    unsafe {
+        asm!(
+            "mov qword ptr fs:[{offset}], {value}",
+            offset = in(reg) offset,
+            value = in(reg) value,
+            options(nostack, preserves_flags),
+        );
+    }
+    true
+}
+
 /// `__callgate_static_offset` as an atomic.
 #[inline(always)]
 fn static_word() -> &'static AtomicIsize {
