@@ -316,15 +316,23 @@ fn conclude<R>(
 struct ForeignUnwind<'a>(&'a Site);
 
 impl Drop for ForeignUnwind<'_> {
-    #[cold]
+    // Inline, so the landing pad names the site directly and the fast path
+    // spends no store keeping the guard in memory.
+    #[inline(always)]
     fn drop(&mut self) {
-        if !std::thread::panicking() {
-            diag::abort_with(&format!(
-                "callgate: a forced unwind (pthread_exit, pthread_cancel) or a foreign exception \
-                 is unwinding through callback `{}`; aborting",
-                self.0.name
-            ));
-        }
+        foreign_unwind(self.0);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn foreign_unwind(site: &Site) {
+    if !std::thread::panicking() {
+        diag::abort_with(&format!(
+            "callgate: a forced unwind (pthread_exit, pthread_cancel) or a foreign exception is \
+             unwinding through callback `{}`; aborting",
+            site.name
+        ));
     }
 }
 
