@@ -210,9 +210,19 @@ fn align_to_fetch_line() {
 /// at yet, the thread is not bound (or is served per call), a call is
 /// recorded as running on it (a nested call, or one abandoned), or the
 /// slot has no static offset.
+///
+/// `extern "C"`, so it cannot unwind (a Rust panic in it aborts, but its
+/// body runs under `catch_unwind`): the trampoline's call to it then needs
+/// no unwind-table entry, and an unwind that is not a Rust panic — a
+/// forced unwind, a foreign exception — thrown by C code the body called
+/// passes the trampoline's frame as it passes this one, instead of
+/// meeting the abort that guards calls which may unwind.
 #[cold]
 #[inline(never)]
-fn call_slow<R>(
+// Never called from C: the parameters are Rust values passed between two
+// Rust functions compiled together.
+#[allow(improper_ctypes_definitions)]
+extern "C" fn call_slow<R>(
     site: &Site,
     anchor: &Anchor,
     on_error: impl FnOnce() -> R,

@@ -4,7 +4,11 @@
  *   exception FIXTURE THREADS   each thread calls `hold_token` (which holds
  *                               the thread's #[local] Token) with a function
  *                               that throws; the caller catches, then calls
- *                               the same callback 1 000 times
+ *                               the same callback 1 000 times. The thread's
+ *                               first call throws too (it binds the thread
+ *                               on the way), and so does a nested callback
+ *                               (`nest` called back from inside
+ *                               `hold_token`)
  *
  * Threads run 8 at a time; after every wave no context is bound. Prints the
  * counters and `result=ok`. */
@@ -30,14 +34,35 @@ static bool call_and_catch() {
     return false;
 }
 
+/* Called back from inside `hold_token`: a nested callback that calls a
+ * function that throws. */
+extern "C" int64_t nest_and_throw(int32_t depth) {
+    return lib.nest(depth + 1, throw_out);
+}
+
+static bool nested_call_and_catch() {
+    try {
+        lib.hold_token(1, nest_and_throw);
+    } catch (const std::runtime_error &error) {
+        return strcmp(error.what(), "thrown through a callback") == 0;
+    }
+    return false;
+}
+
 static void *run_worker(void *raw) {
     int *ok = static_cast<int *>(raw);
+    /* The thread's first call: it binds the thread, then throws. */
+    if (!call_and_catch()) return nullptr;
     int64_t token = lib.token();
     if (token <= 0 || !call_and_catch()) return nullptr;
     for (int i = 0; i < CALLS_AFTER; i++) {
         if (lib.hold_token(0, nullptr) != token) return nullptr;
     }
     if (!call_and_catch() || lib.token() != token) return nullptr;
+    if (!nested_call_and_catch()) return nullptr;
+    for (int i = 0; i < CALLS_AFTER; i++) {
+        if (lib.hold_token(0, nullptr) != token) return nullptr;
+    }
     *ok = 1;
     return nullptr;
 }
