@@ -170,12 +170,77 @@ unsafe fn outermost<R>(
         _not_send: PhantomData,
     };
     let outcome = run(site, &frame, body);
-    conclude(site, node, outcome, on_error, on_panic, || {
+    if let Ok(Ok(value)) = outcome {
         // SAFETY: `node` serves this thread, and the call entered with
         // `enter_outermost` and has not left (caller obligations).
+        let value = unsafe { node.value.leave_outermost_with(value) };
+        release();
+        return value;
+    }
+    conclude(site, node, outcome, on_error, on_panic, || {
+        // SAFETY: as above.
         unsafe { node.value.leave_outermost() };
         release();
     })
+}
+
+/// [`call`] for a callback with one `#[local]` parameter: `body` gets the
+/// value of `key`'s type besides the frame.
+///
+/// The fast path finds the value ready (it exists, is bound to the thread
+/// and no call holds it) before the call starts, and holds it for the
+/// call; anything else — a first use, `bind`, a value an outer call
+/// holds — goes to the slow path, which looks it up as [`Frame::local`]
+/// does. A miss never returns into the fast path, so the trampoline keeps
+/// nothing in registers across a call there.
+#[inline(always)]
+pub fn call_local<R, T: Local>(
+    site: &Site,
+    key: &'static LocalKey<T>,
+    on_error: impl FnOnce() -> R,
+    on_panic: impl FnOnce() -> R,
+    body: impl FnOnce(&Frame, LocalRef<'_, T>) -> Result<R, Failure>,
+) -> R {
+    align_to_fetch_line();
+    let bound = if tls::HAS_STATIC {
+        thread::slot_static()
+    } else if site.gate == GatePolicy::Skip || init::GATE.is_ready() {
+        thread::slot()
+    } else {
+        core::ptr::null()
+    };
+    let anchor = Anchor::new();
+    // The slow path, for every early return below.
+    macro_rules! slow {
+        () => {
+            return call_slow(site, &anchor, on_error, on_panic, move |frame| {
+                let local = frame.local(key)?;
+                body(frame, local)
+            })
+        };
+    }
+    if !thread::serves(bound) {
+        slow!();
+    }
+    // SAFETY: a slot value that `serves` accepts is a node of `CONTEXTS`
+    // serving this thread, alive until the library is unloaded.
+    let node: &'static ContextNode = unsafe { &*bound };
+    // SAFETY: `node` serves this thread, which owns it.
+    if !unsafe { node.value.is_idle() } {
+        slow!();
+    }
+    // SAFETY: as above; the value is held at depth 1, the depth of the
+    // call that starts right after on the idle context.
+    let Some(local) = (unsafe { node.value.locals.get_ready(key, 1) }) else {
+        slow!();
+    };
+    // SAFETY: `node` serves this thread (`serves`) and is idle; `anchor` is
+    // in this call's frame.
+    unsafe { node.value.enter_idle(&anchor) };
+    let body = move |frame: &Frame| body(frame, local);
+    // SAFETY: entered just above; `node` is not a per-call context (see
+    // `Context::leave_outermost`), so there is nothing to release.
+    unsafe { outermost(site, node, on_error, on_panic, body, || {}) }
 }
 
 /// Starts the function this is inlined into (a trampoline) on a 64-byte

@@ -185,12 +185,38 @@ impl Context {
     /// As for [`enter`](Context::enter).
     #[inline(always)]
     pub(crate) unsafe fn enter_outermost(&self, anchor: &Anchor) -> bool {
-        if self.depth.get() != 0 {
+        // SAFETY: owning thread (caller obligation).
+        if !unsafe { self.is_idle() } {
             return false;
         }
+        // SAFETY: idle (just checked); forwarded caller obligations.
+        unsafe { self.enter_idle(anchor) };
+        true
+    }
+
+    /// True when no call is recorded as running on the owner: the next
+    /// [`enter_outermost`](Context::enter_outermost) succeeds.
+    ///
+    /// # Safety
+    ///
+    /// The caller is the context's owner.
+    #[inline(always)]
+    pub(crate) unsafe fn is_idle(&self) -> bool {
+        self.depth.get() == 0
+    }
+
+    /// [`enter_outermost`](Context::enter_outermost) on a context the
+    /// caller knows is idle.
+    ///
+    /// # Safety
+    ///
+    /// As for `enter_outermost`, and [`is_idle`](Context::is_idle) is
+    /// true.
+    #[inline(always)]
+    pub(crate) unsafe fn enter_idle(&self, anchor: &Anchor) {
+        debug_assert_eq!(self.depth.get(), 0);
         self.mark_outermost(anchor);
         self.depth.set(1);
-        true
     }
 
     /// Records the call whose anchor is `anchor` as the outermost one: its
@@ -228,6 +254,36 @@ impl Context {
             unsafe { self.forget_abandoned(0) };
         }
         self.depth.set(0);
+    }
+
+    /// [`leave_outermost`](Context::leave_outermost) passing the call's
+    /// `value` through: the cold path takes it and gives it back, so the
+    /// caller keeps nothing across that call.
+    ///
+    /// # Safety
+    ///
+    /// As for `leave_outermost`.
+    #[inline(always)]
+    pub(crate) unsafe fn leave_outermost_with<R>(&self, value: R) -> R {
+        if self.depth.get() != 1 {
+            // SAFETY: forwarded caller obligations.
+            return unsafe { self.leave_abandoned_with(value) };
+        }
+        self.depth.set(0);
+        value
+    }
+
+    /// The cold half of `leave_outermost_with`.
+    ///
+    /// # Safety
+    ///
+    /// As for `leave_outermost`.
+    #[cold]
+    #[inline(never)]
+    unsafe fn leave_abandoned_with<R>(&self, value: R) -> R {
+        // SAFETY: forwarded caller obligations.
+        unsafe { self.leave_outermost() };
+        value
     }
 
     /// A callback starts on the owning thread, with `anchor` in its frame;

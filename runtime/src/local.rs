@@ -341,6 +341,38 @@ impl Locals {
         }
     }
 
+    /// The fast half of [`get`](Locals::get): the value of `key`'s type,
+    /// held at `depth`, when it exists, is bound to the thread and no call
+    /// holds it; `None` (nothing changed) otherwise.
+    ///
+    /// # Safety
+    ///
+    /// As for `get`.
+    #[inline(always)]
+    pub(crate) unsafe fn get_ready<T: Local>(
+        &self,
+        key: &LocalKey<T>,
+        depth: u32,
+    ) -> Option<LocalRef<'_, T>> {
+        debug_assert!((1..=DEEPEST).contains(&depth));
+        // Relaxed: a plain number (module docs).
+        let index = key.index.load(Ordering::Relaxed) as usize;
+        // SAFETY: owning thread (caller obligation); the borrow ends here.
+        let head = *unsafe { &*self.table.get() }.get(index)?;
+        // SAFETY: as in `get`: a `READY` entry is a live slot of `T`, and
+        // only its head is written.
+        unsafe {
+            if (*head).state != READY {
+                return None;
+            }
+            (*head).state = depth;
+        }
+        Some(LocalRef {
+            slot: head.cast(),
+            _owner: PhantomData,
+        })
+    }
+
     /// This context's `T`, created and bound on first use, for the call
     /// running at `depth` (at least 1). The fast path: the value exists, is
     /// bound and is free.

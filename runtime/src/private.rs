@@ -6,7 +6,7 @@
 pub use crate::args::{
     cstr_arg, mut_arg, opt_cstr_arg, opt_mut_arg, opt_ref_arg, opt_str_arg, ref_arg, str_arg,
 };
-pub use crate::boundary::{Frame, Policy, Site, call, from_result, ok};
+pub use crate::boundary::{Frame, Policy, Site, call, call_local, from_result, ok};
 pub use crate::failure::Failure;
 pub use crate::gate::GatePolicy;
 pub use crate::init::run_init;

@@ -71,18 +71,22 @@ pub unsafe extern "C" fn parse(
     );
     let __callgate_on_error = || -> i32 { -1 };
     let __callgate_on_panic = || -> i32 { -2 };
-    ::callgate::__private::call(
+    static __CALLGATE_LOCAL_KEY: ::callgate::__private::LocalKey<Scratch> = ::callgate::__private::LocalKey::new();
+    ::callgate::__private::call_local::<
+        _,
+        Scratch,
+    >(
         &__CALLGATE_SITE,
+        &__CALLGATE_LOCAL_KEY,
         __callgate_on_error,
         __callgate_on_panic,
-        move |__callgate_frame: &::callgate::__private::Frame| {
+        move |
+            _: &::callgate::__private::Frame,
+            mut __callgate_local_3: ::callgate::__private::LocalRef<'_, Scratch>|
+        {
             let text = unsafe { ::callgate::__private::cstr_arg(text, "text") }?;
             let out = unsafe { ::callgate::__private::mut_arg(out, "out") }?;
             let unit = unsafe { ::callgate::__private::opt_str_arg(unit, "unit") }?;
-            let mut __callgate_local_3 = {
-                static __CALLGATE_LOCAL_KEY: ::callgate::__private::LocalKey<Scratch> = ::callgate::__private::LocalKey::new();
-                __callgate_frame.local(&__CALLGATE_LOCAL_KEY)
-            }?;
             ::callgate::__private::from_result(
                 __callgate_body(text, out, unit, &mut *__callgate_local_3),
             )

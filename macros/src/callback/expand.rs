@@ -73,11 +73,30 @@ pub(crate) fn expand(callback: &Callback, options: &Options) -> TokenStream {
         .zip(&names)
         .flat_map(|(param, name)| c_params(param, name, &rt))
         .collect();
+    // A callback with one `#[local]` parameter gets it from `call_local`,
+    // whose fast path finds it ready before the call starts; with more,
+    // each is looked up in the body.
+    let local_params: Vec<(&Type, &Ident)> = callback
+        .params
+        .iter()
+        .zip(&locals)
+        .filter_map(|(param, local)| match &param.kind {
+            Kind::Local { elem } => Some((*elem, local)),
+            _ => None,
+        })
+        .collect();
+    let single_local = match local_params.as_slice() {
+        [single] => Some(*single),
+        _ => None,
+    };
     let mut conversions: Vec<TokenStream> = callback
         .params
         .iter()
         .zip(&names)
         .zip(&locals)
+        .filter(|((param, _), _)| {
+            single_local.is_none() || !matches!(param.kind, Kind::Local { .. })
+        })
         .map(|((param, name), local)| convert(param, name, local, &frame, &rt))
         .collect();
     let args = callback
@@ -196,6 +215,36 @@ pub(crate) fn expand(callback: &Callback, options: &Options) -> TokenStream {
         quote!(_)
     };
 
+    let call = match single_local {
+        Some((elem, local)) => {
+            // The `Local` bound is checked by `call_local`, at the type.
+            let span = elem.span();
+            let key = quote_spanned! {span=>
+                static __CALLGATE_LOCAL_KEY: #rt::LocalKey<#elem> = #rt::LocalKey::new();
+            };
+            let call_local = quote_spanned!(span=> #rt::call_local::<_, #elem>);
+            quote! {
+                #key
+                #call_local(
+                    &__CALLGATE_SITE,
+                    &__CALLGATE_LOCAL_KEY,
+                    #on_error,
+                    #on_panic,
+                    move |_: &#rt::Frame, mut #local: #rt::LocalRef<'_, #elem>| {
+                        #(#conversions)*
+                        #body_call
+                    },
+                )
+            }
+        }
+        None => quote! {
+            #rt::call(&__CALLGATE_SITE, #on_error, #on_panic, move |#frame_pat: &#rt::Frame| {
+                #(#conversions)*
+                #body_call
+            })
+        },
+    };
+
     let table_type = options.local.then(|| {
         let pointer = quote!(#unsafety extern "C" fn(#(#c_params),*) #c_return);
         local_pointer_type(item, &pointer)
@@ -224,10 +273,7 @@ pub(crate) fn expand(callback: &Callback, options: &Options) -> TokenStream {
             #free_check
             #ffi_checks
             #fallback_setup
-            #rt::call(&__CALLGATE_SITE, #on_error, #on_panic, move |#frame_pat: &#rt::Frame| {
-                #(#conversions)*
-                #body_call
-            })
+            #call
         }
     }
 }
