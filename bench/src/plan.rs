@@ -165,22 +165,29 @@ pub struct Job {
 }
 
 impl Job {
+    /// Runs `callbacks` in blocks taking turns on one thread, one block of
+    /// each per cycle, each named after its row: nanoseconds per call of
+    /// every block, per callback.
+    fn take_turns(&self, rows: &Rows, callbacks: &[(Callback, i64)]) -> Vec<Vec<f64>> {
+        let names: Vec<String> = self.rows.iter().map(|&row| rows.name(row)).collect();
+        let blocks: Vec<Block<'_>> = callbacks
+            .iter()
+            .zip(&names)
+            .map(|(&(callback, calls), name)| Block {
+                name,
+                callback,
+                calls,
+            })
+            .collect();
+        harness::interleaved(&blocks, (SAMPLE_NS / BLOCK_NS) as usize)
+    }
+
     /// Runs the probe once; one value per row of [`Job::rows`].
     pub fn run(&self, rows: &Rows) -> Vec<f64> {
         let name = rows.name(self.rows[0]);
         match &self.probe {
             Probe::Interleaved(callbacks) => {
-                let names: Vec<String> = self.rows.iter().map(|&row| rows.name(row)).collect();
-                let blocks: Vec<Block<'_>> = callbacks
-                    .iter()
-                    .zip(&names)
-                    .map(|(&(callback, calls), name)| Block {
-                        name,
-                        callback,
-                        calls,
-                    })
-                    .collect();
-                let per_block = harness::interleaved(&blocks, (SAMPLE_NS / BLOCK_NS) as usize);
+                let per_block = self.take_turns(rows, callbacks);
                 // The first callback is the calibration chain: the share
                 // of its blocks that ran slow says how much of the sample
                 // the machine was slower; the others' medians leave out
@@ -195,22 +202,11 @@ impl Job {
                 values.extend(per_block.iter().map(|ns| Summary::of(ns).median));
                 values
             }
-            Probe::Turns(callbacks) => {
-                let names: Vec<String> = self.rows.iter().map(|&row| rows.name(row)).collect();
-                let blocks: Vec<Block<'_>> = callbacks
-                    .iter()
-                    .zip(&names)
-                    .map(|(&(callback, calls), name)| Block {
-                        name,
-                        callback,
-                        calls,
-                    })
-                    .collect();
-                harness::interleaved(&blocks, (SAMPLE_NS / BLOCK_NS) as usize)
-                    .iter()
-                    .map(|ns| Summary::of(ns).median)
-                    .collect()
-            }
+            Probe::Turns(callbacks) => self
+                .take_turns(rows, callbacks)
+                .iter()
+                .map(|ns| Summary::of(ns).median)
+                .collect(),
             &Probe::Scaling(cb, calls) => {
                 let cycles = (SAMPLE_NS / SCALING_BLOCK_NS) as usize;
                 let rates = harness::scaling(&name, cb, calls, cycles);

@@ -93,16 +93,8 @@ pub fn call<R>(
     body: impl FnOnce(&Frame) -> Result<R, Failure>,
 ) -> R {
     align_to_fetch_line();
-    // The fast path: a bound thread with no call running. One load where
-    // the slot has a static TLS offset (which stands for the gate too),
-    // else the gate and the slot.
-    let bound = if tls::HAS_STATIC {
-        thread::slot_static()
-    } else if site.gate == GatePolicy::Skip || init::GATE.is_ready() {
-        thread::slot()
-    } else {
-        core::ptr::null()
-    };
+    // The fast path: a bound thread with no call running.
+    let bound = fast_slot(site);
     // In this frame whichever path the call takes: a call that follows
     // one abandoned from the same place writes its token over the
     // abandoned call's (see `stack`).
@@ -202,13 +194,7 @@ pub fn call_local<R, T: Local>(
     body: impl FnOnce(&Frame, LocalRef<'_, T>) -> Result<R, Failure>,
 ) -> R {
     align_to_fetch_line();
-    let bound = if tls::HAS_STATIC {
-        thread::slot_static()
-    } else if site.gate == GatePolicy::Skip || init::GATE.is_ready() {
-        thread::slot()
-    } else {
-        core::ptr::null()
-    };
+    let bound = fast_slot(site);
     let anchor = Anchor::new();
     // The slow path, for every early return below.
     macro_rules! slow {
@@ -241,6 +227,21 @@ pub fn call_local<R, T: Local>(
     // SAFETY: entered just above; `node` is not a per-call context (see
     // `Context::leave_outermost`), so there is nothing to release.
     unsafe { outermost(site, node, on_error, on_panic, body, || {}) }
+}
+
+/// The thread's slot value as the fast path sees it: one load where the
+/// slot has a static TLS offset (which stands for the gate too), else the
+/// gate and the slot; null (never [`thread::serves`]) while the gate is
+/// shut.
+#[inline(always)]
+fn fast_slot(site: &Site) -> *const ContextNode {
+    if tls::HAS_STATIC {
+        thread::slot_static()
+    } else if site.gate == GatePolicy::Skip || init::GATE.is_ready() {
+        thread::slot()
+    } else {
+        core::ptr::null()
+    }
 }
 
 /// Starts the function this is inlined into (a trampoline) on a 64-byte

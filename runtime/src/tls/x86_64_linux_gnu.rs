@@ -220,10 +220,11 @@ pub(super) fn claim(
 
 pub(super) const HAS_STATIC: bool = true;
 
-/// The calling thread's slot, read at the static offset; `None` while that
-/// offset is not recorded (the fast path is closed).
+/// `__callgate_static_offset`: the slot's static offset, or 0 while the
+/// fast path is closed. One `rip`-relative load, no GOT entry (an atomic
+/// load through [`static_word`] would add a `lea`).
 #[inline(always)]
-pub(super) fn get_static() -> Option<*const ContextNode> {
+fn recorded_offset() -> isize {
     let offset: isize;
     // SAFETY: an aligned 8-byte load of this library's own word. No
     // `readonly`: the load has `Acquire` meaning (module docs), so later
@@ -235,6 +236,14 @@ pub(super) fn get_static() -> Option<*const ContextNode> {
             options(nostack, preserves_flags),
         );
     }
+    offset
+}
+
+/// The calling thread's slot, read at the static offset; `None` while that
+/// offset is not recorded (the fast path is closed).
+#[inline(always)]
+pub(super) fn get_static() -> Option<*const ContextNode> {
+    let offset = recorded_offset();
     if offset == 0 {
         return None;
     }
@@ -259,15 +268,7 @@ pub(super) fn get_static() -> Option<*const ContextNode> {
 /// something else.
 #[inline(always)]
 pub(super) fn claim_static(expected: *const ContextNode, value: *const ContextNode) -> bool {
-    let offset: isize;
-    // SAFETY: as in `get_static`.
-    unsafe {
-        asm!(
-            "mov {offset}, qword ptr [rip + __callgate_static_offset]",
-            offset = lateout(reg) offset,
-            options(nostack, preserves_flags),
-        );
-    }
+    let offset = recorded_offset();
     if offset == 0 {
         return false;
     }
@@ -291,15 +292,7 @@ pub(super) fn claim_static(expected: *const ContextNode, value: *const ContextNo
 /// offset; false (nothing stored) if the fast path is closed.
 #[inline(always)]
 pub(super) fn set_static(value: *const ContextNode) -> bool {
-    let offset: isize;
-    // SAFETY: as in `get_static`.
-    unsafe {
-        asm!(
-            "mov {offset}, qword ptr [rip + __callgate_static_offset]",
-            offset = lateout(reg) offset,
-            options(nostack, preserves_flags),
-        );
-    }
+    let offset = recorded_offset();
     if offset == 0 {
         return false;
     }
