@@ -148,6 +148,20 @@ fn reentrant_use_of_the_same_local_is_an_error() {
         // The outer call kept its value and went on.
         assert_eq!(call(reenter, 0), 3);
         assert_eq!(call(hold_and_call_other, 0), 1);
+        // Now the thread is bound and the value ready, so the outer call
+        // takes the fast path, which records its hold in the context
+        // rather than in the value: the inner call is refused all the same.
+        callgate::clear_last_error();
+        assert_eq!(call(reenter, 1), -1, "the inner call cannot have `Depth`");
+        let message = callgate::last_error().expect("the inner call set an error");
+        assert!(
+            message.contains("already in use by an outer call"),
+            "{message}"
+        );
+        // Outer: 4 (hold_and_call_other) + 1 before and 1 after the inner
+        // call; the hold ended with the call.
+        assert_eq!(call(reenter, 0), 7);
+        assert_eq!(call(hold_and_call_other, 0), 2);
     })
     .join()
     .unwrap();

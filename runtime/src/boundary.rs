@@ -61,7 +61,10 @@ impl Frame {
     pub fn local<T: Local>(&self, key: &LocalKey<T>) -> Result<LocalRef<'_, T>, Failure> {
         // SAFETY: frames exist only inside `call` on the thread the context
         // serves (`Frame` is neither `Send` nor `Sync`).
-        unsafe { self.node.value.locals.get(key, self.depth) }
+        unsafe {
+            let held = self.node.value.held_local();
+            self.node.value.locals.get(key, self.depth, held)
+        }
     }
 }
 
@@ -215,14 +218,15 @@ pub fn call_local<R, T: Local>(
     if !unsafe { node.value.is_idle() } {
         slow!();
     }
-    // SAFETY: as above; the value is held at depth 1, the depth of the
-    // call that starts right after on the idle context.
-    let Some(local) = (unsafe { node.value.locals.get_ready(key, 1) }) else {
+    // SAFETY: as above; the value is for the call that starts right after
+    // on the idle context.
+    let Some((index, local)) = (unsafe { node.value.locals.get_ready(key) }) else {
         slow!();
     };
     // SAFETY: `node` serves this thread (`serves`) and is idle; `anchor` is
-    // in this call's frame.
-    unsafe { node.value.enter_idle(&anchor) };
+    // in this call's frame; `index` is the free value's, which the call
+    // holds until it leaves (`local` does nothing when dropped).
+    unsafe { node.value.enter_idle_holding(&anchor, index) };
     let body = move |frame: &Frame| body(frame, local);
     // SAFETY: entered just above; `node` is not a per-call context (see
     // `Context::leave_outermost`), so there is nothing to release.

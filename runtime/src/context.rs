@@ -52,15 +52,21 @@ impl Counter {
 pub(crate) struct Context {
     // The fields a bound call touches come first (`repr(C)`), within the
     // first 32 bytes: one-byte displacements, one cache line.
-    /// How many callbacks are running on the owning thread right now, as
-    /// far as the runtime knows: calls whose frames were abandoned
-    /// (`longjmp`, a forced unwind) are counted until a `leave` or the
-    /// next entry finds out (see [`stack`](crate::stack)).
-    depth: Cell<u32>,
-    /// Release the context when the outermost call returns.
-    per_call: Cell<bool>,
-    /// Serving a thread whose bound context was already released at exit.
-    after_exit: Cell<bool>,
+    /// Two numbers in one word, so that the outermost call of a callback
+    /// with one `#[local]` parameter enters with one store and every
+    /// outermost call leaves with one:
+    ///
+    /// * the low 32 bits, the *depth*: how many callbacks are running on
+    ///   the owning thread right now, as far as the runtime knows (calls
+    ///   whose frames were abandoned, by `longjmp` or a forced unwind, are
+    ///   counted until a `leave` or the next entry finds out; see
+    ///   [`stack`](crate::stack));
+    /// * the high 32 bits, the *held* index: the `#[local]` value the
+    ///   outermost call took through
+    ///   [`enter_idle_holding`](Context::enter_idle_holding), or 0. It is
+    ///   non-zero only while the depth is (the call is running, or its
+    ///   frame was abandoned and nobody has found out yet).
+    entry: Cell<u64>,
     /// Where the anchor of the outermost running call (depth 0 → 1) is.
     /// Its token is `calls`: the count of outermost calls, including it.
     outer: Cell<usize>,
@@ -69,6 +75,14 @@ pub(crate) struct Context {
     /// Nested calls so far (recorded at depth 1 or more); the last one's
     /// token is this count with [`NESTED_TOKEN`] set.
     pub(crate) nested_calls: Counter,
+    /// The `#[local]` values: the fast path of a callback with one
+    /// `#[local]` parameter reads their table, in the first cache line with
+    /// the fields above.
+    pub(crate) locals: Locals,
+    /// Release the context when the outermost call returns.
+    per_call: Cell<bool>,
+    /// Serving a thread whose bound context was already released at exit.
+    after_exit: Cell<bool>,
     /// The marks of the nested running calls: `nested[d - 1]` is the mark
     /// of the call that entered at depth `d`. Only the cold nested entry
     /// touches it.
@@ -79,7 +93,6 @@ pub(crate) struct Context {
     pub(crate) releases: Counter,
     pub(crate) panics: Counter,
     pub(crate) errors: Counter,
-    pub(crate) locals: Locals,
 }
 
 // SAFETY: the non-atomic fields are reached only through `unsafe` methods
@@ -88,21 +101,21 @@ pub(crate) struct Context {
 unsafe impl Sync for Context {}
 
 impl Context {
-    pub(crate) const fn new() -> Context {
+    pub(crate) fn new() -> Context {
         Context {
-            depth: Cell::new(0),
-            per_call: Cell::new(false),
-            after_exit: Cell::new(false),
+            entry: Cell::new(0),
             outer: Cell::new(0),
             calls: Counter::new(),
             nested_calls: Counter::new(),
+            locals: Locals::new(),
+            per_call: Cell::new(false),
+            after_exit: Cell::new(false),
             nested: UnsafeCell::new(Vec::new()),
             stack: ThreadStack::new(),
             binds: Counter::new(),
             releases: Counter::new(),
             panics: Counter::new(),
             errors: Counter::new(),
-            locals: Locals::new(),
         }
     }
 
@@ -148,7 +161,17 @@ impl Context {
     ///
     /// The caller is the context's owner.
     pub(crate) unsafe fn depth(&self) -> u32 {
-        self.depth.get()
+        self.entry.get() as u32
+    }
+
+    /// The index of the `#[local]` value the outermost call holds through
+    /// the entry word, or 0.
+    ///
+    /// # Safety
+    ///
+    /// The caller is the context's owner.
+    pub(crate) unsafe fn held_local(&self) -> u32 {
+        (self.entry.get() >> 32) as u32
     }
 
     /// Resets a context whose thread does not exist in this `fork` child.
@@ -159,7 +182,7 @@ impl Context {
     /// not serving it.
     #[cfg(unix)]
     pub(crate) unsafe fn reset_orphan(&self) {
-        self.depth.set(0);
+        self.entry.set(0);
         // SAFETY: no other thread can reach the context (caller obligation).
         unsafe { (*self.nested.get()).clear() };
         self.per_call.set(false);
@@ -202,7 +225,8 @@ impl Context {
     /// The caller is the context's owner.
     #[inline(always)]
     pub(crate) unsafe fn is_idle(&self) -> bool {
-        self.depth.get() == 0
+        // The whole word: the held index is 0 whenever the depth is.
+        self.entry.get() == 0
     }
 
     /// [`enter_outermost`](Context::enter_outermost) on a context the
@@ -214,9 +238,23 @@ impl Context {
     /// true.
     #[inline(always)]
     pub(crate) unsafe fn enter_idle(&self, anchor: &Anchor) {
-        debug_assert_eq!(self.depth.get(), 0);
+        // SAFETY: forwarded caller obligations; 0 holds nothing.
+        unsafe { self.enter_idle_holding(anchor, 0) };
+    }
+
+    /// [`enter_idle`](Context::enter_idle) for a call that holds the
+    /// `#[local]` value at `held` (from `Locals::get_ready`) until it
+    /// leaves: the depth and the hold are one store.
+    ///
+    /// # Safety
+    ///
+    /// As for `enter_idle`; `held` is 0 or the index of a value of this
+    /// context that is free.
+    #[inline(always)]
+    pub(crate) unsafe fn enter_idle_holding(&self, anchor: &Anchor, held: u32) {
+        debug_assert_eq!(self.entry.get(), 0);
         self.mark_outermost(anchor);
-        self.depth.set(1);
+        self.entry.set(u64::from(held) << 32 | 1);
     }
 
     /// Records the call whose anchor is `anchor` as the outermost one: its
@@ -248,12 +286,14 @@ impl Context {
     ///   left yet.
     #[inline(always)]
     pub(crate) unsafe fn leave_outermost(&self) {
-        if self.depth.get() != 1 {
+        // SAFETY: owning thread (caller obligation).
+        if unsafe { self.depth() } != 1 {
             // SAFETY: owning thread; the returning call entered at 0
             // (caller obligations).
             unsafe { self.forget_abandoned(0) };
         }
-        self.depth.set(0);
+        // Depth 0, and the call's hold ends.
+        self.entry.set(0);
     }
 
     /// [`leave_outermost`](Context::leave_outermost) passing the call's
@@ -265,11 +305,13 @@ impl Context {
     /// As for `leave_outermost`.
     #[inline(always)]
     pub(crate) unsafe fn leave_outermost_with<R>(&self, value: R) -> R {
-        if self.depth.get() != 1 {
+        // SAFETY: owning thread (caller obligation).
+        if unsafe { self.depth() } != 1 {
             // SAFETY: forwarded caller obligations.
             return unsafe { self.leave_abandoned_with(value) };
         }
-        self.depth.set(0);
+        // Depth 0, and the call's hold ends.
+        self.entry.set(0);
         value
     }
 
@@ -300,7 +342,8 @@ impl Context {
     ///   until that call leaves.
     #[inline(always)]
     pub(crate) unsafe fn enter(&self, anchor: &Anchor) -> u32 {
-        let recorded = self.depth.get();
+        // SAFETY: owning thread (caller obligation).
+        let recorded = unsafe { self.depth() };
         let start = if recorded == 0 {
             self.mark_outermost(anchor);
             0
@@ -308,8 +351,33 @@ impl Context {
             // SAFETY: forwarded caller obligations.
             unsafe { self.enter_nested(recorded, anchor) }
         };
-        self.depth.set(start + 1);
+        // The held index stays: an outer call's, or 0 (when `recorded` is
+        // 0, or `enter_nested` found every recorded call gone).
+        self.set_depth(start + 1);
         start
+    }
+
+    /// Sets the depth, keeping the held index.
+    #[inline(always)]
+    fn set_depth(&self, depth: u32) {
+        self.entry
+            .set(self.entry.get() & !u64::from(u32::MAX) | u64::from(depth));
+    }
+
+    /// Frees the `#[local]` values held by calls deeper than `depth`,
+    /// which are gone; at 0, the one the outermost call holds through the
+    /// entry word too.
+    ///
+    /// # Safety
+    ///
+    /// As for `Locals::free_held_below`.
+    #[cold]
+    unsafe fn free_held_below(&self, depth: u32) {
+        if depth == 0 {
+            self.entry.set(self.entry.get() & u64::from(u32::MAX));
+        }
+        // SAFETY: forwarded caller obligations.
+        unsafe { self.locals.free_held_below(depth) };
     }
 
     /// The cold half of `enter`: `recorded` calls are recorded as running.
@@ -344,7 +412,7 @@ impl Context {
         if live != recorded {
             // SAFETY: owning thread; the calls deeper than `live` are gone,
             // so no `LocalRef` of theirs can be used again.
-            unsafe { self.locals.free_held_below(live) };
+            unsafe { self.free_held_below(live) };
         }
         live
     }
@@ -364,11 +432,15 @@ impl Context {
     ///   and that call has not left yet.
     #[inline(always)]
     pub(crate) unsafe fn leave(&self, start: u32) -> bool {
-        if self.depth.get() != start + 1 {
+        // SAFETY: owning thread (caller obligation).
+        if unsafe { self.depth() } != start + 1 {
             // SAFETY: owning thread (caller obligation).
             unsafe { self.forget_abandoned(start) };
         }
-        self.depth.set(start);
+        // Keeps the held index: an outer call's, or 0 (at `start` 0 no
+        // outer call runs, and a call that entered through `enter` holds
+        // nothing through the word).
+        self.set_depth(start);
         // `&`, not `&&`: straight-line code with one not-taken branch on the
         // common path (a short-circuit made LLVM jump out and back).
         self.per_call.get() & (start == 0)
@@ -386,7 +458,7 @@ impl Context {
     unsafe fn forget_abandoned(&self, start: u32) {
         // SAFETY: owning thread; the deeper calls are gone (caller
         // obligations).
-        unsafe { self.locals.free_held_below(start + 1) };
+        unsafe { self.free_held_below(start + 1) };
     }
 
     /// The owning thread is exiting and none of its frames remain: forget
@@ -398,12 +470,12 @@ impl Context {
     /// destructor: the thread's callbacks have all returned or been
     /// abandoned, so no `LocalRef` can be used again.
     pub(crate) unsafe fn forget_all_calls(&self) {
-        self.depth.set(0);
         // SAFETY: owning thread (caller obligation).
         unsafe {
             (*self.nested.get()).clear();
-            self.locals.free_held_below(0);
+            self.free_held_below(0);
         }
+        self.entry.set(0);
     }
 }
 

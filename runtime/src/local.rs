@@ -9,6 +9,15 @@
 //! compare of the slot's state word ([`Locals::get`]). Assigning an index,
 //! creating a value, running `bind` and reporting a value in use are cold.
 //!
+//! A call holds the value it took so that a nested call cannot take it
+//! too. Most calls record that in the slot's state word. The outermost
+//! call of an idle context, which the trampoline's fast path serves,
+//! records the value's index in the context's entry word instead, in the
+//! store that records the call itself ([`Locals::get_ready`],
+//! `Context::enter_idle_holding`): no store to the slot, whose address is
+//! known only after two dependent loads. The functions that must know
+//! whether a value is free take that index as `held`.
+//!
 //! # Atomic orderings
 //!
 //! * The registry of indices is a list that only grows at its head: a new
@@ -311,13 +320,21 @@ impl<T: Local> Slot<T> {
 /// borrowed for short moments in which no user code runs: a `LocalRef`
 /// held by an outer call stays valid while `Default`, `bind`, `release` or
 /// a nested callback grows the table.
+///
+/// At most 24 bytes, the table first (`repr(C)`), so that `Context` keeps
+/// what the fast path reads in the cache line of its own hot fields.
+#[repr(C)]
 pub(crate) struct Locals {
-    table: UnsafeCell<Vec<*mut Head>>,
+    /// A boxed slice rather than a `Vec` (two words, not three): it grows
+    /// only when a new type is looked up, a cold path.
+    table: UnsafeCell<Box<[*mut Head]>>,
     /// How many of the values are bound to the thread the context serves
     /// (`bind` ran, `release` has not): 0 when releasing the context has
     /// no `Local::release` to run, which the per-call fast path checks.
     bound: Cell<u32>,
 }
+
+const _: () = assert!(core::mem::size_of::<Locals>() <= 24);
 
 // SAFETY: the slots are owned boxes of `Send` values (`Local: Send`) or the
 // immutable sentinels; the raw pointers only avoid `Box`'s uniqueness so a
@@ -334,65 +351,84 @@ fn in_use<T>() -> Failure {
 }
 
 impl Locals {
-    pub(crate) const fn new() -> Locals {
+    pub(crate) fn new() -> Locals {
         Locals {
-            table: UnsafeCell::new(Vec::new()),
+            table: UnsafeCell::new(Box::new([])),
             bound: Cell::new(0),
         }
     }
 
-    /// The fast half of [`get`](Locals::get): the value of `key`'s type,
-    /// held at `depth`, when it exists, is bound to the thread and no call
-    /// holds it; `None` (nothing changed) otherwise.
+    /// The value of `key`'s type, with its index, for the outermost call
+    /// of an idle context, when it exists and is bound to the thread;
+    /// `None` otherwise. Nothing is written: the caller records the hold
+    /// (the index) in the context as the call enters, and the call's leave
+    /// ends it. The `LocalRef` does nothing when dropped.
     ///
     /// # Safety
     ///
-    /// As for `get`.
+    /// As for `get`, and no call is running on the context (so none holds
+    /// a value): the value is for the call that starts on it next.
     #[inline(always)]
     pub(crate) unsafe fn get_ready<T: Local>(
         &self,
         key: &LocalKey<T>,
-        depth: u32,
-    ) -> Option<LocalRef<'_, T>> {
-        debug_assert!((1..=DEEPEST).contains(&depth));
+    ) -> Option<(u32, LocalRef<'_, T>)> {
         // Relaxed: a plain number (module docs).
-        let index = key.index.load(Ordering::Relaxed) as usize;
+        let index = key.index.load(Ordering::Relaxed);
         // SAFETY: owning thread (caller obligation); the borrow ends here.
-        let head = *unsafe { &*self.table.get() }.get(index)?;
-        // SAFETY: as in `get`: a `READY` entry is a live slot of `T`, and
-        // only its head is written.
-        unsafe {
-            if (*head).state != READY {
-                return None;
-            }
-            (*head).state = depth;
+        let head = *unsafe { &*self.table.get() }.get(index as usize)?;
+        // SAFETY: as in `get`: a `READY` entry is a live slot of `T`. It is
+        // only read.
+        if unsafe { (*head).state } != READY {
+            return None;
         }
-        Some(LocalRef {
-            slot: head.cast(),
-            _owner: PhantomData,
-        })
+        Some((
+            index,
+            LocalRef {
+                slot: head.cast(),
+                held: Held::ByCall,
+                _owner: PhantomData,
+            },
+        ))
     }
 
-    /// This context's `T`, created and bound on first use, for the call
-    /// running at `depth` (at least 1). The fast path: the value exists, is
-    /// bound and is free.
+    /// True when `head`, the entry at `index`, is a value bound to the
+    /// thread that no call holds; `held` is the index the outermost call
+    /// holds (0 for none).
     ///
     /// # Safety
     ///
-    /// Only the thread that owns the context may call this.
+    /// `head` is a live slot or a sentinel of this context, on its owning
+    /// thread.
+    #[inline(always)]
+    unsafe fn is_free(head: *mut Head, index: u32, held: u32) -> bool {
+        // SAFETY: caller obligation.
+        unsafe { (*head).state == READY && index != held }
+    }
+
+    /// This context's `T`, created and bound on first use, for the call
+    /// running at `depth` (at least 1); `held` is the index of the value
+    /// the outermost call holds through the context (0 for none). The fast
+    /// path: the value exists, is bound and is free.
+    ///
+    /// # Safety
+    ///
+    /// Only the thread that owns the context may call this, with the
+    /// `held` index its entry word records.
     #[inline(always)]
     pub(crate) unsafe fn get<T: Local>(
         &self,
         key: &LocalKey<T>,
         depth: u32,
+        held: u32,
     ) -> Result<LocalRef<'_, T>, Failure> {
         debug_assert!((1..=DEEPEST).contains(&depth));
         // Relaxed: a plain number (module docs). 0 before the lookup, where
         // the entry is a sentinel or missing.
-        let index = key.index.load(Ordering::Relaxed) as usize;
+        let index = key.index.load(Ordering::Relaxed);
         // SAFETY: owning thread (caller obligation); the borrow ends before
         // any user code runs.
-        if let Some(&head) = unsafe { &*self.table.get() }.get(index) {
+        if let Some(&head) = unsafe { &*self.table.get() }.get(index as usize) {
             // SAFETY: entries are live slots (freed only by `Drop` or
             // `release_all`, which take them out of the table) or the
             // sentinels, and only this thread touches them. A `READY`
@@ -400,19 +436,21 @@ impl Locals {
             // index is `T`'s, as the key is `T`'s. Only its head is written;
             // no call holds the value.
             unsafe {
-                if (*head).state == READY {
+                if Self::is_free(head, index, held) {
                     (*head).state = depth;
                     return Ok(LocalRef {
                         slot: head.cast(),
+                        held: Held::State,
                         _owner: PhantomData,
                     });
                 }
             }
         }
         // SAFETY: forwarded caller obligation.
-        let head = unsafe { self.get_slow(key, depth) }?;
+        let head = unsafe { self.get_slow(key, depth, held) }?;
         Ok(LocalRef {
             slot: head.cast(),
+            held: Held::State,
             _owner: PhantomData,
         })
     }
@@ -431,14 +469,19 @@ impl Locals {
         &self,
         key: &LocalKey<T>,
         depth: u32,
+        held: u32,
     ) -> Result<*mut Head, Failure> {
-        let index = key.index() as usize;
+        let index = key.index();
+        let held_outermost = index == held;
+        let index = index as usize;
         let head = {
             // SAFETY: owning thread (caller obligation); a short borrow with
             // no user code inside.
             let table = unsafe { &mut *self.table.get() };
             if table.len() <= index {
-                table.resize(index + 1, absent());
+                let mut grown = core::mem::take(table).into_vec();
+                grown.resize(index + 1, absent());
+                *table = grown.into_boxed_slice();
             }
             table[index]
         };
@@ -456,6 +499,7 @@ impl Locals {
         // is borrowed (by `bind`) only when the slot is not held.
         unsafe {
             match (*head).state {
+                _ if held_outermost => return Err(in_use::<T>()),
                 READY => (*head).state = depth,
                 UNBOUND => {
                     // Held before `bind` runs: `bind` may call back into Rust.
@@ -524,7 +568,10 @@ impl Locals {
     ///
     /// # Safety
     ///
-    /// Only the thread that owns the context may call this.
+    /// Only the thread that owns the context may call this, while no call
+    /// holds a value through the context (its `held` index is 0): a value
+    /// held that way has the state `READY`, which `release` takes for
+    /// free.
     #[inline]
     pub(crate) unsafe fn release_all(&self) {
         // SAFETY: forwarded caller obligation.
@@ -579,7 +626,9 @@ impl Locals {
 
     /// Frees the values held by calls deeper than `depth`: those calls are
     /// gone (their frames were abandoned), so their `&mut` borrows can
-    /// never be used again. `depth` 0 frees every value held by a call.
+    /// never be used again. `depth` 0 frees every value held by a call
+    /// through its state; the one the outermost call holds through the
+    /// context's entry word is the context's to free.
     ///
     /// # Safety
     ///
@@ -616,14 +665,14 @@ impl Locals {
     #[cfg(unix)]
     pub(crate) unsafe fn abandon(&self) {
         // SAFETY: nobody else can reach the context (caller obligation).
-        unsafe { (*self.table.get()).clear() };
+        unsafe { *self.table.get() = Box::new([]) };
         self.bound.set(0);
     }
 }
 
 impl Drop for Locals {
     fn drop(&mut self) {
-        for head in self.table.get_mut().drain(..) {
+        for &head in self.table.get_mut().iter() {
             // SAFETY: a live slot or a sentinel (read only).
             if let Some(vtable) = unsafe { (*head).vtable } {
                 // SAFETY: every slot is freed only here or in
@@ -638,7 +687,16 @@ impl Drop for Locals {
 /// that ask for the same type get an error until it is dropped.
 pub struct LocalRef<'a, T> {
     slot: *mut Slot<T>,
+    held: Held,
     _owner: PhantomData<&'a mut T>,
+}
+
+/// Where a [`LocalRef`] recorded its hold, undone when it is dropped.
+enum Held {
+    /// In the slot's state, which is the depth of the call.
+    State,
+    /// In the context, by the call, which ends the hold when it leaves.
+    ByCall,
 }
 
 impl<T> Deref for LocalRef<'_, T> {
@@ -661,10 +719,13 @@ impl<T> DerefMut for LocalRef<'_, T> {
 impl<T> Drop for LocalRef<'_, T> {
     #[inline]
     fn drop(&mut self) {
-        // SAFETY: the slot outlives the borrow; only the owning thread touches
-        // it, and no other reference to its head exists now. The value was
-        // bound before this `LocalRef` was made.
-        unsafe { (*self.slot).head.state = READY };
+        match self.held {
+            // SAFETY: the slot outlives the borrow; only the owning thread
+            // touches it, and no other reference to its head exists now.
+            // The value was bound before this `LocalRef` was made.
+            Held::State => unsafe { (*self.slot).head.state = READY },
+            Held::ByCall => {}
+        }
     }
 }
 
@@ -756,12 +817,12 @@ mod tests {
         // SAFETY: this thread owns `locals`; each `LocalRef` is dropped
         // before the next lookup of its type.
         unsafe {
-            locals.get(&B, 1).unwrap().uses += 10;
-            locals.get(&A1, 1).unwrap().uses += 1;
-            locals.get(&A2, 1).unwrap().uses += 1;
-            assert_eq!(locals.get(&A1, 1).unwrap().uses, 2);
-            assert_eq!(locals.get(&B, 1).unwrap().uses, 10);
-            assert_eq!(locals.get(&A2, 1).unwrap().binds, 1, "bound once");
+            locals.get(&B, 1, 0).unwrap().uses += 10;
+            locals.get(&A1, 1, 0).unwrap().uses += 1;
+            locals.get(&A2, 1, 0).unwrap().uses += 1;
+            assert_eq!(locals.get(&A1, 1, 0).unwrap().uses, 2);
+            assert_eq!(locals.get(&B, 1, 0).unwrap().uses, 10);
+            assert_eq!(locals.get(&A2, 1, 0).unwrap().binds, 1, "bound once");
         }
     }
 
@@ -774,28 +835,31 @@ mod tests {
         // are forgotten (their frames are "gone") before the values are
         // freed.
         unsafe {
-            let outer = locals.get(&KEY, 1).unwrap();
-            let message = locals.get(&KEY, 2).err().unwrap().into_message();
+            let outer = locals.get(&KEY, 1, 0).unwrap();
+            let message = locals.get(&KEY, 2, 0).err().unwrap().into_message();
             assert!(
                 message.contains("already in use by an outer call"),
                 "{message}"
             );
-            assert!(locals.get(&OTHER, 2).is_ok(), "another type is free");
+            assert!(locals.get(&OTHER, 2, 0).is_ok(), "another type is free");
             drop(outer);
-            assert!(locals.get(&KEY, 2).is_ok(), "free again once dropped");
+            assert!(locals.get(&KEY, 2, 0).is_ok(), "free again once dropped");
 
             // Held at depths 1 and 2, then both calls are abandoned.
-            core::mem::forget(locals.get(&KEY, 2).unwrap());
-            core::mem::forget(locals.get(&OTHER, 1).unwrap());
-            assert!(locals.get(&KEY, 3).is_err());
+            core::mem::forget(locals.get(&KEY, 2, 0).unwrap());
+            core::mem::forget(locals.get(&OTHER, 1, 0).unwrap());
+            assert!(locals.get(&KEY, 3, 0).is_err());
             locals.free_held_below(1);
-            assert!(locals.get(&KEY, 2).is_ok(), "the call at depth 2 is gone");
             assert!(
-                locals.get(&OTHER, 2).is_err(),
+                locals.get(&KEY, 2, 0).is_ok(),
+                "the call at depth 2 is gone"
+            );
+            assert!(
+                locals.get(&OTHER, 2, 0).is_err(),
                 "the call at depth 1 still holds it"
             );
             locals.free_held_below(0);
-            let other = locals.get(&OTHER, 1).unwrap();
+            let other = locals.get(&OTHER, 1, 0).unwrap();
             assert_eq!(other.binds, 1, "freeing a held value keeps it bound");
         }
     }
@@ -809,17 +873,17 @@ mod tests {
         // `release_all`.
         unsafe {
             assert!(!locals.has_values());
-            drop(locals.get(&A, 1).unwrap());
+            drop(locals.get(&A, 1, 0).unwrap());
             assert!(locals.has_values());
             locals.release_all();
             assert!(!locals.has_values(), "nothing is bound after release_all");
             locals.release_all();
-            let a = locals.get(&A, 1).unwrap();
+            let a = locals.get(&A, 1, 0).unwrap();
             assert_eq!((a.binds, a.releases), (2, 1));
             drop(a);
             // `B` was never used: it has no value to release.
-            drop(locals.get(&B, 1).unwrap());
-            let b = locals.get(&B, 1).unwrap();
+            drop(locals.get(&B, 1, 0).unwrap());
+            let b = locals.get(&B, 1, 0).unwrap();
             assert_eq!((b.binds, b.releases), (1, 0));
         }
     }
