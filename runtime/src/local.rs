@@ -18,6 +18,13 @@
 //! known only after two dependent loads. The functions that must know
 //! whether a value is free take that index as `held`.
 //!
+//! That fast path also remembers the last value it found
+//! ([`Locals::get_ready`]): a callback called again and again finds its
+//! value with one compare, without the table, the slot or its state. The
+//! remembered value is always bound and either `READY` or held by a call
+//! recorded as running, which the fast path (an idle context) never sees;
+//! releasing the value forgets it.
+//!
 //! # Atomic orderings
 //!
 //! * The registry of indices is a list that only grows at its head: a new
@@ -332,9 +339,22 @@ pub(crate) struct Locals {
     /// (`bind` ran, `release` has not): 0 when releasing the context has
     /// no `Local::release` to run, which the per-call fast path checks.
     bound: Cell<u32>,
+    /// The index of the value [`get_ready`](Locals::get_ready) found last,
+    /// or [`NO_INDEX`]. While it is an index, `last_slot` is the slot at
+    /// that index, bound to the thread, and `READY` or held by a call
+    /// recorded as running: [`release_each`](Locals::release_each) and
+    /// [`abandon`](Locals::abandon), the only ways a bound value stops
+    /// being bound or leaves the table, forget it first.
+    last: Cell<u32>,
+    /// The slot of the value at `last`.
+    last_slot: Cell<*mut Head>,
 }
 
-const _: () = assert!(core::mem::size_of::<Locals>() <= 24);
+/// `Locals::last` when no value is remembered: no key's index (the
+/// registry stops below it).
+const NO_INDEX: u32 = u32::MAX;
+
+const _: () = assert!(core::mem::size_of::<Locals>() <= 32);
 
 // SAFETY: the slots are owned boxes of `Send` values (`Local: Send`) or the
 // immutable sentinels; the raw pointers only avoid `Box`'s uniqueness so a
@@ -355,14 +375,18 @@ impl Locals {
         Locals {
             table: UnsafeCell::new(Box::new([])),
             bound: Cell::new(0),
+            last: Cell::new(NO_INDEX),
+            last_slot: Cell::new(ptr::null_mut()),
         }
     }
 
     /// The value of `key`'s type, with its index, for the outermost call
     /// of an idle context, when it exists and is bound to the thread;
-    /// `None` otherwise. Nothing is written: the caller records the hold
-    /// (the index) in the context as the call enters, and the call's leave
-    /// ends it. The `LocalRef` does nothing when dropped.
+    /// `None` otherwise. The value found is remembered (`last`), so the
+    /// next call for the same type only compares the index. Nothing else
+    /// is written: the caller records the hold (the index) in the context
+    /// as the call enters, and the call's leave ends it. The `LocalRef`
+    /// does nothing when dropped.
     ///
     /// # Safety
     ///
@@ -375,12 +399,19 @@ impl Locals {
     ) -> Option<(u32, LocalRef<'_, T>)> {
         // Relaxed: a plain number (module docs).
         let index = key.index.load(Ordering::Relaxed);
-        // SAFETY: owning thread (caller obligation); the borrow ends here.
-        let head = *unsafe { &*self.table.get() }.get(index as usize)?;
-        // SAFETY: as in `get`: a `READY` entry is a live slot of `T`. It is
-        // only read.
-        if unsafe { (*head).state } != READY {
-            return None;
+        // The remembered value is bound and, as no call runs, `READY`
+        // (`last`); a key not looked up yet has index 0, never `last`.
+        let mut head = self.last_slot.get();
+        if index != self.last.get() {
+            // SAFETY: owning thread (caller obligation); the borrow ends here.
+            head = *unsafe { &*self.table.get() }.get(index as usize)?;
+            // SAFETY: as in `get`: a `READY` entry is a live slot of `T`. It is
+            // only read.
+            if unsafe { (*head).state } != READY {
+                return None;
+            }
+            self.last.set(index);
+            self.last_slot.set(head);
         }
         Some((
             index,
@@ -602,6 +633,10 @@ impl Locals {
             let Some(vtable) = (unsafe { (*head).vtable }) else {
                 continue;
             };
+            if head == self.last_slot.get() {
+                // About to stop being bound (and maybe to be freed).
+                self.last.set(NO_INDEX);
+            }
             // SAFETY: the slot is live and of the vtable's type.
             let Some(released) = (unsafe { (vtable.release)(head) }) else {
                 continue;
@@ -667,6 +702,7 @@ impl Locals {
         // SAFETY: nobody else can reach the context (caller obligation).
         unsafe { *self.table.get() = Box::new([]) };
         self.bound.set(0);
+        self.last.set(NO_INDEX);
     }
 }
 
@@ -861,6 +897,37 @@ mod tests {
             locals.free_held_below(0);
             let other = locals.get(&OTHER, 1, 0).unwrap();
             assert_eq!(other.binds, 1, "freeing a held value keeps it bound");
+        }
+    }
+
+    #[test]
+    fn a_released_value_is_not_found_ready_although_it_was_the_last_one() {
+        static KEY: LocalKey<Numbered<7>> = LocalKey::new();
+        static OTHER: LocalKey<Numbered<8>> = LocalKey::new();
+        let locals = Locals::new();
+        // SAFETY: this thread owns `locals`, and no call runs on it between
+        // the lookups (each `LocalRef` is dropped at once).
+        unsafe {
+            assert!(locals.get_ready(&KEY).is_none(), "no value yet");
+            drop(locals.get(&KEY, 1, 0).unwrap());
+            drop(locals.get(&OTHER, 1, 0).unwrap());
+            let (index, value) = locals.get_ready(&KEY).expect("bound and free");
+            assert_eq!(value.binds, 1);
+            drop(value);
+            assert_eq!(locals.get_ready(&KEY).expect("remembered").0, index);
+            locals.release_all();
+            assert!(
+                locals.get_ready(&KEY).is_none(),
+                "released, so not ready, although it was the last one found"
+            );
+            drop(locals.get(&KEY, 1, 0).unwrap());
+            let (_, value) = locals.get_ready(&KEY).expect("bound again");
+            assert_eq!((value.binds, value.releases), (2, 1));
+            drop(value);
+            // Another type's lookup replaces the remembered one.
+            drop(locals.get(&OTHER, 1, 0).unwrap());
+            let (_, other) = locals.get_ready(&OTHER).expect("bound again");
+            assert_eq!((other.binds, other.releases), (2, 1));
         }
     }
 
