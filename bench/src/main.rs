@@ -617,6 +617,12 @@ fn checks(
             &|p| median("cthread.bound_ns", p) - median("cthread.raw_ns", p),
         ),
         figure(
+            "cthread.bound_minus_raw_ns (same thread, per round)",
+            " ns",
+            Some(Target::AtMost(BOUND_MINUS_RAW_TARGET_NS)),
+            &|p| median("cthread.bound_minus_raw_ns", p),
+        ),
+        figure(
             "cthread.closure_ns − cthread.bound_ns",
             " ns",
             None,
@@ -654,6 +660,12 @@ fn checks(
             " ns",
             Some(Target::AtMost(LOCAL_MINUS_BOUND_TARGET_NS)),
             &|p| median("cthread.local_ns", p) - median("cthread.bound_ns", p),
+        ),
+        figure(
+            "cthread.local_minus_bound_ns (same thread, per round)",
+            " ns",
+            Some(Target::AtMost(LOCAL_MINUS_BOUND_TARGET_NS)),
+            &|p| median("cthread.local_minus_bound_ns", p),
         ),
         figure(
             "cthread.cstr_ns − cthread.raw_cstr_ns",

@@ -19,14 +19,16 @@ const FIRST_CALL_THREADS: usize = 200;
 const CHURN_THREADS: usize = 400;
 
 /// The rows measured for every [`Place`], in report order: key and unit.
-const PLACE_ROWS: [(&str, &str); 20] = [
+const PLACE_ROWS: [(&str, &str); 22] = [
     ("cthread.raw_ns", "ns"),
     ("cthread.raw_cstr_ns", "ns"),
     ("cthread.bound_ns", "ns"),
+    ("cthread.bound_minus_raw_ns", "ns"),
     ("cthread.per_call_ns", "ns"),
     ("cthread.per_call_raw_ns", "ns"),
     ("cthread.per_call_minus_raw_ns", "ns"),
     ("cthread.local_ns", "ns"),
+    ("cthread.local_minus_bound_ns", "ns"),
     ("cthread.cstr_ns", "ns"),
     ("cthread.closure_ns", "ns"),
     ("cthread.closure_concurrent_ns", "ns"),
@@ -330,6 +332,25 @@ pub fn plan(
             ("cthread.sum_ns", Callback::Slice(c.sum)),
         ] {
             turns.push((callback, row(key), rows.name(row(key))));
+        }
+        // Rows that take turns on one thread, compared round by round.
+        for (difference, minuend, subtrahend) in [
+            (
+                "cthread.bound_minus_raw_ns",
+                "cthread.bound_ns",
+                "cthread.raw_ns",
+            ),
+            (
+                "cthread.local_minus_bound_ns",
+                "cthread.local_ns",
+                "cthread.bound_ns",
+            ),
+        ] {
+            differences.push(Difference {
+                row: row(difference),
+                minuend: row(minuend),
+                subtrahend: row(subtrahend),
+            });
         }
         let per_call = Callback::Int(c.per_call);
         let raw = Callback::Int(c.raw);
