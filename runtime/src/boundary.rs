@@ -249,7 +249,7 @@ fn fast_slot(site: &Site) -> *const ContextNode {
 }
 
 /// Starts the function this is inlined into (a trampoline) on a 64-byte
-/// boundary, where the build can: its fast path (62 bytes of
+/// boundary, where the build can: its fast path (64 bytes of
 /// straight-line code for an `int (int)` callback on x86-64) then sits in
 /// one instruction-fetch line wherever the linker puts the function.
 ///
