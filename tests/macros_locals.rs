@@ -134,30 +134,30 @@ fn hold_and_call_other(#[local] depth: &mut Depth, _: i32) -> i32 {
     call(other_local, 0)
 }
 
+/// `reenter(1)` on this thread: the inner call is refused `Depth` (the
+/// outer call holds it), with a message that says so.
+fn assert_inner_call_refused() {
+    callgate::clear_last_error();
+    assert_eq!(call(reenter, 1), -1, "the inner call cannot have `Depth`");
+    let message = callgate::last_error().expect("the inner call set an error");
+    assert!(
+        message.contains("already in use by an outer call"),
+        "{message}"
+    );
+    assert!(message.contains("Depth"), "{message}");
+}
+
 #[test]
 fn reentrant_use_of_the_same_local_is_an_error() {
     std::thread::spawn(|| {
-        callgate::clear_last_error();
-        assert_eq!(call(reenter, 1), -1, "the inner call cannot have `Depth`");
-        let message = callgate::last_error().expect("the inner call set an error");
-        assert!(
-            message.contains("already in use by an outer call"),
-            "{message}"
-        );
-        assert!(message.contains("Depth"), "{message}");
+        assert_inner_call_refused();
         // The outer call kept its value and went on.
         assert_eq!(call(reenter, 0), 3);
         assert_eq!(call(hold_and_call_other, 0), 1);
         // Now the thread is bound and the value ready, so the outer call
         // takes the fast path, which records its hold in the context
         // rather than in the value: the inner call is refused all the same.
-        callgate::clear_last_error();
-        assert_eq!(call(reenter, 1), -1, "the inner call cannot have `Depth`");
-        let message = callgate::last_error().expect("the inner call set an error");
-        assert!(
-            message.contains("already in use by an outer call"),
-            "{message}"
-        );
+        assert_inner_call_refused();
         // Outer: 4 (hold_and_call_other) + 1 before and 1 after the inner
         // call; the hold ended with the call.
         assert_eq!(call(reenter, 0), 7);

@@ -914,6 +914,11 @@ mod tests {
             let (index, value) = locals.get_ready(&KEY).expect("bound and free");
             assert_eq!(value.binds, 1);
             drop(value);
+            // While the outermost call holds it through the entry word, a
+            // nested call is refused it, though its state says `READY`.
+            let message = locals.get(&KEY, 2, index).err().unwrap().into_message();
+            assert!(message.contains("already in use"), "{message}");
+            assert!(locals.get(&OTHER, 2, index).is_ok(), "another type is free");
             assert_eq!(locals.get_ready(&KEY).expect("remembered").0, index);
             locals.release_all();
             assert!(
