@@ -47,6 +47,49 @@ mod imp;
 #[path = "tls/portable.rs"]
 mod imp;
 
+/// The static-offset operations of the slots that have no static offset
+/// (the portable and the Windows one re-export these): `HAS_STATIC` is
+/// false, so the fast path never reads through them, and the rest say the
+/// fast path is closed.
+#[cfg(not(all(
+    target_arch = "x86_64",
+    target_os = "linux",
+    target_env = "gnu",
+    not(callgate_portable_tls)
+)))]
+mod no_static {
+    use crate::context::ContextNode;
+
+    pub(crate) const HAS_STATIC: bool = false;
+
+    /// No static read on this target.
+    #[inline(always)]
+    pub(crate) fn get_static() -> Option<*const ContextNode> {
+        None
+    }
+
+    pub(crate) fn open_static() {}
+
+    /// No static write on this target.
+    #[inline(always)]
+    pub(crate) fn set_static(_value: *const ContextNode) -> bool {
+        false
+    }
+
+    /// No static read on this target.
+    #[inline(always)]
+    pub(crate) fn claim_static(_expected: *const ContextNode, _value: *const ContextNode) -> bool {
+        false
+    }
+
+    #[inline(always)]
+    pub(crate) fn static_closed() -> bool {
+        false
+    }
+
+    pub(crate) fn close_static() {}
+}
+
 /// The calling thread's slot: null until the thread stores something.
 #[inline(always)]
 pub(crate) fn get() -> *const ContextNode {

@@ -38,31 +38,5 @@ pub(super) fn claim(
     })
 }
 
-pub(super) const HAS_STATIC: bool = false;
-
-/// No static read on this target.
-#[inline(always)]
-pub(super) fn get_static() -> Option<*const ContextNode> {
-    None
-}
-
-pub(super) fn open_static() {}
-
-/// No static write on this target.
-#[inline(always)]
-pub(super) fn set_static(_value: *const ContextNode) -> bool {
-    false
-}
-
-/// No static read on this target.
-#[inline(always)]
-pub(super) fn claim_static(_expected: *const ContextNode, _value: *const ContextNode) -> bool {
-    false
-}
-
-#[inline(always)]
-pub(super) fn static_closed() -> bool {
-    false
-}
-
-pub(super) fn close_static() {}
+// Where the slot has no static offset (`tls::HAS_STATIC` is false).
+pub(super) use super::no_static::*;
