@@ -286,14 +286,8 @@ impl Context {
     ///   left yet.
     #[inline(always)]
     pub(crate) unsafe fn leave_outermost(&self) {
-        // SAFETY: owning thread (caller obligation).
-        if unsafe { self.depth() } != 1 {
-            // SAFETY: owning thread; the returning call entered at 0
-            // (caller obligations).
-            unsafe { self.forget_abandoned(0) };
-        }
-        // Depth 0, and the call's hold ends.
-        self.entry.set(0);
+        // SAFETY: forwarded caller obligations.
+        unsafe { self.leave_outermost_with(()) }
     }
 
     /// [`leave_outermost`](Context::leave_outermost) passing the call's
@@ -315,7 +309,8 @@ impl Context {
         value
     }
 
-    /// The cold half of `leave_outermost_with`.
+    /// The cold half of `leave_outermost_with`: calls nested in the
+    /// returning one were abandoned.
     ///
     /// # Safety
     ///
@@ -323,8 +318,10 @@ impl Context {
     #[cold]
     #[inline(never)]
     unsafe fn leave_abandoned_with<R>(&self, value: R) -> R {
-        // SAFETY: forwarded caller obligations.
-        unsafe { self.leave_outermost() };
+        // SAFETY: owning thread; the returning call entered at 0 (caller
+        // obligations).
+        unsafe { self.forget_abandoned(0) };
+        self.entry.set(0);
         value
     }
 

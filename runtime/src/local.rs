@@ -328,8 +328,8 @@ impl<T: Local> Slot<T> {
 /// held by an outer call stays valid while `Default`, `bind`, `release` or
 /// a nested callback grows the table.
 ///
-/// At most 24 bytes, the table first (`repr(C)`), so that `Context` keeps
-/// what the fast path reads in the cache line of its own hot fields.
+/// At most 32 bytes (`repr(C)`), so that `Context` keeps what the fast
+/// path reads in the cache line of its own hot fields.
 #[repr(C)]
 pub(crate) struct Locals {
     /// A boxed slice rather than a `Vec` (two words, not three): it grows
