@@ -83,6 +83,30 @@ fn ends_inside_a_callback(mode: &str) {
     }
 }
 
+/// `pthread_exit` inside an `attach = per_call` callback on threads that
+/// are not bound: with the release fixture the unwind passes the
+/// trampoline's frames (its release path is `extern "C"`, so it has no
+/// landing pad either) and the exit hook releases the per-call context, so
+/// no context stays bound; with the debug fixture the process aborts naming
+/// the callback.
+#[test]
+fn pthread_exit_inside_a_per_call_callback_releases_its_context() {
+    if host::fixture_is_release() {
+        let threads = host::size(1_000, 10_000);
+        let outcome = abandon("exit-per-call", threads);
+        outcome.assert_ok();
+        assert_eq!(outcome.number("contexts_bound"), 0.0, "{outcome}");
+        assert_eq!(outcome.number("ended_inside"), threads as f64);
+        assert!(
+            outcome.number("contexts_created_during_run") <= MAX_CONTEXTS,
+            "{outcome}"
+        );
+    } else {
+        abandon("exit-per-call", 1)
+            .assert_aborted_with("is unwinding through callback `fixture_nest_per_call`; aborting");
+    }
+}
+
 #[test]
 fn pthread_exit_inside_a_callback_releases_the_context() {
     ends_inside_a_callback("exit");

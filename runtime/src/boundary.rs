@@ -220,13 +220,13 @@ pub fn call_local<R, T: Local>(
     }
     // SAFETY: as above; the value is for the call that starts right after
     // on the idle context.
-    let Some((index, local)) = (unsafe { node.value.locals.get_ready(key) }) else {
+    let Some((entry, local)) = (unsafe { node.value.locals.get_ready(key) }) else {
         slow!();
     };
     // SAFETY: `node` serves this thread (`serves`) and is idle; `anchor` is
-    // in this call's frame; `index` is the free value's, which the call
-    // holds until it leaves (`local` does nothing when dropped).
-    unsafe { node.value.enter_idle_holding(&anchor, index) };
+    // in this call's frame; `entry` holds the free value's index, which the
+    // call holds until it leaves (`local` does nothing when dropped).
+    unsafe { node.value.enter_idle_holding(&anchor, entry) };
     let body = move |frame: &Frame| body(frame, local);
     // SAFETY: entered just above; `node` is not a per-call context (see
     // `Context::leave_outermost`), so there is nothing to release.

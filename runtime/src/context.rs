@@ -3,7 +3,7 @@
 use core::cell::{Cell, UnsafeCell};
 
 use crate::freelist::{FreeList, Node};
-use crate::local::Locals;
+use crate::local::{Locals, held_in, holding};
 use crate::stack::{self, Anchor, Mark, ThreadStack};
 use crate::sync::{AtomicU64, Ordering};
 
@@ -171,7 +171,7 @@ impl Context {
     ///
     /// The caller is the context's owner.
     pub(crate) unsafe fn held_local(&self) -> u32 {
-        (self.entry.get() >> 32) as u32
+        held_in(self.entry.get())
     }
 
     /// Resets a context whose thread does not exist in this `fork` child.
@@ -238,23 +238,24 @@ impl Context {
     /// true.
     #[inline(always)]
     pub(crate) unsafe fn enter_idle(&self, anchor: &Anchor) {
-        // SAFETY: forwarded caller obligations; 0 holds nothing.
-        unsafe { self.enter_idle_holding(anchor, 0) };
+        // SAFETY: forwarded caller obligations; index 0 holds nothing.
+        unsafe { self.enter_idle_holding(anchor, holding(0)) };
     }
 
-    /// [`enter_idle`](Context::enter_idle) for a call that holds the
-    /// `#[local]` value at `held` (from `Locals::get_ready`) until it
-    /// leaves: the depth and the hold are one store.
+    /// [`enter_idle`](Context::enter_idle) for a call that holds a
+    /// `#[local]` value until it leaves: `entry` is [`holding`] its index
+    /// (from `Locals::get_ready`), so the depth and the hold are one store.
     ///
     /// # Safety
     ///
-    /// As for `enter_idle`; `held` is 0 or the index of a value of this
-    /// context that is free.
+    /// As for `enter_idle`; `entry` is `holding(0)` or `holding` the index
+    /// of a value of this context that is free.
     #[inline(always)]
-    pub(crate) unsafe fn enter_idle_holding(&self, anchor: &Anchor, held: u32) {
+    pub(crate) unsafe fn enter_idle_holding(&self, anchor: &Anchor, entry: u64) {
         debug_assert_eq!(self.entry.get(), 0);
+        debug_assert_eq!(entry as u32, 1, "an outermost call's entry word");
         self.mark_outermost(anchor);
-        self.entry.set(u64::from(held) << 32 | 1);
+        self.entry.set(entry);
     }
 
     /// Records the call whose anchor is `anchor` as the outermost one: its
@@ -315,9 +316,13 @@ impl Context {
     /// # Safety
     ///
     /// As for `leave_outermost`.
+    ///
+    /// `extern "C"` for the reason given at `forget_abandoned`: no landing
+    /// pad in the trampoline that calls it.
     #[cold]
     #[inline(never)]
-    unsafe fn leave_abandoned_with<R>(&self, value: R) -> R {
+    #[allow(improper_ctypes_definitions, reason = "called from Rust only")]
+    unsafe extern "C" fn leave_abandoned_with<R>(&self, value: R) -> R {
         // SAFETY: owning thread; the returning call entered at 0 (caller
         // obligations).
         unsafe { self.forget_abandoned(0) };
@@ -450,9 +455,16 @@ impl Context {
     ///
     /// The caller is the context's owner, and the call that entered at
     /// `start` is returning: every call nested in it is gone.
+    ///
+    /// `extern "C"`, so that the compiler knows it does not unwind (it runs
+    /// no user code): a trampoline that calls it, or `leave_abandoned_with`,
+    /// then needs no landing pad and no LSDA, so a forced unwind
+    /// (`pthread_exit`, cancellation) passes through its frame in release
+    /// builds, whichever of its call sites it started below.
     #[cold]
     #[inline(never)]
-    unsafe fn forget_abandoned(&self, start: u32) {
+    #[allow(improper_ctypes_definitions, reason = "called from Rust only")]
+    unsafe extern "C" fn forget_abandoned(&self, start: u32) {
         // SAFETY: owning thread; the deeper calls are gone (caller
         // obligations).
         unsafe { self.free_held_below(start + 1) };

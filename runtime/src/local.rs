@@ -4,8 +4,9 @@
 //! Every `Local` type gets a small index, the same for every callback of
 //! this copy of the runtime that asks for it, and each context keeps its
 //! values in a table at those indices. A callback finds its index in a
-//! [`LocalKey`], a `static` the `#[local]` expansion declares next to it,
-//! so the lookup is an index load, a bounds check, a table load and one
+//! [`LocalKey`], a `static` the `#[local]` expansion declares next to it
+//! (in the form of the context entry word that holds it, see below), so
+//! the lookup is a key load, a shift, a bounds check, a table load and one
 //! compare of the slot's state word ([`Locals::get`]). Assigning an index,
 //! creating a value, running `bind` and reporting a value in use are cold.
 //!
@@ -15,12 +16,14 @@
 //! records the value's index in the context's entry word instead, in the
 //! store that records the call itself ([`Locals::get_ready`],
 //! `Context::enter_idle_holding`): no store to the slot, whose address is
-//! known only after two dependent loads. The functions that must know
+//! known only after two dependent loads. The key already holds that entry
+//! word, so the fast path stores what it loaded from the key. The functions that must know
 //! whether a value is free take that index as `held`.
 //!
 //! That fast path also remembers the last value it found
 //! ([`Locals::get_ready`]): a callback called again and again finds its
-//! value with one compare, without the table, the slot or its state. The
+//! value with one compare of the key's word, without the table, the slot
+//! or its state; the lookup of another value is laid out of line. The
 //! remembered value is always bound and either `READY` or held by a call
 //! recorded as running, which the fast path (an idle context) never sees;
 //! releasing the value forgets it.
@@ -44,7 +47,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::diag;
 use crate::failure::{Failure, payload_message};
-use crate::sync::{AtomicPtr, AtomicU32, Ordering};
+use crate::sync::{AtomicPtr, AtomicU64, Ordering};
 
 /// Per-thread state for `#[local]` callback parameters.
 ///
@@ -92,8 +95,10 @@ impl<T> Default for LocalKey<T> {
 /// Where the callbacks that take a `#[local] &mut T` find `T`'s index: a
 /// `static` next to each of them. Empty until the first call that asks.
 pub struct LocalKey<T> {
-    /// `T`'s index in the registry, or 0 before it is looked up.
-    index: AtomicU32,
+    /// `T`'s index in the registry, as the entry word of an outermost call
+    /// that holds `T`'s value ([`holding`]), so that the fast path
+    /// compares and stores it as it is; 0 before the index is looked up.
+    entry: AtomicU64,
     _type: PhantomData<fn() -> T>,
 }
 
@@ -102,7 +107,7 @@ impl<T> LocalKey<T> {
     /// here: `Frame::local` reports a missing impl, once.)
     pub const fn new() -> LocalKey<T> {
         LocalKey {
-            index: AtomicU32::new(0),
+            entry: AtomicU64::new(0),
             _type: PhantomData,
         }
     }
@@ -112,16 +117,24 @@ impl<T: Local> LocalKey<T> {
     /// `T`'s index, assigned on first use.
     #[cold]
     fn index(&self) -> u32 {
-        // Relaxed: a plain number (module docs).
-        match self.index.load(Ordering::Relaxed) {
+        match self.looked_up() {
             0 => {
                 let index = index_of(TypeId::of::<T>());
                 // Relaxed: every thread stores the same number.
-                self.index.store(index, Ordering::Relaxed);
+                self.entry.store(holding(index), Ordering::Relaxed);
                 index
             }
             index => index,
         }
+    }
+}
+
+impl<T> LocalKey<T> {
+    /// `T`'s index, or 0 before it is looked up.
+    #[inline(always)]
+    fn looked_up(&self) -> u32 {
+        // Relaxed: a plain number (module docs).
+        held_in(self.entry.load(Ordering::Relaxed))
     }
 }
 
@@ -328,10 +341,21 @@ impl<T: Local> Slot<T> {
 /// held by an outer call stays valid while `Default`, `bind`, `release` or
 /// a nested callback grows the table.
 ///
-/// At most 32 bytes (`repr(C)`), so that `Context` keeps what the fast
-/// path reads in the cache line of its own hot fields.
+/// `repr(C)`, in the order the fast path needs them: the remembered value
+/// and the table come first, within 32 bytes, so that `Context` keeps them
+/// in the cache line of its own hot fields.
 #[repr(C)]
 pub(crate) struct Locals {
+    /// The key entry word ([`holding`] its index) of the value
+    /// [`get_ready`](Locals::get_ready) found last, or [`NOTHING`]. While it
+    /// is a key's, `last_slot` is the slot at that index, bound to the
+    /// thread, and `READY` or held by a call recorded as running:
+    /// [`release_each`](Locals::release_each) and
+    /// [`abandon`](Locals::abandon), the only ways a bound value stops
+    /// being bound or leaves the table, forget it first.
+    last: Cell<u64>,
+    /// The slot of the value at `last`.
+    last_slot: Cell<*mut Head>,
     /// A boxed slice rather than a `Vec` (two words, not three): it grows
     /// only when a new type is looked up, a cold path.
     table: UnsafeCell<Box<[*mut Head]>>,
@@ -339,28 +363,45 @@ pub(crate) struct Locals {
     /// (`bind` ran, `release` has not): 0 when releasing the context has
     /// no `Local::release` to run, which the per-call fast path checks.
     bound: Cell<u32>,
-    /// The index of the value [`get_ready`](Locals::get_ready) found last,
-    /// or [`NO_INDEX`]. While it is an index, `last_slot` is the slot at
-    /// that index, bound to the thread, and `READY` or held by a call
-    /// recorded as running: [`release_each`](Locals::release_each) and
-    /// [`abandon`](Locals::abandon), the only ways a bound value stops
-    /// being bound or leaves the table, forget it first.
-    last: Cell<u32>,
-    /// The slot of the value at `last`.
-    last_slot: Cell<*mut Head>,
 }
 
-/// `Locals::last` when no value is remembered: no key's index (the
-/// registry stops below it).
-const NO_INDEX: u32 = u32::MAX;
+/// The context's entry word (`Context::entry`) of an outermost call, at
+/// depth 1, that holds the value at `index` (0: none). [`LocalKey`] keeps
+/// its type's index in this form, so the fast path stores it as it is.
+pub(crate) const fn holding(index: u32) -> u64 {
+    (index as u64) << 32 | 1
+}
 
-const _: () = assert!(core::mem::size_of::<Locals>() <= 32);
+/// The index of the value an entry word holds, or 0.
+#[inline(always)]
+pub(crate) const fn held_in(entry: u64) -> u32 {
+    (entry >> 32) as u32
+}
+
+/// `Locals::last` when no value is remembered: no key's entry word (whose
+/// low half is 1, or which is 0 before the lookup).
+const NOTHING: u64 = u64::MAX;
+
+const _: () = assert!(core::mem::offset_of!(Locals, bound) == 32);
 
 // SAFETY: the slots are owned boxes of `Send` values (`Local: Send`) or the
 // immutable sentinels; the raw pointers only avoid `Box`'s uniqueness so a
 // `LocalRef` can coexist with a nested lookup. Moving `Locals` to another
 // thread moves the boxes.
 unsafe impl Send for Locals {}
+
+/// Marks the branch it is in as rarely taken, where the compiler can
+/// (`cfg(callgate_cold_path)`, set by the build script): the code after
+/// the branch then falls through, and the branch is laid out of line.
+#[inline(always)]
+fn rarely_taken() {
+    #[cfg(callgate_cold_path)]
+    #[allow(
+        clippy::incompatible_msrv,
+        reason = "compiled only where the compiler has it (build script)"
+    )]
+    core::hint::cold_path();
+}
 
 #[cold]
 fn in_use<T>() -> Failure {
@@ -375,17 +416,18 @@ impl Locals {
         Locals {
             table: UnsafeCell::new(Box::new([])),
             bound: Cell::new(0),
-            last: Cell::new(NO_INDEX),
+            last: Cell::new(NOTHING),
             last_slot: Cell::new(ptr::null_mut()),
         }
     }
 
-    /// The value of `key`'s type, with its index, for the outermost call
-    /// of an idle context, when it exists and is bound to the thread;
-    /// `None` otherwise. The value found is remembered (`last`), so the
-    /// next call for the same type only compares the index. Nothing else
-    /// is written: the caller records the hold (the index) in the context
-    /// as the call enters, and the call's leave ends it. The `LocalRef`
+    /// The value of `key`'s type, with the entry word that holds it
+    /// ([`holding`] its index), for the outermost call of an idle
+    /// context, when it exists and is bound to the thread; `None`
+    /// otherwise. The value found is remembered (`last`), so the next call
+    /// for the same type only compares the key's word. Nothing else is
+    /// written: the caller stores the entry word in the context as the
+    /// call enters, which records the hold, and the call's leave ends it. The `LocalRef`
     /// does nothing when dropped.
     ///
     /// # Safety
@@ -396,13 +438,15 @@ impl Locals {
     pub(crate) unsafe fn get_ready<T: Local>(
         &self,
         key: &LocalKey<T>,
-    ) -> Option<(u32, LocalRef<'_, T>)> {
+    ) -> Option<(u64, LocalRef<'_, T>)> {
         // Relaxed: a plain number (module docs).
-        let index = key.index.load(Ordering::Relaxed);
+        let entry = key.entry.load(Ordering::Relaxed);
         // The remembered value is bound and, as no call runs, `READY`
-        // (`last`); a key not looked up yet has index 0, never `last`.
+        // (`last`); a key not looked up yet is 0, never `last`.
         let mut head = self.last_slot.get();
-        if index != self.last.get() {
+        if entry != self.last.get() {
+            rarely_taken();
+            let index = held_in(entry);
             // SAFETY: owning thread (caller obligation); the borrow ends here.
             head = *unsafe { &*self.table.get() }.get(index as usize)?;
             // SAFETY: as in `get`: a `READY` entry is a live slot of `T`. It is
@@ -410,11 +454,11 @@ impl Locals {
             if unsafe { (*head).state } != READY {
                 return None;
             }
-            self.last.set(index);
+            self.last.set(entry);
             self.last_slot.set(head);
         }
         Some((
-            index,
+            entry,
             LocalRef {
                 slot: head.cast(),
                 held: Held::ByCall,
@@ -456,7 +500,7 @@ impl Locals {
         debug_assert!((1..=DEEPEST).contains(&depth));
         // Relaxed: a plain number (module docs). 0 before the lookup, where
         // the entry is a sentinel or missing.
-        let index = key.index.load(Ordering::Relaxed);
+        let index = key.looked_up();
         // SAFETY: owning thread (caller obligation); the borrow ends before
         // any user code runs.
         if let Some(&head) = unsafe { &*self.table.get() }.get(index as usize) {
@@ -635,7 +679,7 @@ impl Locals {
             };
             if head == self.last_slot.get() {
                 // About to stop being bound (and maybe to be freed).
-                self.last.set(NO_INDEX);
+                self.last.set(NOTHING);
             }
             // SAFETY: the slot is live and of the vtable's type.
             let Some(released) = (unsafe { (vtable.release)(head) }) else {
@@ -702,7 +746,7 @@ impl Locals {
         // SAFETY: nobody else can reach the context (caller obligation).
         unsafe { *self.table.get() = Box::new([]) };
         self.bound.set(0);
-        self.last.set(NO_INDEX);
+        self.last.set(NOTHING);
     }
 }
 
@@ -911,7 +955,9 @@ mod tests {
             assert!(locals.get_ready(&KEY).is_none(), "no value yet");
             drop(locals.get(&KEY, 1, 0).unwrap());
             drop(locals.get(&OTHER, 1, 0).unwrap());
-            let (index, value) = locals.get_ready(&KEY).expect("bound and free");
+            let (entry, value) = locals.get_ready(&KEY).expect("bound and free");
+            let index = held_in(entry);
+            assert_ne!(index, 0, "an index is assigned");
             assert_eq!(value.binds, 1);
             drop(value);
             // While the outermost call holds it through the entry word, a
@@ -919,7 +965,7 @@ mod tests {
             let message = locals.get(&KEY, 2, index).err().unwrap().into_message();
             assert!(message.contains("already in use"), "{message}");
             assert!(locals.get(&OTHER, 2, index).is_ok(), "another type is free");
-            assert_eq!(locals.get_ready(&KEY).expect("remembered").0, index);
+            assert_eq!(locals.get_ready(&KEY).expect("remembered").0, entry);
             locals.release_all();
             assert!(
                 locals.get_ready(&KEY).is_none(),

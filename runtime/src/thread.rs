@@ -334,9 +334,15 @@ pub(crate) unsafe fn release_at_exit() {
 ///   as its owner afterwards (but for the next attach, if it is cached).
 /// - No call runs on it (its depth is 0), so no `LocalRef` into its locals
 ///   is alive.
+///
+/// `extern "C"`, so that the compiler knows it does not unwind (a panic of
+/// a `Local::release` is caught inside): a per-call trampoline that calls
+/// it needs no landing pad and no LSDA, so a forced unwind (`pthread_exit`,
+/// cancellation) passes through its frame in release builds.
 #[cold]
 #[inline(never)]
-unsafe fn release(node: &'static ContextNode) {
+#[allow(improper_ctypes_definitions, reason = "called from Rust only")]
+unsafe extern "C" fn release(node: &'static ContextNode) {
     // SAFETY: this thread owns `node` (caller obligation).
     let after_exit = unsafe { node.value.after_exit() };
     // SAFETY: as above.

@@ -19,6 +19,11 @@
  *                                      outermost return releases it)
  *   abandon FIXTURE exit THREADS       pthread_exit in C code nested in a
  *                                      callback that holds the Token
+ *   abandon FIXTURE exit-per-call THREADS
+ *                                      pthread_exit in C code nested in an
+ *                                      `attach = per_call` nest on a thread
+ *                                      that is not bound: the exit hook
+ *                                      releases the per-call context
  *   abandon FIXTURE cancel THREADS     a deferred pthread_cancel acted on
  *                                      there
  *   abandon FIXTURE async-cancel THREADS
@@ -36,7 +41,7 @@ static fixture lib;
 
 enum { WAVE = 8, CALLS_AFTER = 1000 };
 
-typedef enum { LONGJMP, LONGJMP_PER_CALL, EXIT, CANCEL, ASYNC_CANCEL } scenario;
+typedef enum { LONGJMP, LONGJMP_PER_CALL, EXIT, EXIT_PER_CALL, CANCEL, ASYNC_CANCEL } scenario;
 
 static _Thread_local jmp_buf *jump_point;
 static atomic_int inside[WAVE];
@@ -106,6 +111,11 @@ static int jump_out_of_nest_per_call(void) {
 static void *run_worker(void *raw) {
     worker *w = raw;
     slot = w->slot;
+    if (w->what == EXIT_PER_CALL) {
+        /* Not bound: the nest attaches per call, and the thread ends in it. */
+        lib.nest_per_call(1, exit_inside);
+        return NULL; /* not reached */
+    }
     if (w->what == LONGJMP_PER_CALL) {
         /* Not bound: the nest attaches per call, and is abandoned. */
         if (!jump_out_of_nest_per_call()) return NULL;
@@ -138,6 +148,7 @@ static void *run_worker(void *raw) {
         break;
     }
     case LONGJMP_PER_CALL:
+    case EXIT_PER_CALL:
         break; /* handled above */
     case EXIT:
         lib.hold_token(1, exit_inside);
@@ -179,7 +190,7 @@ static void run(scenario what, int threads) {
             if (what == CANCEL || what == ASYNC_CANCEL) {
                 CHECK(result == PTHREAD_CANCELED, "thread %d was not cancelled", done + i);
                 ended++;
-            } else if (what == EXIT) {
+            } else if (what == EXIT || what == EXIT_PER_CALL) {
                 ended++;
             } else {
                 CHECK(workers[i].ok, "thread %d: a call failed after the jump", done + i);
@@ -211,6 +222,8 @@ int main(int argc, char **argv) {
         what = LONGJMP_PER_CALL;
     } else if (strcmp(mode, "exit") == 0) {
         what = EXIT;
+    } else if (strcmp(mode, "exit-per-call") == 0) {
+        what = EXIT_PER_CALL;
     } else if (strcmp(mode, "cancel") == 0) {
         what = CANCEL;
     } else if (strcmp(mode, "async-cancel") == 0) {
