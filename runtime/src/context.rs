@@ -83,14 +83,16 @@ pub(crate) struct Context {
     per_call: Cell<bool>,
     /// Serving a thread whose bound context was already released at exit.
     after_exit: Cell<bool>,
+    // A per-call attach and its release, and a thread's first call, touch
+    // the fields above and these, in the second cache line.
+    pub(crate) binds: Counter,
+    pub(crate) releases: Counter,
+    /// The owning thread's stack bounds, for telling abandoned calls.
+    stack: ThreadStack,
     /// The marks of the nested running calls: `nested[d - 1]` is the mark
     /// of the call that entered at depth `d`. Only the cold nested entry
     /// touches it.
     nested: UnsafeCell<Vec<Mark>>,
-    /// The owning thread's stack bounds, for telling abandoned calls.
-    stack: ThreadStack,
-    pub(crate) binds: Counter,
-    pub(crate) releases: Counter,
     pub(crate) panics: Counter,
     pub(crate) errors: Counter,
 }
@@ -110,10 +112,10 @@ impl Context {
             locals: Locals::new(),
             per_call: Cell::new(false),
             after_exit: Cell::new(false),
-            nested: UnsafeCell::new(Vec::new()),
-            stack: ThreadStack::new(),
             binds: Counter::new(),
             releases: Counter::new(),
+            stack: ThreadStack::new(),
+            nested: UnsafeCell::new(Vec::new()),
             panics: Counter::new(),
             errors: Counter::new(),
         }

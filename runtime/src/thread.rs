@@ -111,18 +111,25 @@ fn tagged(node: &'static ContextNode) -> *const ContextNode {
 }
 
 /// The per-call fast path's attach: takes the context that the slot's
-/// `value` (read at the static offset) caches, with one compare-and-swap
-/// of the thread's own slot; `None` when it caches none, or the claim
-/// fails (the caller then takes the slow path).
+/// `value` (read at the static offset) caches, by clearing the slot's tag
+/// in one instruction (a bit test and reset, no compare-and-swap); `None`
+/// when it caches none, or the slot no longer does (the caller then takes
+/// the slow path).
+///
+/// The context taken is the one the slot caches at that instruction,
+/// read back after it: a signal handler that ran since `value` was read
+/// may have replaced the cached context.
 #[inline(always)]
 pub(crate) fn take_cached_static(value: *const ContextNode) -> Option<&'static ContextNode> {
-    let node = cached(value)?;
-    // SAFETY: `node` is a node of `CONTEXTS` cached for this thread, and
-    // claiming it from the cache makes it serve this thread (as in
-    // `attach`).
-    if !unsafe { tls::claim_static(value, node) } {
-        return None;
-    }
+    cached(value)?;
+    // SAFETY: a tagged slot value caches a node of `CONTEXTS` for this
+    // thread, and untagged it is that node serving this thread, a value
+    // `set` accepts: taking it from the cache makes it serve the thread
+    // (as in `attach`). The top bit is the tag (`CACHED_TAG`).
+    let node = unsafe { tls::clear_top_bit_static() }?;
+    // SAFETY: the slot now holds this node of `CONTEXTS`, freed only when
+    // the library is unloaded.
+    let node = unsafe { &*node };
     node.value.binds.bump();
     Some(node)
 }

@@ -76,10 +76,10 @@ mod no_static {
         false
     }
 
-    /// No static read on this target.
+    /// No static write on this target.
     #[inline(always)]
-    pub(crate) fn claim_static(_expected: *const ContextNode, _value: *const ContextNode) -> bool {
-        false
+    pub(crate) fn clear_top_bit_static() -> Option<*const ContextNode> {
+        None
     }
 
     #[inline(always)]
@@ -121,16 +121,19 @@ pub(crate) unsafe fn set_static(value: *const ContextNode) -> bool {
     imp::set_static(value)
 }
 
-/// [`claim`] through the static offset: false (nothing stored) while the
-/// fast path is closed, as well as when the slot does not hold
-/// `expected`.
+/// Clears the top bit of the slot through the static offset, in one
+/// instruction where the target allows it (so a signal handler on this
+/// thread sees the slot before or after, never in between), and returns
+/// the slot's new value if that bit was set; `None` (nothing changed) if
+/// it was clear or the fast path is closed.
 ///
 /// # Safety
 ///
-/// As for [`set`].
+/// Every slot value with its top bit set is, with that bit cleared, a
+/// value the caller may [`set`] at this point.
 #[inline(always)]
-pub(crate) unsafe fn claim_static(expected: *const ContextNode, value: *const ContextNode) -> bool {
-    imp::claim_static(expected, value)
+pub(crate) unsafe fn clear_top_bit_static() -> Option<*const ContextNode> {
+    imp::clear_top_bit_static()
 }
 
 /// Opens the fast path of [`get_static`] if the slot has a static offset.

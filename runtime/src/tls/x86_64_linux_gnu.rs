@@ -262,30 +262,35 @@ pub(super) fn get_static() -> Option<*const ContextNode> {
     Some(value)
 }
 
-/// Stores `value` in the calling thread's slot if it holds `expected`,
-/// through the static offset, with `cmpxchg` without `lock` (see
-/// [`claim`]); false if the fast path is closed or the slot holds
-/// something else.
+/// Clears the top bit of the calling thread's slot through the static
+/// offset, with `btr` without `lock`: one instruction, so atomic with
+/// respect to signal handlers on this thread (see [`claim`]), and cheaper
+/// than `cmpxchg`. Returns the slot's new value if the bit was set; `None`
+/// if it was clear (nothing changed) or the fast path is closed.
 #[inline(always)]
-pub(super) fn claim_static(expected: *const ContextNode, value: *const ContextNode) -> bool {
+pub(super) fn clear_top_bit_static() -> Option<*const ContextNode> {
     let offset = recorded_offset();
     if offset == 0 {
-        return false;
+        return None;
     }
-    let found: *const ContextNode;
+    let was_set: u8;
+    let value: *const ContextNode;
     // SAFETY: a non-zero offset is the slot's in every thread (see
-    // `get_static`): this compares and writes the calling thread's slot,
+    // `get_static`): this changes and reads the calling thread's slot,
     // which only this thread accesses.
     unsafe {
         asm!(
-            "cmpxchg qword ptr fs:[{offset}], {value}",
+            "btr qword ptr fs:[{offset}], 63",
+            "setc {was_set}",
+            "mov {value}, qword ptr fs:[{offset}]",
             offset = in(reg) offset,
-            value = in(reg) value,
-            inout("rax") expected => found,
+            // Written before `offset`'s last use: `out`, not `lateout`.
+            was_set = out(reg_byte) was_set,
+            value = lateout(reg) value,
             options(nostack),
         );
     }
-    found == expected
+    (was_set != 0).then_some(value)
 }
 
 /// Stores `value` in the calling thread's slot through the static
