@@ -332,6 +332,46 @@ fn tls_place(path: &Path, base: *const u8) -> Result<Option<TlsPlace>, String> {
     Ok(None)
 }
 
+/// The value of callgate's fast-path word (`__callgate_static_offset`) in
+/// the library loaded from `path`: the slot's static offset once the fast
+/// path is open, 0 while it is closed (every call then takes the
+/// out-of-line path). `None` where the build has no such word (a
+/// `portable_tls` build, another target) or no symbol table.
+pub fn fast_path_word(path: &Path) -> Result<Option<isize>, String> {
+    const SHT_SYMTAB: u64 = 2;
+    const WORD: &[u8] = b"__callgate_static_offset\0";
+    if !cfg!(all(target_arch = "x86_64", target_os = "linux")) {
+        return Ok(None);
+    }
+    let library = Library::open(path)?;
+    let elf = Elf::read(path)?;
+    // e_shoff, e_shentsize and e_shnum; sh_type, sh_link, sh_offset,
+    // sh_size and sh_entsize; st_name and st_value of each `Elf64_Sym`.
+    let (table, entry, count) = (elf.u64_at(0x28)?, elf.u16_at(0x3a)?, elf.u16_at(0x3c)?);
+    for i in 0..count {
+        let section = table + i * entry;
+        if elf.u32_at(section + 4)? != SHT_SYMTAB {
+            continue;
+        }
+        let names = elf.u64_at(table + elf.u32_at(section + 0x28)? * entry + 0x18)?;
+        let (start, size) = (elf.u64_at(section + 0x18)?, elf.u64_at(section + 0x20)?);
+        let step = elf.u64_at(section + 0x38)?.max(1);
+        for symbol in (start..start + size).step_by(usize::try_from(step).map_err(|_| elf.bad())?) {
+            let name = names + elf.u32_at(symbol)?;
+            if !elf.has_at(name, WORD) {
+                continue;
+            }
+            let offset = usize::try_from(elf.u64_at(symbol + 8)?).map_err(|_| elf.bad())?;
+            // SAFETY: the symbol is callgate's aligned 8-byte word in the
+            // loaded library, which stays mapped (it is never unloaded); an
+            // aligned load, which the runtime's atomic stores make whole.
+            let word = unsafe { library.base()?.add(offset).cast::<isize>().read_volatile() };
+            return Ok(Some(word));
+        }
+    }
+    Ok(None)
+}
+
 /// The bytes of an ELF file (64-bit, little-endian), read at offsets.
 struct Elf<'a> {
     path: &'a Path,
@@ -362,6 +402,14 @@ impl<'a> Elf<'a> {
             .and_then(|at| self.bytes.get(at..at.checked_add(N)?))
             .map(|bytes| bytes.try_into().expect("N bytes"))
             .ok_or_else(|| self.bad())
+    }
+
+    /// True when the file holds `bytes` at `at`.
+    fn has_at(&self, at: u64, bytes: &[u8]) -> bool {
+        usize::try_from(at)
+            .ok()
+            .and_then(|at| self.bytes.get(at..at.checked_add(bytes.len())?))
+            .is_some_and(|found| found == bytes)
     }
 
     fn u16_at(&self, at: u64) -> Result<u64, String> {

@@ -315,8 +315,12 @@ fn reserve_static_tls(path: &std::path::Path) -> Result<(), String> {
 /// Loads the fixture's padded builds and reads where each put
 /// `bench_bound` within its 64-byte line. `Err` (a line for the report) if
 /// they cannot be built; a build whose TLS block went to dynamic TLS adds
-/// a line to `notes`.
-fn load_placements(notes: &mut Vec<String>) -> Result<Vec<Placement>, String> {
+/// a line to `notes`. Each build's padding, path and TLS place go to
+/// `loaded`.
+fn load_placements(
+    notes: &mut Vec<String>,
+    loaded: &mut Vec<(usize, PathBuf, fixture::TlsPlace)>,
+) -> Result<Vec<Placement>, String> {
     if fixture::is_given() {
         return Err("placements skipped: CALLGATE_BENCH_FIXTURE names a build".to_owned());
     }
@@ -329,6 +333,7 @@ fn load_placements(notes: &mut Vec<String>) -> Result<Vec<Placement>, String> {
             ));
         }
         let offset = callbacks.bound as usize % 64;
+        loaded.push((pad, path, place));
         placements.push(Placement {
             pad,
             offset,
@@ -373,10 +378,12 @@ fn measure(json: bool, rounds: usize) -> Result<(), String> {
         Err(note) => notes.push(note),
     }
     let mut placement_notes = Vec::new();
-    let placements = load_placements(&mut placement_notes).unwrap_or_else(|note| {
-        notes.push(note);
-        Vec::new()
-    });
+    let mut placement_paths = Vec::new();
+    let placements =
+        load_placements(&mut placement_notes, &mut placement_paths).unwrap_or_else(|note| {
+            notes.push(note);
+            Vec::new()
+        });
     notes.extend(placement_notes);
     let go = go::load().map_err(|note| notes.push(note)).ok();
     // Last, once the builds above have what static TLS they get.
@@ -498,6 +505,23 @@ fn measure(json: bool, rounds: usize) -> Result<(), String> {
     ));
 
     let mut warnings = Vec::new();
+    // A build in static TLS whose fast path stayed closed measured the
+    // out-of-line path in every row: say so, rather than let its rows pass
+    // for the fast path's.
+    let mut builds = vec![("the cdylib".to_owned(), path.clone(), tls_place)];
+    builds.extend(
+        placement_paths
+            .iter()
+            .map(|(pad, path, place)| (format!("the build padded by {pad}"), path.clone(), *place)),
+    );
+    for (build, path, place) in builds {
+        if place == fixture::TlsPlace::Static && fixture::fast_path_word(&path)? == Some(0) {
+            warnings.push(format!(
+                "warning: the fast path of {build} was closed at the end of the run (its static \
+                 offset word is 0), so its rows measured the out-of-line path"
+            ));
+        }
+    }
     if let Some(i) = interference.filter(|i| i.others + i.steal > 0.05) {
         warnings.push(format!(
             "warning: other processes used {:.0}% of the CPUs during the run (steal {:.0}%); \
