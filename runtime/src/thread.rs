@@ -134,9 +134,9 @@ pub(crate) fn take_cached_static(value: *const ContextNode) -> Option<&'static C
     Some(node)
 }
 
-/// The per-call fast path's release: caches `node` again with one
-/// compare-and-swap at the static offset when it has no `#[local]`
-/// values, else releases it as [`leave`] does.
+/// The per-call fast path's release: caches `node` again with one store
+/// at the static offset when it has no `#[local]` values, else releases
+/// it as [`leave`] does.
 ///
 /// # Safety
 ///
