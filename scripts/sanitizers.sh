@@ -72,6 +72,7 @@ for sanitizer in thread address; do
     run_host longjmp "$hosts/abandon" "$fixture" longjmp 64
     run_host longjmp "$hosts/abandon" "$fixture" longjmp-per-call 64
     run_host signals "$hosts/signals" "$fixture" reentrant-binds 100
+    run_host signals "$hosts/signals" "$fixture" reentrant-per-call 50
     # Not run here: pthread_exit, cancellation and a C++ exception through a
     # callback. Instrumented code keeps the landing pads that a plain release
     # build drops, as a debug build does, so the forced unwind stops in the

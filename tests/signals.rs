@@ -43,6 +43,29 @@ fn signal_handlers_calling_back_during_first_binds_leave_one_context() {
     assert_eq!(outcome.number("contexts_bound"), 0.0);
 }
 
+/// Threads that never bind make `attach = per_call` calls under a signal
+/// storm whose SIGUSR1 handler makes one too, so a handler's call may come
+/// while the interrupted call takes the thread's cached context (one bit
+/// test and reset of the slot), runs on it, or caches it again: every call
+/// returns the right value, every attach is released, and no context stays
+/// bound.
+#[test]
+fn signal_handlers_calling_back_during_per_call_calls() {
+    let threads = host::size(200, 2_000).to_string();
+    let outcome = host::run(
+        host::host("signals").args(["reentrant-per-call", &threads]),
+        Duration::from_secs(300),
+    );
+    outcome.assert_ok();
+    assert!(outcome.number("handler_calls") > 0.0);
+    assert_eq!(outcome.number("wrong_results"), 0.0);
+    assert_eq!(outcome.number("contexts_bound"), 0.0);
+    assert!(
+        outcome.number("contexts_created_during_run") <= 2.0 * 50.0,
+        "{outcome}"
+    );
+}
+
 /// 16 threads waiting at the gate of a slow init are stormed with SIGUSR1
 /// and SIGPROF: none passes early, all get through once the init finishes,
 /// masks unchanged.

@@ -146,17 +146,27 @@ pub(crate) fn take_cached_static(value: *const ContextNode) -> Option<&'static C
 pub(crate) unsafe fn release_cached_static(node: &'static ContextNode) {
     // SAFETY: this thread owns `node` (caller obligation).
     let plain = unsafe { !node.value.after_exit() && !node.value.locals.has_values() };
-    // A plain store: the slot holds `node`, and nothing that interrupts
-    // this thread here changes that for good (a callback from a signal
-    // handler finds `node` bound and idle, runs on it and leaves it so).
-    // SAFETY: a tagged node of `CONTEXTS` is a slot value, cached for this
-    // thread, which gives up the context until it takes it back.
-    if CACHES && plain && unsafe { tls::set_static(tagged(node)) } {
+    if CACHES && plain {
+        // Counted while this call still owns `node`: once it is cached, a
+        // callback from a signal handler on this thread may take it and
+        // count on it, and the count's load and store must not straddle
+        // that (it is not one instruction in every build).
         node.value.releases.bump();
+        // A plain store: the slot holds `node`, and nothing that interrupts
+        // this thread here changes that for good (a callback from a signal
+        // handler finds `node` bound and idle, runs on it and leaves it so).
+        // SAFETY: a tagged node of `CONTEXTS` is a slot value, cached for
+        // this thread, which gives up the context until it takes it back.
+        if unsafe { tls::set_static(tagged(node)) } {
+            return;
+        }
+        // The fast path closed meanwhile: the out-of-line release, counted.
+        // SAFETY: forwarded caller obligations.
+        unsafe { release(node, true) };
         return;
     }
     // SAFETY: forwarded caller obligations.
-    unsafe { release(node) };
+    unsafe { release(node, false) };
 }
 
 /// Attaches the calling thread to a context: the slow path of a thread's
@@ -285,7 +295,7 @@ pub(crate) unsafe fn leave(node: &'static ContextNode, start: u32) {
         // - `node` serves this thread, and the caller gives it up;
         // - the outermost call just left it, so no call runs on it and no
         //   `LocalRef` into its locals is alive.
-        unsafe { release(node) };
+        unsafe { release(node, false) };
     }
 }
 
@@ -327,7 +337,7 @@ pub(crate) unsafe fn release_at_exit() {
         // - `node` serves this thread, which is exiting and never uses it
         //   again as its owner (a later call attaches per call);
         // - its depth is now 0 and no `LocalRef` is alive.
-        unsafe { release(node) };
+        unsafe { release(node, false) };
     }
 }
 
@@ -341,6 +351,8 @@ pub(crate) unsafe fn release_at_exit() {
 ///   as its owner afterwards (but for the next attach, if it is cached).
 /// - No call runs on it (its depth is 0), so no `LocalRef` into its locals
 ///   is alive.
+/// - `counted` says whether the caller already counted the release
+///   (`Context::releases`); it is counted exactly once.
 ///
 /// `extern "C"`, so that the compiler knows it does not unwind (a panic of
 /// a `Local::release` is caught inside): a per-call trampoline that calls
@@ -349,24 +361,28 @@ pub(crate) unsafe fn release_at_exit() {
 #[cold]
 #[inline(never)]
 #[allow(improper_ctypes_definitions, reason = "called from Rust only")]
-unsafe extern "C" fn release(node: &'static ContextNode) {
+unsafe extern "C" fn release(node: &'static ContextNode, mut counted: bool) {
     // SAFETY: this thread owns `node` (caller obligation).
     let after_exit = unsafe { node.value.after_exit() };
     // SAFETY: as above.
     if CACHES && !after_exit && !unsafe { node.value.locals.has_values() } {
+        // Counted before it is cached, as in `release_cached_static`.
+        if !counted {
+            node.value.releases.bump();
+            counted = true;
+        }
         // No `Local::release` to run, so nothing can come in between:
         // cache it with one compare-and-swap of the slot, which fails only
         // if the slot does not hold `node` (the key destructor detached it).
         // SAFETY: a tagged node of `CONTEXTS` is a slot value, cached for
         // this thread, which gives up the context until it takes it back.
         if unsafe { tls::claim(node, tagged(node)) }.is_ok() {
-            node.value.releases.bump();
             return;
         }
     }
     let attached = ptr::eq(tls::get(), node);
     // SAFETY: forwarded caller obligations.
-    unsafe { release_values(node, attached, after_exit) };
+    unsafe { release_values(node, attached, after_exit, counted) };
 }
 
 /// `release` of a context that has `#[local]` values, or that cannot be
@@ -376,11 +392,16 @@ unsafe extern "C" fn release(node: &'static ContextNode) {
 ///
 /// # Safety
 ///
-/// As for `release`; `attached` says whether the slot holds `node`, and
-/// `after_exit` is `node`'s.
+/// As for `release`; `attached` says whether the slot holds `node`,
+/// `after_exit` is `node`'s, and `counted` whether the release was counted.
 #[cold]
 #[inline(never)]
-unsafe fn release_values(node: &'static ContextNode, attached: bool, after_exit: bool) {
+unsafe fn release_values(
+    node: &'static ContextNode,
+    attached: bool,
+    after_exit: bool,
+    counted: bool,
+) {
     if attached {
         // SAFETY: null and `EXITED` are slot values.
         unsafe { tls::set(if after_exit { EXITED } else { ptr::null() }) };
@@ -388,7 +409,9 @@ unsafe fn release_values(node: &'static ContextNode, attached: bool, after_exit:
     // SAFETY: this thread owns the context and no `LocalRef` is alive
     // (caller obligations).
     unsafe { node.value.locals.release_all() };
-    node.value.releases.bump();
+    if !counted {
+        node.value.releases.bump();
+    }
     // Cached only if nothing attached meanwhile (a callback from `release`).
     if CACHES && attached && !after_exit && tls::get().is_null() {
         // SAFETY: a tagged node of `CONTEXTS` is a slot value, cached for

@@ -12,6 +12,15 @@
  *                                   without handler calls fills the free
  *                                   list, so no bind under the storm needs
  *                                   malloc (which a handler must not enter)
+ *   signals FIXTURE reentrant-per-call THREADS
+ *                                   THREADS threads that never bind make
+ *                                   1 000 `attach = per_call` calls each
+ *                                   under the storm, and SIGUSR1's handler
+ *                                   makes one too: the handler may run
+ *                                   while the interrupted call takes the
+ *                                   thread's cached context, runs on it, or
+ *                                   caches it again (after a first wave
+ *                                   that fills the free list, as above)
  *   signals FIXTURE gate THREADS    (FIXTURE_INIT=slow) THREADS threads are
  *                                   stormed while they wait at the init gate
  *
@@ -30,11 +39,14 @@ static fixture lib;
 static atomic_long usr1_handled, prof_handled, handler_calls;
 static atomic_int call_from_handler, wrong_results;
 
+/* 1: the handler calls `plain`; 2: it calls `plain_per_call`. */
 static void on_usr1(int sig) {
     (void)sig;
     atomic_fetch_add(&usr1_handled, 1);
-    if (atomic_load(&call_from_handler)) {
-        if (lib.plain(1) != 2) atomic_fetch_add(&wrong_results, 1);
+    int mode = atomic_load(&call_from_handler);
+    if (mode != 0) {
+        int32_t got = mode == 1 ? lib.plain(1) : lib.plain_per_call(1);
+        if (got != 2) atomic_fetch_add(&wrong_results, 1);
         atomic_fetch_add(&handler_calls, 1);
     }
 }
@@ -113,18 +125,64 @@ static void *first_calls(void *raw) {
     return NULL;
 }
 
-static long storm_waves(int threads);
+enum { PER_CALL_CALLS = 1000 };
+
+/* Never binds: every call attaches per call, from the thread's cache after
+ * the first. */
+static void *per_call_calls(void *raw) {
+    worker *w = raw;
+    sigset_t before;
+    choose_mask(w->index, &before);
+    pthread_barrier_wait(w->start);
+    for (int i = 0; i < PER_CALL_CALLS; i++) {
+        CALL_KEEPS_MASK(lib.plain_per_call(i), i + 1);
+    }
+    atomic_fetch_add(&calls_done, 1);
+    pthread_barrier_wait(w->hold);
+    return NULL;
+}
+
+static long storm_waves(int threads, void *(*work)(void *));
+
+static void per_call(int threads) {
+    CHECK(fixture_wait_init(&lib, 30) == 0, "init not ready");
+    /* Fill the free list, then let the handler call back. */
+    storm_waves(WAVE, first_calls);
+    atomic_store(&call_from_handler, 2);
+    fixture_stats_t before = fixture_wait_bound(&lib, 0, 10);
+    long kills = storm_waves(threads, per_call_calls);
+    atomic_store(&call_from_handler, 0);
+    fixture_stats_t after = fixture_wait_bound(&lib, 0, 10);
+    printf("threads=%d\nkills_sent=%ld\nhandler_calls=%ld\n", threads, kills,
+           atomic_load(&handler_calls));
+    printf("mask_changes=%d\nwrong_results=%d\n", atomic_load(&mask_changes),
+           atomic_load(&wrong_results));
+    printf("contexts_created_during_run=%" PRIu64 "\n",
+           after.contexts_created - before.contexts_created);
+    fixture_print_stats("", &after);
+    CHECK(atomic_load(&wrong_results) == 0, "%d calls returned a wrong value",
+          atomic_load(&wrong_results));
+    CHECK(atomic_load(&mask_changes) == 0, "%d calls changed the caller's signal mask",
+          atomic_load(&mask_changes));
+    CHECK(atomic_load(&handler_calls) > 0, "no handler called back");
+    CHECK(after.contexts_bound == 0, "%" PRIu64 " contexts bound at the end",
+          after.contexts_bound);
+    /* Every attach is released: as many releases as binds. */
+    CHECK(after.binds - before.binds == after.releases - before.releases,
+          "%" PRIu64 " attaches but %" PRIu64 " releases", after.binds - before.binds,
+          after.releases - before.releases);
+}
 
 static void binds(int threads, int reentrant) {
     CHECK(fixture_wait_init(&lib, 30) == 0, "init not ready");
     if (reentrant) {
         /* Fill the free list, then let the handler call back. */
-        storm_waves(WAVE);
+        storm_waves(WAVE, first_calls);
         atomic_store(&call_from_handler, 1);
     }
     fixture_stats_t before = fixture_wait_bound(&lib, 0, 10);
     double started = fixture_now();
-    long kills = storm_waves(threads);
+    long kills = storm_waves(threads, first_calls);
     atomic_store(&call_from_handler, 0);
     double elapsed = fixture_now() - started;
     fixture_stats_t after = fixture_wait_bound(&lib, 0, 10);
@@ -146,9 +204,9 @@ static void binds(int threads, int reentrant) {
           after.contexts_bound);
 }
 
-/* THREADS threads in waves of WAVE make their first calls under the storm;
- * returns how many signals were sent. */
-static long storm_waves(int threads) {
+/* THREADS threads in waves of WAVE run `work` (their first calls, say)
+ * under the storm; returns how many signals were sent. */
+static long storm_waves(int threads, void *(*work)(void *)) {
     prof_timer(200);
     worker workers[WAVE];
     pthread_t ids[WAVE];
@@ -164,7 +222,7 @@ static long storm_waves(int threads) {
         atomic_store(&calls_done, 0);
         for (int i = 0; i < n; i++) {
             workers[i] = (worker){.index = done + i, .start = &start, .hold = &hold};
-            ids[i] = fixture_spawn(first_calls, &workers[i], 256 * 1024);
+            ids[i] = fixture_spawn(work, &workers[i], 256 * 1024);
             for (int j = 0; j <= i; j++, kills++) pthread_kill(ids[j], SIGUSR1);
         }
         double deadline = fixture_now() + 30;
@@ -245,6 +303,8 @@ int main(int argc, char **argv) {
         binds(threads, 0);
     } else if (strcmp(mode, "reentrant-binds") == 0) {
         binds(threads, 1);
+    } else if (strcmp(mode, "reentrant-per-call") == 0) {
+        per_call(threads);
     } else if (strcmp(mode, "gate") == 0) {
         gate(threads);
     } else {
