@@ -112,6 +112,17 @@ fn pthread_exit_inside_a_callback_releases_the_context() {
     ends_inside_a_callback("exit");
 }
 
+/// The same through each way into the trampoline, so that no call site of
+/// it stops the unwind in a release build: the thread's first call (the
+/// out-of-line path that binds it), a call whose fast path finds the
+/// `#[local]` value it remembers, and a call nested in another callback.
+#[test]
+fn pthread_exit_inside_a_callback_by_every_path_releases_the_context() {
+    for mode in ["exit-first", "exit-remembered", "exit-nested"] {
+        ends_inside_a_callback(mode);
+    }
+}
+
 #[test]
 fn deferred_cancel_inside_a_callback_releases_the_context() {
     ends_inside_a_callback("cancel");

@@ -19,6 +19,15 @@
  *                                      outermost return releases it)
  *   abandon FIXTURE exit THREADS       pthread_exit in C code nested in a
  *                                      callback that holds the Token
+ *   abandon FIXTURE exit-first THREADS
+ *                                      the same in the thread's first call
+ *                                      (it binds the thread)
+ *   abandon FIXTURE exit-remembered THREADS
+ *                                      the same after a call of the same
+ *                                      callback, whose fast path finds the
+ *                                      Token it remembers
+ *   abandon FIXTURE exit-nested THREADS
+ *                                      the same in a call nested in `nest`
  *   abandon FIXTURE exit-per-call THREADS
  *                                      pthread_exit in C code nested in an
  *                                      `attach = per_call` nest on a thread
@@ -41,7 +50,17 @@ static fixture lib;
 
 enum { WAVE = 8, CALLS_AFTER = 1000 };
 
-typedef enum { LONGJMP, LONGJMP_PER_CALL, EXIT, EXIT_PER_CALL, CANCEL, ASYNC_CANCEL } scenario;
+typedef enum {
+    LONGJMP,
+    LONGJMP_PER_CALL,
+    EXIT,
+    EXIT_FIRST,
+    EXIT_REMEMBERED,
+    EXIT_NESTED,
+    EXIT_PER_CALL,
+    CANCEL,
+    ASYNC_CANCEL
+} scenario;
 
 static _Thread_local jmp_buf *jump_point;
 static atomic_int inside[WAVE];
@@ -73,6 +92,13 @@ static int64_t spin_for_cancel(int32_t depth) {
     for (volatile unsigned long spin = 0;; spin++) {
     }
     return 0;
+}
+
+/* `hold_token` called from inside `nest`: a nested call that ends the
+ * thread. */
+static int64_t hold_token_exit_inside(int32_t depth) {
+    (void)depth;
+    return lib.hold_token(1, exit_inside);
 }
 
 /* Asks for the Token while an outer call holds it: -2 (the error). */
@@ -111,6 +137,12 @@ static int jump_out_of_nest_per_call(void) {
 static void *run_worker(void *raw) {
     worker *w = raw;
     slot = w->slot;
+    if (w->what == EXIT_FIRST) {
+        /* The thread's first call: the trampoline's path for an unbound
+         * thread. */
+        lib.hold_token(1, exit_inside);
+        return NULL; /* not reached */
+    }
     if (w->what == EXIT_PER_CALL) {
         /* Not bound: the nest attaches per call, and the thread ends in it. */
         lib.nest_per_call(1, exit_inside);
@@ -148,11 +180,19 @@ static void *run_worker(void *raw) {
         break;
     }
     case LONGJMP_PER_CALL:
+    case EXIT_FIRST:
     case EXIT_PER_CALL:
         break; /* handled above */
     case EXIT:
         lib.hold_token(1, exit_inside);
         return NULL; /* not reached */
+    case EXIT_REMEMBERED:
+        if (lib.hold_token(0, NULL) != token) return NULL;
+        lib.hold_token(1, exit_inside);
+        return NULL;
+    case EXIT_NESTED:
+        lib.nest(1, hold_token_exit_inside);
+        return NULL;
     case CANCEL:
         lib.hold_token(1, wait_for_cancel);
         return NULL;
@@ -190,7 +230,8 @@ static void run(scenario what, int threads) {
             if (what == CANCEL || what == ASYNC_CANCEL) {
                 CHECK(result == PTHREAD_CANCELED, "thread %d was not cancelled", done + i);
                 ended++;
-            } else if (what == EXIT || what == EXIT_PER_CALL) {
+            } else if (what == EXIT || what == EXIT_FIRST || what == EXIT_REMEMBERED ||
+                       what == EXIT_NESTED || what == EXIT_PER_CALL) {
                 ended++;
             } else {
                 CHECK(workers[i].ok, "thread %d: a call failed after the jump", done + i);
@@ -222,6 +263,12 @@ int main(int argc, char **argv) {
         what = LONGJMP_PER_CALL;
     } else if (strcmp(mode, "exit") == 0) {
         what = EXIT;
+    } else if (strcmp(mode, "exit-first") == 0) {
+        what = EXIT_FIRST;
+    } else if (strcmp(mode, "exit-remembered") == 0) {
+        what = EXIT_REMEMBERED;
+    } else if (strcmp(mode, "exit-nested") == 0) {
+        what = EXIT_NESTED;
     } else if (strcmp(mode, "exit-per-call") == 0) {
         what = EXIT_PER_CALL;
     } else if (strcmp(mode, "cancel") == 0) {
