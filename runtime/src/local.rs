@@ -17,8 +17,9 @@
 //! store that records the call itself ([`Locals::get_ready`],
 //! `Context::enter_idle_holding`): no store to the slot, whose address is
 //! known only after two dependent loads. The key already holds that entry
-//! word, so the fast path stores what it loaded from the key. The functions that must know
-//! whether a value is free take that index as `held`.
+//! word, so the fast path stores what it loaded from the key. The
+//! functions that must know whether a value is free take that index as
+//! `held`.
 //!
 //! That fast path also remembers the last value it found
 //! ([`Locals::get_ready`]): a callback called again and again finds its
@@ -427,8 +428,8 @@ impl Locals {
     /// otherwise. The value found is remembered (`last`), so the next call
     /// for the same type only compares the key's word. Nothing else is
     /// written: the caller stores the entry word in the context as the
-    /// call enters, which records the hold, and the call's leave ends it. The `LocalRef`
-    /// does nothing when dropped.
+    /// call enters, which records the hold, and the call's leave ends it.
+    /// The `LocalRef` does nothing when dropped.
     ///
     /// # Safety
     ///

@@ -157,16 +157,17 @@ pub(crate) unsafe fn release_cached_static(node: &'static ContextNode) {
         // handler finds `node` bound and idle, runs on it and leaves it so).
         // SAFETY: a tagged node of `CONTEXTS` is a slot value, cached for
         // this thread, which gives up the context until it takes it back.
-        if unsafe { tls::set_static(tagged(node)) } {
-            return;
+        unsafe {
+            if !tls::set_static(tagged(node)) {
+                // The fast path closed meanwhile: the same store, through
+                // the descriptor.
+                tls::set(tagged(node));
+            }
         }
-        // The fast path closed meanwhile: the out-of-line release, counted.
-        // SAFETY: forwarded caller obligations.
-        unsafe { release(node, true) };
         return;
     }
     // SAFETY: forwarded caller obligations.
-    unsafe { release(node, false) };
+    unsafe { release(node) };
 }
 
 /// Attaches the calling thread to a context: the slow path of a thread's
@@ -295,7 +296,7 @@ pub(crate) unsafe fn leave(node: &'static ContextNode, start: u32) {
         // - `node` serves this thread, and the caller gives it up;
         // - the outermost call just left it, so no call runs on it and no
         //   `LocalRef` into its locals is alive.
-        unsafe { release(node, false) };
+        unsafe { release(node) };
     }
 }
 
@@ -337,7 +338,7 @@ pub(crate) unsafe fn release_at_exit() {
         // - `node` serves this thread, which is exiting and never uses it
         //   again as its owner (a later call attaches per call);
         // - its depth is now 0 and no `LocalRef` is alive.
-        unsafe { release(node, false) };
+        unsafe { release(node) };
     }
 }
 
@@ -351,8 +352,6 @@ pub(crate) unsafe fn release_at_exit() {
 ///   as its owner afterwards (but for the next attach, if it is cached).
 /// - No call runs on it (its depth is 0), so no `LocalRef` into its locals
 ///   is alive.
-/// - `counted` says whether the caller already counted the release
-///   (`Context::releases`); it is counted exactly once.
 ///
 /// `extern "C"`, so that the compiler knows it does not unwind (a panic of
 /// a `Local::release` is caught inside): a per-call trampoline that calls
@@ -361,16 +360,15 @@ pub(crate) unsafe fn release_at_exit() {
 #[cold]
 #[inline(never)]
 #[allow(improper_ctypes_definitions, reason = "called from Rust only")]
-unsafe extern "C" fn release(node: &'static ContextNode, mut counted: bool) {
+unsafe extern "C" fn release(node: &'static ContextNode) {
+    // Counted first, while this call still owns `node`: as in
+    // `release_cached_static`, a cached context may be taken by a callback
+    // from a signal handler, which counts on it too.
+    node.value.releases.bump();
     // SAFETY: this thread owns `node` (caller obligation).
     let after_exit = unsafe { node.value.after_exit() };
     // SAFETY: as above.
     if CACHES && !after_exit && !unsafe { node.value.locals.has_values() } {
-        // Counted before it is cached, as in `release_cached_static`.
-        if !counted {
-            node.value.releases.bump();
-            counted = true;
-        }
         // No `Local::release` to run, so nothing can come in between:
         // cache it with one compare-and-swap of the slot, which fails only
         // if the slot does not hold `node` (the key destructor detached it).
@@ -382,7 +380,7 @@ unsafe extern "C" fn release(node: &'static ContextNode, mut counted: bool) {
     }
     let attached = ptr::eq(tls::get(), node);
     // SAFETY: forwarded caller obligations.
-    unsafe { release_values(node, attached, after_exit, counted) };
+    unsafe { release_values(node, attached, after_exit) };
 }
 
 /// `release` of a context that has `#[local]` values, or that cannot be
@@ -392,16 +390,11 @@ unsafe extern "C" fn release(node: &'static ContextNode, mut counted: bool) {
 ///
 /// # Safety
 ///
-/// As for `release`; `attached` says whether the slot holds `node`,
-/// `after_exit` is `node`'s, and `counted` whether the release was counted.
+/// As for `release`, which counted the release; `attached` says whether
+/// the slot holds `node`, and `after_exit` is `node`'s.
 #[cold]
 #[inline(never)]
-unsafe fn release_values(
-    node: &'static ContextNode,
-    attached: bool,
-    after_exit: bool,
-    counted: bool,
-) {
+unsafe fn release_values(node: &'static ContextNode, attached: bool, after_exit: bool) {
     if attached {
         // SAFETY: null and `EXITED` are slot values.
         unsafe { tls::set(if after_exit { EXITED } else { ptr::null() }) };
@@ -409,9 +402,6 @@ unsafe fn release_values(
     // SAFETY: this thread owns the context and no `LocalRef` is alive
     // (caller obligations).
     unsafe { node.value.locals.release_all() };
-    if !counted {
-        node.value.releases.bump();
-    }
     // Cached only if nothing attached meanwhile (a callback from `release`).
     if CACHES && attached && !after_exit && tls::get().is_null() {
         // SAFETY: a tagged node of `CONTEXTS` is a slot value, cached for
