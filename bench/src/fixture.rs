@@ -303,31 +303,21 @@ fn tls_place(path: &Path, base: *const u8) -> Result<Option<TlsPlace>, String> {
         return Ok(None);
     }
     let elf = Elf::read(path)?;
-    // e_shoff, e_shentsize and e_shnum; sh_type, sh_offset, sh_size and
-    // sh_entsize; r_offset and r_info of each `Elf64_Rela`.
-    let (table, entry, count) = (elf.u64_at(0x28)?, elf.u16_at(0x3a)?, elf.u16_at(0x3c)?);
-    for i in 0..count {
-        let section = table + i * entry;
-        if elf.u32_at(section + 4)? != SHT_RELA {
+    // r_offset and r_info of each `Elf64_Rela`.
+    for (_, rela) in elf.entries(SHT_RELA)? {
+        if elf.u32_at(rela + 8)? != R_X86_64_TLSDESC {
             continue;
         }
-        let (start, size) = (elf.u64_at(section + 0x18)?, elf.u64_at(section + 0x20)?);
-        let step = elf.u64_at(section + 0x38)?.max(1);
-        for rela in (start..start + size).step_by(usize::try_from(step).map_err(|_| elf.bad())?) {
-            if elf.u32_at(rela + 8)? != R_X86_64_TLSDESC {
-                continue;
-            }
-            let offset = usize::try_from(elf.u64_at(rela)?).map_err(|_| elf.bad())?;
-            // SAFETY: the descriptor is two words at `r_offset` in the
-            // loaded library (its GOT), which glibc filled at load and
-            // which stays mapped: the library is never unloaded.
-            let argument = unsafe { base.add(offset).cast::<isize>().add(1).read_unaligned() };
-            return Ok(Some(if argument < 0 {
-                TlsPlace::Static
-            } else {
-                TlsPlace::Dynamic
-            }));
-        }
+        let offset = usize::try_from(elf.u64_at(rela)?).map_err(|_| elf.bad())?;
+        // SAFETY: the descriptor is two words at `r_offset` in the loaded
+        // library (its GOT), which glibc filled at load and which stays
+        // mapped: the library is never unloaded.
+        let argument = unsafe { base.add(offset).cast::<isize>().add(1).read_unaligned() };
+        return Ok(Some(if argument < 0 {
+            TlsPlace::Static
+        } else {
+            TlsPlace::Dynamic
+        }));
     }
     Ok(None)
 }
@@ -345,29 +335,19 @@ pub fn fast_path_word(path: &Path) -> Result<Option<isize>, String> {
     }
     let library = Library::open(path)?;
     let elf = Elf::read(path)?;
-    // e_shoff, e_shentsize and e_shnum; sh_type, sh_link, sh_offset,
-    // sh_size and sh_entsize; st_name and st_value of each `Elf64_Sym`.
-    let (table, entry, count) = (elf.u64_at(0x28)?, elf.u16_at(0x3a)?, elf.u16_at(0x3c)?);
-    for i in 0..count {
-        let section = table + i * entry;
-        if elf.u32_at(section + 4)? != SHT_SYMTAB {
+    // sh_link of the symbol table (its string table); st_name and st_value
+    // of each `Elf64_Sym`.
+    for (section, symbol) in elf.entries(SHT_SYMTAB)? {
+        let name = elf.section_offset(elf.u32_at(section + 0x28)?)? + elf.u32_at(symbol)?;
+        if !elf.has_at(name, WORD) {
             continue;
         }
-        let names = elf.u64_at(table + elf.u32_at(section + 0x28)? * entry + 0x18)?;
-        let (start, size) = (elf.u64_at(section + 0x18)?, elf.u64_at(section + 0x20)?);
-        let step = elf.u64_at(section + 0x38)?.max(1);
-        for symbol in (start..start + size).step_by(usize::try_from(step).map_err(|_| elf.bad())?) {
-            let name = names + elf.u32_at(symbol)?;
-            if !elf.has_at(name, WORD) {
-                continue;
-            }
-            let offset = usize::try_from(elf.u64_at(symbol + 8)?).map_err(|_| elf.bad())?;
-            // SAFETY: the symbol is callgate's aligned 8-byte word in the
-            // loaded library, which stays mapped (it is never unloaded); an
-            // aligned load, which the runtime's atomic stores make whole.
-            let word = unsafe { library.base()?.add(offset).cast::<isize>().read_volatile() };
-            return Ok(Some(word));
-        }
+        let offset = usize::try_from(elf.u64_at(symbol + 8)?).map_err(|_| elf.bad())?;
+        // SAFETY: the symbol is callgate's aligned 8-byte word in the loaded
+        // library, which stays mapped (it is never unloaded); an aligned
+        // load, which the runtime's atomic stores make whole.
+        let word = unsafe { library.base()?.add(offset).cast::<isize>().read_volatile() };
+        return Ok(Some(word));
     }
     Ok(None)
 }
@@ -402,6 +382,33 @@ impl<'a> Elf<'a> {
             .and_then(|at| self.bytes.get(at..at.checked_add(N)?))
             .map(|bytes| bytes.try_into().expect("N bytes"))
             .ok_or_else(|| self.bad())
+    }
+
+    /// The file offset of section `index`'s contents (`sh_offset`; the
+    /// section table is at `e_shoff`, `e_shentsize` bytes an entry).
+    fn section_offset(&self, index: u64) -> Result<u64, String> {
+        let (table, entry) = (self.u64_at(0x28)?, self.u16_at(0x3a)?);
+        self.u64_at(table + index * entry + 0x18)
+    }
+
+    /// The entries of every section of type `sh_type`, as pairs of the
+    /// section header's file offset and the entry's (`e_shoff`,
+    /// `e_shentsize` and `e_shnum`; `sh_type`, `sh_offset`, `sh_size` and
+    /// `sh_entsize`).
+    fn entries(&self, sh_type: u64) -> Result<Vec<(u64, u64)>, String> {
+        let (table, entry, count) = (self.u64_at(0x28)?, self.u16_at(0x3a)?, self.u16_at(0x3c)?);
+        let mut entries = Vec::new();
+        for i in 0..count {
+            let section = table + i * entry;
+            if self.u32_at(section + 4)? != sh_type {
+                continue;
+            }
+            let (start, size) = (self.u64_at(section + 0x18)?, self.u64_at(section + 0x20)?);
+            let step =
+                usize::try_from(self.u64_at(section + 0x38)?.max(1)).map_err(|_| self.bad())?;
+            entries.extend((start..start + size).step_by(step).map(|at| (section, at)));
+        }
+        Ok(entries)
     }
 
     /// True when the file holds `bytes` at `at`.
