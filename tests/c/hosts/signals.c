@@ -144,6 +144,17 @@ static void *per_call_calls(void *raw) {
 
 static long storm_waves(int threads, void *(*work)(void *));
 
+/* Prints the counts every storm checks, and checks them: every call
+ * returned the right value and kept the caller's mask. */
+static void check_calls(void) {
+    printf("mask_changes=%d\nwrong_results=%d\n", atomic_load(&mask_changes),
+           atomic_load(&wrong_results));
+    CHECK(atomic_load(&wrong_results) == 0, "%d calls returned a wrong value",
+          atomic_load(&wrong_results));
+    CHECK(atomic_load(&mask_changes) == 0, "%d calls changed the caller's signal mask",
+          atomic_load(&mask_changes));
+}
+
 static void per_call(int threads) {
     CHECK(fixture_wait_init(&lib, 30) == 0, "init not ready");
     /* Fill the free list, then let the handler call back. */
@@ -155,15 +166,10 @@ static void per_call(int threads) {
     fixture_stats_t after = fixture_wait_bound(&lib, 0, 10);
     printf("threads=%d\nkills_sent=%ld\nhandler_calls=%ld\n", threads, kills,
            atomic_load(&handler_calls));
-    printf("mask_changes=%d\nwrong_results=%d\n", atomic_load(&mask_changes),
-           atomic_load(&wrong_results));
     printf("contexts_created_during_run=%" PRIu64 "\n",
            after.contexts_created - before.contexts_created);
     fixture_print_stats("", &after);
-    CHECK(atomic_load(&wrong_results) == 0, "%d calls returned a wrong value",
-          atomic_load(&wrong_results));
-    CHECK(atomic_load(&mask_changes) == 0, "%d calls changed the caller's signal mask",
-          atomic_load(&mask_changes));
+    check_calls();
     CHECK(atomic_load(&handler_calls) > 0, "no handler called back");
     CHECK(after.contexts_bound == 0, "%" PRIu64 " contexts bound at the end",
           after.contexts_bound);
@@ -189,13 +195,8 @@ static void binds(int threads, int reentrant) {
     printf("threads=%d\nseconds=%.3f\nkills_sent=%ld\n", threads, elapsed, kills);
     printf("sigusr1_handled=%ld\nsigprof_handled=%ld\nhandler_calls=%ld\n",
            atomic_load(&usr1_handled), atomic_load(&prof_handled), atomic_load(&handler_calls));
-    printf("mask_changes=%d\nwrong_results=%d\n", atomic_load(&mask_changes),
-           atomic_load(&wrong_results));
     fixture_print_stats("", &after);
-    CHECK(atomic_load(&wrong_results) == 0, "%d calls returned a wrong value",
-          atomic_load(&wrong_results));
-    CHECK(atomic_load(&mask_changes) == 0, "%d calls changed the caller's signal mask",
-          atomic_load(&mask_changes));
+    check_calls();
     CHECK(atomic_load(&usr1_handled) > 0, "no SIGUSR1 was handled: no storm");
     CHECK(!reentrant || atomic_load(&handler_calls) > 0, "no handler called back");
     CHECK(after.binds - before.binds == (uint64_t)threads, "%" PRIu64 " binds for %d threads",
