@@ -90,10 +90,18 @@ typedef struct {
  * same machine. Returns 0 (aborts if a thread cannot be created). */
 int bench_scaling_pair(bench_scaling *spec);
 
-/* Creates and joins `threads` pthreads one after another; each times its
- * first call of `fn(0)` and stores the nanoseconds in `first_ns[i]`. Returns
- * how many of those calls did not return 1, or -1 on a pthread failure. */
-int bench_first_calls(bench_int_fn fn, int threads, int64_t *first_ns);
+/* For each of `threads` rounds, creates and joins one pthread per function
+ * of `fns`, one after another; each times its first call of `fns[k](0)` and
+ * stores the nanoseconds in `first_ns[k * threads + i]`. Returns how many of
+ * those calls did not return 1, or -1 on a pthread failure. */
+int bench_first_calls(const bench_int_fn *fns, int count, int threads, int64_t *first_ns);
+
+/* `x + 1`, after doing in C what a thread's first callback does at the
+ * least: read a thread-local slot, pop a context from a lock-free list
+ * (allocating one if it is empty), register it with a pthread key whose
+ * destructor pushes it back, and store it in the slot. The reference for
+ * `first_call_ns`. */
+int32_t bench_c_bind(int32_t x);
 
 /* Creates and joins `threads` pthreads one after another, each calling
  * `fn(0)` once, and stores the total nanoseconds in `*total_ns`. Returns how

@@ -166,10 +166,19 @@ unsafe extern "C" {
     // Safe to call: it takes and returns a plain integer and touches no
     // memory.
     safe fn bench_calibration(x: i32) -> i32;
+    // Safe to call: it takes and returns a plain integer, and the memory it
+    // touches is its own.
+    /// `x + 1` after a first call's least work, in C (see `bench.h`).
+    pub safe fn bench_c_bind(x: i32) -> i32;
     fn bench_scaling_pair(spec: *mut BenchScaling) -> c_int;
     fn bench_interleaved(blocks: *mut BenchBlock, count: c_int, cycles: c_int) -> c_int;
     fn bench_call_loop(spec: *const BenchLoop, result: *mut BenchLoopResult) -> c_int;
-    fn bench_first_calls(cb: IntFn, threads: c_int, first_ns: *mut i64) -> c_int;
+    fn bench_first_calls(
+        fns: *const IntFn,
+        count: c_int,
+        threads: c_int,
+        first_ns: *mut i64,
+    ) -> c_int;
     fn bench_churn(cb: IntFn, threads: c_int, total_ns: *mut i64) -> c_int;
 }
 
@@ -332,21 +341,26 @@ pub fn scaling(name: &str, cb: IntFn, calls: i64, cycles: usize) -> Scaling {
     }
 }
 
-/// Creates and joins `threads` pthreads one after another; returns how long
-/// each one's first call of `cb` took, in nanoseconds.
-pub fn first_calls(name: &str, cb: IntFn, threads: usize) -> Vec<f64> {
-    let mut first_ns = vec![0_i64; threads];
-    // SAFETY: `first_ns` has room for `threads` values; `cb` is a valid
-    // callback.
+/// For each of `threads` rounds, creates and joins one pthread per callback
+/// of `cbs`, one after another (so the callbacks take turns); returns how
+/// long each thread's first call took, in nanoseconds, per callback.
+pub fn first_calls(name: &str, cbs: &[IntFn], threads: usize) -> Vec<Vec<f64>> {
+    let mut first_ns = vec![0_i64; threads * cbs.len()];
+    // SAFETY: `first_ns` has room for `threads` values per callback; the
+    // callbacks are valid.
     let wrong = unsafe {
         bench_first_calls(
-            cb,
+            cbs.as_ptr(),
+            c_int::try_from(cbs.len()).expect("callback count fits in int"),
             c_int::try_from(threads).expect("thread count fits in int"),
             first_ns.as_mut_ptr(),
         )
     };
     check_single_calls(name, wrong);
-    first_ns.into_iter().map(|ns| ns as f64).collect()
+    first_ns
+        .chunks(threads)
+        .map(|ns| ns.iter().map(|&ns| ns as f64).collect())
+        .collect()
 }
 
 /// Creates `threads` pthreads one after another, each calling `cb` once

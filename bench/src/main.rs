@@ -721,6 +721,12 @@ fn checks(
             Some(Target::AtMost(FIRST_CALL_TARGET_NS)),
             &|p| median("first_call_ns", p),
         ),
+        figure("first_call.c_bind_ns", " ns", None, &|p| {
+            median("first_call.c_bind_ns", p)
+        }),
+        figure("first_call.raw_ns", " ns", None, &|p| {
+            median("first_call.raw_ns", p)
+        }),
     ];
     if !placements.is_empty() {
         checks.push(Check {

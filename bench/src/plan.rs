@@ -19,7 +19,7 @@ const FIRST_CALL_THREADS: usize = 200;
 const CHURN_THREADS: usize = 400;
 
 /// The rows measured for every [`Place`], in report order: key and unit.
-const PLACE_ROWS: [(&str, &str); 22] = [
+const PLACE_ROWS: [(&str, &str); 24] = [
     ("cthread.raw_ns", "ns"),
     ("cthread.raw_cstr_ns", "ns"),
     ("cthread.bound_ns", "ns"),
@@ -42,6 +42,8 @@ const PLACE_ROWS: [(&str, &str); 22] = [
     ("churn.create_join_us", "µs/thread"),
     ("churn.create_callback_join_us", "µs/thread"),
     ("first_call_ns", "ns"),
+    ("first_call.raw_ns", "ns"),
+    ("first_call.c_bind_ns", "ns"),
 ];
 
 /// The calibration row's key: a fixed chain of dependent additions in C,
@@ -154,8 +156,9 @@ enum Probe {
     /// Calls per second of one thread and of two, in alternating blocks of
     /// this many calls per thread.
     Scaling(IntFn, i64),
-    /// Mean nanoseconds of a new thread's first call.
-    FirstCall(IntFn),
+    /// Mean nanoseconds of a new thread's first call, per callback; the
+    /// callbacks take turns, thread by thread.
+    FirstCalls(Vec<IntFn>),
     /// Microseconds per thread to create it, make one call, exit and join.
     Churn(IntFn),
 }
@@ -214,10 +217,10 @@ impl Job {
                 let rates = harness::scaling(&name, cb, calls, cycles);
                 vec![rates.one_thread, rates.two_threads]
             }
-            &Probe::FirstCall(cb) => {
-                let firsts = harness::first_calls(&name, cb, FIRST_CALL_THREADS);
-                vec![firsts.iter().sum::<f64>() / firsts.len() as f64]
-            }
+            Probe::FirstCalls(cbs) => harness::first_calls(&name, cbs, FIRST_CALL_THREADS)
+                .iter()
+                .map(|firsts| firsts.iter().sum::<f64>() / firsts.len() as f64)
+                .collect(),
             &Probe::Churn(cb) => {
                 let ns = harness::churn(&name, cb, CHURN_THREADS);
                 vec![ns / CHURN_THREADS as f64 / 1000.0]
@@ -390,9 +393,15 @@ pub fn plan(
             probe: Probe::Churn(c.bound),
             rows: vec![row("churn.create_callback_join_us")],
         });
+        // The raw function and the same work in C beside the callback.
+        let c_bind: IntFn = harness::bench_c_bind;
         jobs.push(Job {
-            probe: Probe::FirstCall(c.bound),
-            rows: vec![row("first_call_ns")],
+            probe: Probe::FirstCalls(vec![c.bound, c.raw, c_bind]),
+            rows: vec![
+                row("first_call_ns"),
+                row("first_call.raw_ns"),
+                row("first_call.c_bind_ns"),
+            ],
         });
     }
     if let Some(c) = dynamic_tls {
@@ -425,7 +434,7 @@ pub fn plan(
             rows: vec![churn],
         });
         jobs.push(Job {
-            probe: Probe::FirstCall(go),
+            probe: Probe::FirstCalls(vec![go]),
             rows: vec![first_call],
         });
     }

@@ -53,7 +53,19 @@ const CACHED_TAG: usize = 1 << (usize::BITS - 1);
 /// The context serving this thread, if any: the fast path.
 #[inline(always)]
 pub(crate) fn current() -> Option<&'static ContextNode> {
-    let node = tls::get();
+    serving(tls::get())
+}
+
+/// [`current`] for the paths off the fast path: reads the slot with
+/// [`tls::get_cold`].
+#[inline]
+pub(crate) fn current_cold() -> Option<&'static ContextNode> {
+    serving(tls::get_cold())
+}
+
+/// The context that the slot's `value` is, if it serves this thread.
+#[inline(always)]
+fn serving(node: *const ContextNode) -> Option<&'static ContextNode> {
     if !serves(node) {
         return None;
     }
@@ -180,10 +192,12 @@ pub(crate) unsafe fn release_cached_static(node: &'static ContextNode) {
 /// thread while this one is popping a context, the slot is claimed with a
 /// compare-and-swap, so exactly one context ends up bound: the loser's
 /// context goes straight back to the free list.
-#[cold]
-#[inline(never)]
+///
+/// Off the fast path already (its one caller, `boundary::arrive`, is
+/// cold), so inlined there: one call and one frame less on a first call.
+#[inline]
 pub(crate) fn attach(attach: AttachMode) -> &'static ContextNode {
-    let seen = tls::get();
+    let seen = tls::get_cold();
     if attach == AttachMode::PerCall {
         if let Some(node) = cached(seen) {
             // Its last attachment was per call on this very thread: its
@@ -274,7 +288,7 @@ fn new_context() -> &'static ContextNode {
 /// released since: start over (rare, so a plain recursion).
 #[cold]
 fn attach_again(mode: AttachMode) -> &'static ContextNode {
-    attach_slow(mode, tls::get())
+    attach_slow(mode, tls::get_cold())
 }
 
 /// A call returned on `node`'s thread; releases it if it was the outermost
@@ -316,7 +330,7 @@ pub(crate) unsafe fn leave(node: &'static ContextNode, start: u32) {
 ///
 /// Runs on the exiting thread, from its key destructor.
 pub(crate) unsafe fn release_at_exit() {
-    let seen = tls::get();
+    let seen = tls::get_cold();
     // First: a callback that a `Local::release` below makes is served per
     // call, and nothing is cached from now on.
     // SAFETY: `EXITED` is one of the slot's values.
@@ -378,7 +392,7 @@ unsafe extern "C" fn release(node: &'static ContextNode) {
             return;
         }
     }
-    let attached = ptr::eq(tls::get(), node);
+    let attached = ptr::eq(tls::get_cold(), node);
     // SAFETY: forwarded caller obligations.
     unsafe { release_values(node, attached, after_exit) };
 }
@@ -403,7 +417,7 @@ unsafe fn release_values(node: &'static ContextNode, attached: bool, after_exit:
     // (caller obligations).
     unsafe { node.value.locals.release_all() };
     // Cached only if nothing attached meanwhile (a callback from `release`).
-    if CACHES && attached && !after_exit && tls::get().is_null() {
+    if CACHES && attached && !after_exit && tls::get_cold().is_null() {
         // SAFETY: a tagged node of `CONTEXTS` is a slot value, cached for
         // this thread, which gives up the context until it takes it back.
         unsafe { tls::set(tagged(node)) };

@@ -96,6 +96,16 @@ pub(crate) fn get() -> *const ContextNode {
     imp::get()
 }
 
+/// The calling thread's slot, for the paths off the fast path: read at the
+/// static offset while it is recorded, which saves the descriptor's call
+/// (and the cache lines of its code and of the descriptor), else as [`get`]
+/// does. Not for the fast paths of targets without a static offset, where
+/// the check would only add to [`get`].
+#[inline]
+pub(crate) fn get_cold() -> *const ContextNode {
+    get_static().unwrap_or_else(get)
+}
+
 /// True when the slot can be read at a static offset ([`get_static`]),
 /// which also stands for the init gate; false where the fast path reads
 /// the gate and then [`get`].

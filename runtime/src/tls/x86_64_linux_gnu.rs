@@ -58,6 +58,10 @@
 //! Anything else (dynamic TLS, another resolver) keeps the word at 0, and
 //! every call takes the descriptor path.
 //!
+//! Off the fast path, [`claim`] and the reads of `tls::get_cold` use the
+//! recorded offset too: no call into the resolver, whose code and
+//! descriptor a new thread's first call would otherwise fetch.
+//!
 //! ## Atomic orderings
 //!
 //! The word doubles as the init gate's fast path (see `init`): it is
@@ -186,30 +190,48 @@ pub(super) fn set(value: *const ContextNode) {
 
 /// `cmpxchg` without `lock`: atomic with respect to signal handlers on
 /// this thread (an instruction is never interrupted halfway), and no other
-/// thread touches the slot.
+/// thread touches the slot. At the static offset while it is recorded (no
+/// call), else through the descriptor.
 #[inline]
 pub(super) fn claim(
     expected: *const ContextNode,
     value: *const ContextNode,
 ) -> Result<(), *const ContextNode> {
+    let offset = recorded_offset();
     let found: *const ContextNode;
-    // SAFETY: compares and writes this thread's slot (see `get`); only this
-    // thread ever accesses it.
-    // The resolver leaves the slot's offset in `rax`, which `cmpxchg` needs
-    // for the expected value: the offset moves to another register first.
-    unsafe {
-        with_slot_offset!(
-            "mov {offset}, rax\n\
-             mov rax, {expected}\n\
-             cmpxchg qword ptr fs:[{offset}], {value}",
-            [
-                offset = out(reg) _,
-                expected = in(reg) expected,
+    if offset != 0 {
+        // SAFETY: a non-zero offset is the slot's in every thread (see
+        // `get_static`): this compares and writes the calling thread's
+        // slot, which only this thread accesses.
+        unsafe {
+            asm!(
+                "cmpxchg qword ptr fs:[{offset}], {value}",
+                offset = in(reg) offset,
                 value = in(reg) value,
-                out("rax") found,
-            ],
-            []
-        );
+                inout("rax") expected => found,
+                options(nostack),
+            );
+        }
+    } else {
+        // SAFETY: compares and writes this thread's slot (see `get`); only
+        // this thread ever accesses it.
+        // The resolver leaves the slot's offset in `rax`, which `cmpxchg`
+        // needs for the expected value: the offset moves to another
+        // register first.
+        unsafe {
+            with_slot_offset!(
+                "mov {offset}, rax\n\
+                 mov rax, {expected}\n\
+                 cmpxchg qword ptr fs:[{offset}], {value}",
+                [
+                    offset = out(reg) _,
+                    expected = in(reg) expected,
+                    value = in(reg) value,
+                    out("rax") found,
+                ],
+                []
+            );
+        }
     }
     if found == expected {
         Ok(())
