@@ -254,7 +254,10 @@ static void *one_call(void *raw) {
 int bench_first_calls(const bench_int_fn *fns, int count, int threads, int64_t *first_ns) {
     int wrong = 0;
     for (int i = 0; i < threads; i++) {
-        for (int k = 0; k < count; k++) {
+        /* Each round starts with the next function, so none always follows
+         * the same one. */
+        for (int turn = 0; turn < count; turn++) {
+            int k = (i + turn) % count;
             single_call job = {.fn = fns[k]};
             pthread_t id;
             if (pthread_create(&id, NULL, timed_first_call, &job) != 0) return -1;

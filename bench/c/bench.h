@@ -91,7 +91,8 @@ typedef struct {
 int bench_scaling_pair(bench_scaling *spec);
 
 /* For each of `threads` rounds, creates and joins one pthread per function
- * of `fns`, one after another; each times its first call of `fns[k](0)` and
+ * of `fns`, one after another (round i starts with `fns[i % count]`); each
+ * times its first call of `fns[k](0)` and
  * stores the nanoseconds in `first_ns[k * threads + i]`. Returns how many of
  * those calls did not return 1, or -1 on a pthread failure. */
 int bench_first_calls(const bench_int_fn *fns, int count, int threads, int64_t *first_ns);
