@@ -299,7 +299,7 @@ extern "C" fn call_slow<R>(
     on_panic: impl FnOnce() -> R,
     body: impl FnOnce(&Frame) -> Result<R, Failure>,
 ) -> R {
-    let node = match thread::current_cold() {
+    let node = match thread::current() {
         // Bound, past the gate: a nested call, or every call where the
         // slot has no static offset.
         Some(node) if site.gate == GatePolicy::Skip || init::GATE.is_ready() => {
@@ -430,7 +430,7 @@ fn arrive(site: &Site) -> Result<&'static ContextNode, Box<Failure>> {
         }
     }
     init::open_fast_path();
-    Ok(match thread::current_cold() {
+    Ok(match thread::current() {
         Some(node) => node,
         None => thread::attach(site.attach),
     })

@@ -53,19 +53,7 @@ const CACHED_TAG: usize = 1 << (usize::BITS - 1);
 /// The context serving this thread, if any: the fast path.
 #[inline(always)]
 pub(crate) fn current() -> Option<&'static ContextNode> {
-    serving(tls::get())
-}
-
-/// [`current`] for the paths off the fast path: reads the slot with
-/// [`tls::get_cold`].
-#[inline]
-pub(crate) fn current_cold() -> Option<&'static ContextNode> {
-    serving(tls::get_cold())
-}
-
-/// The context that the slot's `value` is, if it serves this thread.
-#[inline(always)]
-fn serving(node: *const ContextNode) -> Option<&'static ContextNode> {
+    let node = tls::get();
     if !serves(node) {
         return None;
     }
@@ -164,18 +152,14 @@ pub(crate) unsafe fn release_cached_static(node: &'static ContextNode) {
         // count on it, and the count's load and store must not straddle
         // that (it is not one instruction in every build).
         node.value.releases.bump();
-        // A plain store: the slot holds `node`, and nothing that interrupts
-        // this thread here changes that for good (a callback from a signal
-        // handler finds `node` bound and idle, runs on it and leaves it so).
+        // A plain store (at the static offset; through the descriptor if
+        // the fast path closed meanwhile): the slot holds `node`, and
+        // nothing that interrupts this thread here changes that for good (a
+        // callback from a signal handler finds `node` bound and idle, runs
+        // on it and leaves it so).
         // SAFETY: a tagged node of `CONTEXTS` is a slot value, cached for
         // this thread, which gives up the context until it takes it back.
-        unsafe {
-            if !tls::set_static(tagged(node)) {
-                // The fast path closed meanwhile: the same store, through
-                // the descriptor.
-                tls::set(tagged(node));
-            }
-        }
+        unsafe { tls::set(tagged(node)) };
         return;
     }
     // SAFETY: forwarded caller obligations.
@@ -197,7 +181,7 @@ pub(crate) unsafe fn release_cached_static(node: &'static ContextNode) {
 /// cold), so inlined there: one call and one frame less on a first call.
 #[inline]
 pub(crate) fn attach(attach: AttachMode) -> &'static ContextNode {
-    let seen = tls::get_cold();
+    let seen = tls::get();
     if attach == AttachMode::PerCall {
         if let Some(node) = cached(seen) {
             // Its last attachment was per call on this very thread: its
@@ -288,7 +272,7 @@ fn new_context() -> &'static ContextNode {
 /// released since: start over (rare, so a plain recursion).
 #[cold]
 fn attach_again(mode: AttachMode) -> &'static ContextNode {
-    attach_slow(mode, tls::get_cold())
+    attach_slow(mode, tls::get())
 }
 
 /// A call returned on `node`'s thread; releases it if it was the outermost
@@ -330,7 +314,7 @@ pub(crate) unsafe fn leave(node: &'static ContextNode, start: u32) {
 ///
 /// Runs on the exiting thread, from its key destructor.
 pub(crate) unsafe fn release_at_exit() {
-    let seen = tls::get_cold();
+    let seen = tls::get();
     // First: a callback that a `Local::release` below makes is served per
     // call, and nothing is cached from now on.
     // SAFETY: `EXITED` is one of the slot's values.
@@ -392,7 +376,7 @@ unsafe extern "C" fn release(node: &'static ContextNode) {
             return;
         }
     }
-    let attached = ptr::eq(tls::get_cold(), node);
+    let attached = ptr::eq(tls::get(), node);
     // SAFETY: forwarded caller obligations.
     unsafe { release_values(node, attached, after_exit) };
 }
@@ -417,7 +401,7 @@ unsafe fn release_values(node: &'static ContextNode, attached: bool, after_exit:
     // (caller obligations).
     unsafe { node.value.locals.release_all() };
     // Cached only if nothing attached meanwhile (a callback from `release`).
-    if CACHES && attached && !after_exit && tls::get_cold().is_null() {
+    if CACHES && attached && !after_exit && tls::get().is_null() {
         // SAFETY: a tagged node of `CONTEXTS` is a slot value, cached for
         // this thread, which gives up the context until it takes it back.
         unsafe { tls::set(tagged(node)) };

@@ -72,12 +72,6 @@ mod no_static {
 
     /// No static write on this target.
     #[inline(always)]
-    pub(crate) fn set_static(_value: *const ContextNode) -> bool {
-        false
-    }
-
-    /// No static write on this target.
-    #[inline(always)]
     pub(crate) fn clear_top_bit_static() -> Option<*const ContextNode> {
         None
     }
@@ -91,19 +85,11 @@ mod no_static {
 }
 
 /// The calling thread's slot: null until the thread stores something.
+/// Read at the static offset while it is recorded (see [`get_static`]),
+/// where the target has one, which saves the slow paths a call.
 #[inline(always)]
 pub(crate) fn get() -> *const ContextNode {
     imp::get()
-}
-
-/// The calling thread's slot, for the paths off the fast path: read at the
-/// static offset while it is recorded, which saves the descriptor's call
-/// (and the cache lines of its code and of the descriptor), else as [`get`]
-/// does. Not for the fast paths of targets without a static offset, where
-/// the check would only add to [`get`].
-#[inline]
-pub(crate) fn get_cold() -> *const ContextNode {
-    get_static().unwrap_or_else(get)
 }
 
 /// True when the slot can be read at a static offset ([`get_static`]),
@@ -118,17 +104,6 @@ pub(crate) const HAS_STATIC: bool = imp::HAS_STATIC;
 #[inline(always)]
 pub(crate) fn get_static() -> Option<*const ContextNode> {
     imp::get_static()
-}
-
-/// [`set`] through the static offset: false (nothing stored) while the
-/// fast path is closed.
-///
-/// # Safety
-///
-/// As for [`set`].
-#[inline(always)]
-pub(crate) unsafe fn set_static(value: *const ContextNode) -> bool {
-    imp::set_static(value)
 }
 
 /// Clears the top bit of the slot through the static offset, in one
@@ -168,7 +143,8 @@ pub(crate) fn close_static() {
     imp::close_static();
 }
 
-/// Stores `value` in the calling thread's slot.
+/// Stores `value` in the calling thread's slot (at the static offset while
+/// it is recorded, as [`get`] reads it).
 ///
 /// # Safety
 ///

@@ -58,9 +58,10 @@
 //! Anything else (dynamic TLS, another resolver) keeps the word at 0, and
 //! every call takes the descriptor path.
 //!
-//! Off the fast path, [`claim`] and the reads of `tls::get_cold` use the
-//! recorded offset too: no call into the resolver, whose code and
-//! descriptor a new thread's first call would otherwise fetch.
+//! Off the fast path, [`get`], [`set`] and [`claim`] use the recorded
+//! offset too, and the descriptor only while none is recorded: no call
+//! into the resolver, whose code and descriptor a new thread's first call
+//! would otherwise fetch.
 //!
 //! ## Atomic orderings
 //!
@@ -156,8 +157,15 @@ macro_rules! with_slot_offset {
     };
 }
 
+/// At the static offset while it is recorded (no call), else through the
+/// descriptor.
 #[inline(always)]
 pub(super) fn get() -> *const ContextNode {
+    get_static().unwrap_or_else(get_described)
+}
+
+#[inline(always)]
+fn get_described() -> *const ContextNode {
     let value: *const ContextNode;
     // SAFETY: reads this thread's 8-byte slot: the descriptor's resolver
     // returns the slot's offset from the thread pointer (`%fs` base) for
@@ -174,9 +182,17 @@ pub(super) fn get() -> *const ContextNode {
     value
 }
 
+/// At the static offset while it is recorded, else through the descriptor.
 #[inline(always)]
 pub(super) fn set(value: *const ContextNode) {
-    // SAFETY: writes this thread's slot (see `get`); only this thread
+    if !set_static(value) {
+        set_described(value);
+    }
+}
+
+#[inline(always)]
+fn set_described(value: *const ContextNode) {
+    // SAFETY: writes this thread's slot (see `get_described`); only this thread
     // ever accesses it. `value` is an input in a register other than
     // `rax`, which the sequence uses.
     unsafe {
@@ -213,8 +229,8 @@ pub(super) fn claim(
             );
         }
     } else {
-        // SAFETY: compares and writes this thread's slot (see `get`); only
-        // this thread ever accesses it.
+        // SAFETY: compares and writes this thread's slot (see
+        // `get_described`); only this thread ever accesses it.
         // The resolver leaves the slot's offset in `rax`, which `cmpxchg`
         // needs for the expected value: the offset moves to another
         // register first.
@@ -318,7 +334,7 @@ pub(super) fn clear_top_bit_static() -> Option<*const ContextNode> {
 /// Stores `value` in the calling thread's slot through the static
 /// offset; false (nothing stored) if the fast path is closed.
 #[inline(always)]
-pub(super) fn set_static(value: *const ContextNode) -> bool {
+fn set_static(value: *const ContextNode) -> bool {
     let offset = recorded_offset();
     if offset == 0 {
         return false;
