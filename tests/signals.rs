@@ -32,15 +32,7 @@ fn signal_storm_during_first_binds() {
 /// the end.
 #[test]
 fn signal_handlers_calling_back_during_first_binds_leave_one_context() {
-    let threads = host::size(1_000, 10_000).to_string();
-    let outcome = host::run(
-        host::host("signals").args(["reentrant-binds", &threads]),
-        Duration::from_secs(300),
-    );
-    outcome.assert_ok();
-    assert!(outcome.number("handler_calls") > 0.0);
-    assert_eq!(outcome.number("wrong_results"), 0.0);
-    assert_eq!(outcome.number("contexts_bound"), 0.0);
+    reentrant_storm("reentrant-binds", host::size(1_000, 10_000));
 }
 
 /// Threads that never bind make `attach = per_call` calls under a signal
@@ -51,15 +43,7 @@ fn signal_handlers_calling_back_during_first_binds_leave_one_context() {
 /// bound.
 #[test]
 fn signal_handlers_calling_back_during_per_call_calls() {
-    let threads = host::size(200, 2_000).to_string();
-    let outcome = host::run(
-        host::host("signals").args(["reentrant-per-call", &threads]),
-        Duration::from_secs(300),
-    );
-    outcome.assert_ok();
-    assert!(outcome.number("handler_calls") > 0.0);
-    assert_eq!(outcome.number("wrong_results"), 0.0);
-    assert_eq!(outcome.number("contexts_bound"), 0.0);
+    let outcome = reentrant_storm("reentrant-per-call", host::size(200, 2_000));
     assert!(
         outcome.number("contexts_created_during_run") <= 2.0 * 50.0,
         "{outcome}"
@@ -80,4 +64,19 @@ fn signal_storm_while_waiting_at_the_init_gate() {
     outcome.assert_ok();
     assert_eq!(outcome.number("gate_waits"), 16.0);
     assert_eq!(outcome.number("mask_changes"), 0.0);
+}
+
+/// Runs the signals host's storm `mode`, whose SIGUSR1 handler calls back,
+/// with `threads` threads: it passes, handlers did call back, every result
+/// is right and no context stays bound.
+fn reentrant_storm(mode: &str, threads: u64) -> host::Outcome {
+    let outcome = host::run(
+        host::host("signals").args([mode, &threads.to_string()]),
+        Duration::from_secs(300),
+    );
+    outcome.assert_ok();
+    assert!(outcome.number("handler_calls") > 0.0);
+    assert_eq!(outcome.number("wrong_results"), 0.0);
+    assert_eq!(outcome.number("contexts_bound"), 0.0);
+    outcome
 }

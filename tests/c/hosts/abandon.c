@@ -256,28 +256,24 @@ int main(int argc, char **argv) {
     fixture_open(&lib, path, RTLD_NOW);
     const char *mode = argc > 2 ? argv[2] : "longjmp";
     int threads = argc > 3 ? atoi(argv[3]) : 1000;
-    scenario what;
-    if (strcmp(mode, "longjmp") == 0) {
-        what = LONGJMP;
-    } else if (strcmp(mode, "longjmp-per-call") == 0) {
-        what = LONGJMP_PER_CALL;
-    } else if (strcmp(mode, "exit") == 0) {
-        what = EXIT;
-    } else if (strcmp(mode, "exit-first") == 0) {
-        what = EXIT_FIRST;
-    } else if (strcmp(mode, "exit-remembered") == 0) {
-        what = EXIT_REMEMBERED;
-    } else if (strcmp(mode, "exit-nested") == 0) {
-        what = EXIT_NESTED;
-    } else if (strcmp(mode, "exit-per-call") == 0) {
-        what = EXIT_PER_CALL;
-    } else if (strcmp(mode, "cancel") == 0) {
-        what = CANCEL;
-    } else if (strcmp(mode, "async-cancel") == 0) {
-        what = ASYNC_CANCEL;
-    } else {
-        FAIL("unknown mode %s", mode);
-    }
+    static const struct {
+        const char *name;
+        scenario what;
+    } modes[] = {
+        {"longjmp", LONGJMP},
+        {"longjmp-per-call", LONGJMP_PER_CALL},
+        {"exit", EXIT},
+        {"exit-first", EXIT_FIRST},
+        {"exit-remembered", EXIT_REMEMBERED},
+        {"exit-nested", EXIT_NESTED},
+        {"exit-per-call", EXIT_PER_CALL},
+        {"cancel", CANCEL},
+        {"async-cancel", ASYNC_CANCEL},
+    };
+    size_t found = 0;
+    while (found < sizeof modes / sizeof modes[0] && strcmp(mode, modes[found].name) != 0) found++;
+    if (found == sizeof modes / sizeof modes[0]) FAIL("unknown mode %s", mode);
+    scenario what = modes[found].what;
     run(what, threads);
     printf("result=ok\n");
     return 0;
