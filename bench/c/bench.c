@@ -147,14 +147,22 @@ int bench_interleaved(bench_block *blocks, int count, int cycles) {
 typedef struct {
     atomic_int arrived;
     atomic_int generation;
+    /* Set by the last thread to arrive before it releases the others: when
+     * the block that follows the barrier ends. */
+    _Atomic int64_t deadline_ns;
 } spin_barrier;
 
-static void spin_barrier_wait(spin_barrier *barrier, int parties) {
+/* Waits until `parties` threads have arrived; the last one sets the
+ * deadline `block_ns` from now. Returns that deadline. */
+static int64_t spin_barrier_wait(spin_barrier *barrier, int parties, int64_t block_ns) {
     int generation = atomic_load_explicit(&barrier->generation, memory_order_acquire);
     if (atomic_fetch_add_explicit(&barrier->arrived, 1, memory_order_acq_rel) == parties - 1) {
+        int64_t deadline = now_ns() + block_ns;
+        atomic_store_explicit(&barrier->deadline_ns, deadline, memory_order_relaxed);
         atomic_store_explicit(&barrier->arrived, 0, memory_order_relaxed);
+        /* Release: a thread that sees the new generation sees the deadline. */
         atomic_fetch_add_explicit(&barrier->generation, 1, memory_order_release);
-        return;
+        return deadline;
     }
     for (int spins = 0;
          atomic_load_explicit(&barrier->generation, memory_order_acquire) == generation;
@@ -167,6 +175,19 @@ static void spin_barrier_wait(spin_barrier *barrier, int parties) {
         __builtin_ia32_pause();
 #endif
     }
+    return atomic_load_explicit(&barrier->deadline_ns, memory_order_relaxed);
+}
+
+/* Calls `fn` in chunks of `chunk` calls until the clock passes `deadline`
+ * (at least one chunk); adds the results to `*checksum` and returns how
+ * many chunks it made. */
+static int64_t chunks_until(bench_int_fn fn, int64_t chunk, int64_t deadline, int64_t *checksum) {
+    int64_t chunks = 0;
+    do {
+        *checksum += int_calls(fn, chunk);
+        chunks++;
+    } while (now_ns() < deadline);
+    return chunks;
 }
 
 /* Cache-line aligned: the two threads' records sit side by side. */
@@ -176,6 +197,7 @@ typedef struct {
     int index;
     int64_t start_ns;
     int64_t end_ns;
+    int64_t chunks;
     int64_t checksum;
 } scaling_thread;
 
@@ -183,38 +205,45 @@ static void *scaling_worker(void *raw) {
     scaling_thread *self = raw;
     bench_scaling *spec = self->spec;
     scaling_thread *peers = self - self->index;
-    int_calls(spec->fn, spec->block_calls);
+    int64_t untimed = 0;
+    chunks_until(spec->fn, spec->chunk_calls, now_ns() + spec->block_ns, &untimed);
     for (int cycle = 0; cycle < spec->cycles; cycle++) {
-        spin_barrier_wait(self->barrier, 2);
+        int64_t deadline = spin_barrier_wait(self->barrier, 2, spec->block_ns);
         /* The threads take turns at running alone: the two CPUs they are
          * likely on need not be equally fast (on a virtual machine, one may
          * share its core with a neighbour). */
         if (self->index == cycle % 2) {
             int64_t begin = now_ns();
-            self->checksum += int_calls(spec->fn, spec->block_calls);
+            int64_t chunks = chunks_until(spec->fn, spec->chunk_calls, deadline, &self->checksum);
             spec->one_thread_ns += now_ns() - begin;
+            spec->one_thread_chunks += chunks;
         }
-        spin_barrier_wait(self->barrier, 2);
+        /* Both threads call until the same deadline, so neither waits for
+         * the other to finish a fixed share: the faster CPU keeps working. */
+        deadline = spin_barrier_wait(self->barrier, 2, spec->block_ns);
         self->start_ns = now_ns();
-        self->checksum += int_calls(spec->fn, spec->block_calls);
+        self->chunks = chunks_until(spec->fn, spec->chunk_calls, deadline, &self->checksum);
         self->end_ns = now_ns();
-        spin_barrier_wait(self->barrier, 2);
+        spin_barrier_wait(self->barrier, 2, 0);
         if (self->index == 0) {
             const scaling_thread *a = &peers[0], *b = &peers[1];
             int64_t first = a->start_ns < b->start_ns ? a->start_ns : b->start_ns;
             int64_t last = a->end_ns > b->end_ns ? a->end_ns : b->end_ns;
             spec->two_threads_ns += last - first;
+            spec->two_threads_chunks += a->chunks + b->chunks;
         }
     }
     return NULL;
 }
 
 int bench_scaling_pair(bench_scaling *spec) {
-    spin_barrier barrier = {0, 0};
+    spin_barrier barrier = {0, 0, 0};
     scaling_thread threads[2];
     pthread_t ids[2];
     spec->one_thread_ns = 0;
+    spec->one_thread_chunks = 0;
     spec->two_threads_ns = 0;
+    spec->two_threads_chunks = 0;
     for (int i = 0; i < 2; i++) {
         threads[i] = (scaling_thread){.spec = spec, .barrier = &barrier, .index = i};
     }

@@ -73,15 +73,21 @@ typedef struct {
 int bench_interleaved(bench_block *blocks, int count, int cycles);
 
 /* One callback of a scaling measurement: blocks of calls on one thread
- * alone, alternating with blocks on two threads at once. */
+ * alone, alternating with blocks on two threads at once. A block lasts a
+ * fixed time, not a fixed number of calls: both threads of a two-thread
+ * block call until the same deadline, so a thread on the faster CPU does
+ * not sit idle while the other finishes its share. */
 typedef struct {
     bench_int_fn fn;
-    int64_t block_calls;    /* calls per thread per block */
-    int cycles;             /* one-thread blocks, and as many two-thread ones */
-    int64_t one_thread_ns;  /* out: the time of the one-thread blocks */
-    int64_t two_threads_ns; /* out: the two-thread blocks' time, each from
-                               the first start to the last end */
-    int64_t checksum;       /* out: the sum of all timed calls' results */
+    int64_t chunk_calls;        /* calls between two looks at the clock */
+    int64_t block_ns;           /* how long a block lasts */
+    int cycles;                 /* one-thread blocks, and as many two-thread ones */
+    int64_t one_thread_ns;      /* out: the time of the one-thread blocks */
+    int64_t one_thread_chunks;  /* out: the chunks of calls they made */
+    int64_t two_threads_ns;     /* out: the two-thread blocks' time, each from
+                                   the first start to the last end */
+    int64_t two_threads_chunks; /* out: the chunks both threads made in them */
+    int64_t checksum;           /* out: the sum of all timed calls' results */
 } bench_scaling;
 
 /* Starts two pthreads; after an untimed block each, they alternate `cycles`

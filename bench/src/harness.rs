@@ -155,10 +155,13 @@ struct BenchBlock {
 #[repr(C)]
 struct BenchScaling {
     fn_: IntFn,
-    block_calls: i64,
+    chunk_calls: i64,
+    block_ns: i64,
     cycles: c_int,
     one_thread_ns: i64,
+    one_thread_chunks: i64,
     two_threads_ns: i64,
+    two_threads_chunks: i64,
     checksum: i64,
 }
 
@@ -310,34 +313,37 @@ pub struct Scaling {
 }
 
 /// On two new pthreads, alternates `cycles` times between a block of
-/// `calls` calls of `cb` on the first thread alone and a block on both at
-/// once; returns the call rates of each.
+/// `block_ns` on the first thread alone and a block of as long on both at
+/// once, each thread calling `cb` in chunks of `chunk_calls` calls until
+/// the block's deadline; returns the call rates of each.
 ///
 /// Panics like [`call_loop`].
-pub fn scaling(name: &str, cb: IntFn, calls: i64, cycles: usize) -> Scaling {
-    check_calls(calls);
+pub fn scaling(name: &str, cb: IntFn, chunk_calls: i64, block_ns: f64, cycles: usize) -> Scaling {
+    check_calls(chunk_calls);
     let mut spec = BenchScaling {
         fn_: cb,
-        block_calls: calls,
+        chunk_calls,
+        block_ns: block_ns as i64,
         cycles: c_int::try_from(cycles).expect("cycle count fits in int"),
         one_thread_ns: 0,
+        one_thread_chunks: 0,
         two_threads_ns: 0,
+        two_threads_chunks: 0,
         checksum: 0,
     };
     // SAFETY: `spec` is valid for the call and `cb` is a valid callback.
     let rc = unsafe { bench_scaling_pair(&mut spec) };
     assert_eq!(rc, 0, "the C harness could not create its threads");
-    // Per cycle: one block on one thread alone, one on each thread together.
-    let blocks = 3 * cycles as i64;
+    let chunks = spec.one_thread_chunks + spec.two_threads_chunks;
     assert_eq!(
         spec.checksum,
-        Callback::Int(cb).checksum(calls) * blocks,
+        Callback::Int(cb).checksum(chunk_calls) * chunks,
         "`{name}` returned wrong values (its fallback: a call failed)"
     );
-    let calls_per_phase = (calls * cycles as i64) as f64;
+    let rate = |chunks: i64, ns: i64| (chunks * chunk_calls) as f64 * 1e9 / ns as f64;
     Scaling {
-        one_thread: calls_per_phase * 1e9 / spec.one_thread_ns as f64,
-        two_threads: 2.0 * calls_per_phase * 1e9 / spec.two_threads_ns as f64,
+        one_thread: rate(spec.one_thread_chunks, spec.one_thread_ns),
+        two_threads: rate(spec.two_threads_chunks, spec.two_threads_ns),
     }
 }
 

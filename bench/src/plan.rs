@@ -10,16 +10,20 @@ const SAMPLE_NS: f64 = 10_000_000.0;
 /// How long one block of calls should take where blocks of different
 /// callbacks take turns on one thread.
 const BLOCK_NS: f64 = 100_000.0;
-/// How long one block of calls should take where one thread and two take
-/// turns (longer: the threads meet at a barrier between blocks).
+/// How long one block of calls lasts where one thread and two take turns
+/// (longer: the threads meet at a barrier between blocks).
 const SCALING_BLOCK_NS: f64 = 500_000.0;
+/// How long the calls between two looks at the clock should take in those
+/// blocks: short against the block, so the two threads of a block stop
+/// within this of each other, and long against a look at the clock.
+const SCALING_CHUNK_NS: f64 = 4_000.0;
 /// Threads created for one `first_call_ns` sample.
 const FIRST_CALL_THREADS: usize = 200;
 /// Threads created for one `churn.*` sample.
 const CHURN_THREADS: usize = 400;
 
 /// The rows measured for every [`Place`], in report order: key and unit.
-const PLACE_ROWS: [(&str, &str); 24] = [
+const PLACE_ROWS: [(&str, &str); 26] = [
     ("cthread.raw_ns", "ns"),
     ("cthread.raw_cstr_ns", "ns"),
     ("cthread.bound_ns", "ns"),
@@ -39,6 +43,8 @@ const PLACE_ROWS: [(&str, &str); 24] = [
     ("scaling.raw_2t_ops", "calls/s"),
     ("scaling.bound_1t_ops", "calls/s"),
     ("scaling.bound_2t_ops", "calls/s"),
+    ("scaling.raw_2t_1t", "×"),
+    ("scaling.bound_2t_1t", "×"),
     ("churn.create_join_us", "µs/thread"),
     ("churn.create_callback_join_us", "µs/thread"),
     ("first_call_ns", "ns"),
@@ -154,7 +160,8 @@ enum Probe {
     /// call, on a thread nothing binds.)
     Turns(Vec<(Callback, i64)>),
     /// Calls per second of one thread and of two, in alternating blocks of
-    /// this many calls per thread.
+    /// a fixed time, calling in chunks of this many calls, and the second
+    /// over the first.
     Scaling(IntFn, i64),
     /// Mean nanoseconds of a new thread's first call, per callback; the
     /// callbacks take turns, thread by thread.
@@ -214,8 +221,12 @@ impl Job {
                 .collect(),
             &Probe::Scaling(cb, calls) => {
                 let cycles = (SAMPLE_NS / SCALING_BLOCK_NS) as usize;
-                let rates = harness::scaling(&name, cb, calls, cycles);
-                vec![rates.one_thread, rates.two_threads]
+                let rates = harness::scaling(&name, cb, calls, SCALING_BLOCK_NS, cycles);
+                vec![
+                    rates.one_thread,
+                    rates.two_threads,
+                    rates.two_threads / rates.one_thread,
+                ]
             }
             Probe::FirstCalls(cbs) => harness::first_calls(&name, cbs, FIRST_CALL_THREADS)
                 .iter()
@@ -379,10 +390,14 @@ pub fn plan(
         });
         for (name, cb) in [("raw", c.raw), ("bound", c.bound)] {
             let one = row(&format!("scaling.{name}_1t_ops"));
-            let calls = calls_taking(&rows.name(one), Callback::Int(cb), SCALING_BLOCK_NS);
+            let calls = calls_taking(&rows.name(one), Callback::Int(cb), SCALING_CHUNK_NS);
             jobs.push(Job {
                 probe: Probe::Scaling(cb, calls),
-                rows: vec![one, row(&format!("scaling.{name}_2t_ops"))],
+                rows: vec![
+                    one,
+                    row(&format!("scaling.{name}_2t_ops")),
+                    row(&format!("scaling.{name}_2t_1t")),
+                ],
             });
         }
         jobs.push(Job {
@@ -420,11 +435,12 @@ pub fn plan(
         let scaling = [
             add("go.scaling_1t_ops", "calls/s"),
             add("go.scaling_2t_ops", "calls/s"),
+            add("go.scaling_2t_1t", "×"),
         ];
         let churn = add("go.create_callback_join_us", "µs/thread");
         let first_call = add("go.first_call_ns", "ns");
         turns.push((Callback::Int(go), cthread, rows.name(cthread)));
-        let calls = calls_taking(&rows.name(scaling[0]), Callback::Int(go), SCALING_BLOCK_NS);
+        let calls = calls_taking(&rows.name(scaling[0]), Callback::Int(go), SCALING_CHUNK_NS);
         jobs.push(Job {
             probe: Probe::Scaling(go, calls),
             rows: scaling.to_vec(),
