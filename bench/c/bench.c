@@ -355,16 +355,22 @@ int32_t bench_c_bind(int32_t x) {
     return result;
 }
 
-int bench_churn(bench_int_fn fn, int threads, int64_t *total_ns) {
+int bench_churn(const bench_int_fn *fns, int count, int threads, int64_t *total_ns) {
     int wrong = 0;
-    int64_t begin = now_ns();
+    for (int k = 0; k < count; k++) total_ns[k] = 0;
     for (int i = 0; i < threads; i++) {
-        single_call job = {.fn = fn};
-        pthread_t id;
-        if (pthread_create(&id, NULL, one_call, &job) != 0) return -1;
-        pthread_join(id, NULL);
-        if (job.value != 1) wrong++;
+        /* As in `bench_first_calls`: each round starts with the next
+         * function. */
+        for (int turn = 0; turn < count; turn++) {
+            int k = (i + turn) % count;
+            single_call job = {.fn = fns[k]};
+            pthread_t id;
+            int64_t begin = now_ns();
+            if (pthread_create(&id, NULL, one_call, &job) != 0) return -1;
+            pthread_join(id, NULL);
+            total_ns[k] += now_ns() - begin;
+            if (job.value != 1) wrong++;
+        }
     }
-    *total_ns = now_ns() - begin;
     return wrong;
 }

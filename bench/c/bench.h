@@ -110,9 +110,11 @@ int bench_first_calls(const bench_int_fn *fns, int count, int threads, int64_t *
  * `first_call_ns`. */
 int32_t bench_c_bind(int32_t x);
 
-/* Creates and joins `threads` pthreads one after another, each calling
- * `fn(0)` once, and stores the total nanoseconds in `*total_ns`. Returns how
- * many calls did not return 1, or -1 on a pthread failure. */
-int bench_churn(bench_int_fn fn, int threads, int64_t *total_ns);
+/* For each of `threads` rounds, creates and joins one pthread per function
+ * of `fns`, one after another (round i starts with `fns[i % count]`), each
+ * calling `fns[k](0)` once; stores the total nanoseconds of creating and
+ * joining the threads of `fns[k]` in `total_ns[k]`. Returns how many calls
+ * did not return 1, or -1 on a pthread failure. */
+int bench_churn(const bench_int_fn *fns, int count, int threads, int64_t *total_ns);
 
 #endif

@@ -182,7 +182,7 @@ unsafe extern "C" {
         threads: c_int,
         first_ns: *mut i64,
     ) -> c_int;
-    fn bench_churn(cb: IntFn, threads: c_int, total_ns: *mut i64) -> c_int;
+    fn bench_churn(fns: *const IntFn, count: c_int, threads: c_int, total_ns: *mut i64) -> c_int;
 }
 
 /// On one new pthread, makes `calls / 10` (at least 1000) untimed calls of
@@ -369,20 +369,24 @@ pub fn first_calls(name: &str, cbs: &[IntFn], threads: usize) -> Vec<Vec<f64>> {
         .collect()
 }
 
-/// Creates `threads` pthreads one after another, each calling `cb` once
-/// before it exits, and joins each; returns the total nanoseconds.
-pub fn churn(name: &str, cb: IntFn, threads: usize) -> f64 {
-    let mut total_ns = 0_i64;
-    // SAFETY: `total_ns` is a valid out-pointer; `cb` is a valid callback.
+/// For each of `threads` rounds, creates and joins one pthread per callback
+/// of `cbs`, one after another (so the callbacks take turns), each calling
+/// its callback once before it exits; returns the total nanoseconds of
+/// each callback's threads.
+pub fn churn(name: &str, cbs: &[IntFn], threads: usize) -> Vec<f64> {
+    let mut total_ns = vec![0_i64; cbs.len()];
+    // SAFETY: `total_ns` has room for one value per callback; the
+    // callbacks are valid.
     let wrong = unsafe {
         bench_churn(
-            cb,
+            cbs.as_ptr(),
+            c_int::try_from(cbs.len()).expect("callback count fits in int"),
             c_int::try_from(threads).expect("thread count fits in int"),
-            &mut total_ns,
+            total_ns.as_mut_ptr(),
         )
     };
     check_single_calls(name, wrong);
-    total_ns as f64
+    total_ns.into_iter().map(|ns| ns as f64).collect()
 }
 
 fn check_single_calls(name: &str, wrong: c_int) {

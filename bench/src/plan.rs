@@ -166,8 +166,9 @@ enum Probe {
     /// Mean nanoseconds of a new thread's first call, per callback; the
     /// callbacks take turns, thread by thread.
     FirstCalls(Vec<IntFn>),
-    /// Microseconds per thread to create it, make one call, exit and join.
-    Churn(IntFn),
+    /// Microseconds per thread to create it, make one call, exit and join,
+    /// per callback; the callbacks take turns, thread by thread.
+    Churn(Vec<IntFn>),
 }
 
 /// A probe and the rows it fills, in the order of its values.
@@ -232,10 +233,10 @@ impl Job {
                 .iter()
                 .map(|firsts| firsts.iter().sum::<f64>() / firsts.len() as f64)
                 .collect(),
-            &Probe::Churn(cb) => {
-                let ns = harness::churn(&name, cb, CHURN_THREADS);
-                vec![ns / CHURN_THREADS as f64 / 1000.0]
-            }
+            Probe::Churn(cbs) => harness::churn(&name, cbs, CHURN_THREADS)
+                .iter()
+                .map(|ns| ns / CHURN_THREADS as f64 / 1000.0)
+                .collect(),
         }
     }
 
@@ -401,12 +402,11 @@ pub fn plan(
             });
         }
         jobs.push(Job {
-            probe: Probe::Churn(c.raw),
-            rows: vec![row("churn.create_join_us")],
-        });
-        jobs.push(Job {
-            probe: Probe::Churn(c.bound),
-            rows: vec![row("churn.create_callback_join_us")],
+            probe: Probe::Churn(vec![c.raw, c.bound]),
+            rows: vec![
+                row("churn.create_join_us"),
+                row("churn.create_callback_join_us"),
+            ],
         });
         // The raw function and the same work in C beside the callback.
         let c_bind: IntFn = harness::bench_c_bind;
@@ -446,7 +446,7 @@ pub fn plan(
             rows: scaling.to_vec(),
         });
         jobs.push(Job {
-            probe: Probe::Churn(go),
+            probe: Probe::Churn(vec![go]),
             rows: vec![churn],
         });
         jobs.push(Job {
