@@ -28,6 +28,17 @@ CALLGATE_FIXTURE_PROFILE=release cargo test -p callgate-dev \
     --test abandon --test bad_input --test churn --test data --test depth --test dlclose \
     --test fork --test init_background --test signals --test teardown
 
+# The portable slot (a `thread_local!`), which targets other than x86-64
+# glibc Linux and mingw-w64 Windows use, built here with its cfg: the
+# unit tests and the C hosts against its optimised fixture.
+step "the unit and C-host tests with the portable thread_local! slot (release)"
+portable=(env RUSTFLAGS="--cfg callgate_portable_tls" CALLGATE_FIXTURE_PROFILE=release)
+"${portable[@]}" cargo build --workspace --lib --release --quiet --target-dir target/portable-tls
+"${portable[@]}" cargo test -p callgate --lib --release --target-dir target/portable-tls
+"${portable[@]}" cargo test -p callgate-dev --release --target-dir target/portable-tls \
+    --test abandon --test bad_input --test churn --test data --test depth --test dlclose \
+    --test fork --test init_background --test signals --test teardown
+
 step "loom models of the gate and the free list"
 RUSTFLAGS="--cfg callgate_loom" LOOM_MAX_PREEMPTIONS=3 \
     cargo test -p callgate --lib --release --target-dir target/loom

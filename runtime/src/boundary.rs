@@ -103,11 +103,16 @@ pub fn call<R>(
     // abandoned call's (see `stack`).
     let anchor = Anchor::new();
     if !thread::serves(bound) {
-        if tls::HAS_STATIC && site.attach == AttachMode::PerCall {
+        if site.attach == AttachMode::PerCall {
             // The per-call fast path: the context this thread's last
             // per-call attach cached, taken and cached again without
             // touching the free list.
-            if let Some(node) = thread::take_cached_static(bound) {
+            let cached = if tls::HAS_STATIC {
+                thread::take_cached_static(bound)
+            } else {
+                thread::take_cached(bound)
+            };
+            if let Some(node) = cached {
                 // SAFETY: `node` serves this thread now (it was claimed
                 // from the cache), and only this thread releases it;
                 // `anchor` is in this call's frame. A cached context has
@@ -118,7 +123,7 @@ pub fn call<R>(
                         // SAFETY: the call that attached `node` per call
                         // is returning: it gives it up, and no call runs
                         // on it any more.
-                        unsafe { thread::release_cached_static(node) }
+                        unsafe { thread::release_cached(node) }
                     };
                     // SAFETY: entered just above.
                     return unsafe { outermost(site, node, on_error, on_panic, body, release) };

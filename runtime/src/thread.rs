@@ -110,11 +110,11 @@ fn tagged(node: &'static ContextNode) -> *const ContextNode {
     ptr::from_ref(node).map_addr(|address| address | CACHED_TAG)
 }
 
-/// The per-call fast path's attach: takes the context that the slot's
-/// `value` (read at the static offset) caches, by clearing the slot's tag
-/// in one instruction (a bit test and reset, no compare-and-swap); `None`
-/// when it caches none, or the slot no longer does (the caller then takes
-/// the slow path).
+/// The per-call fast path's attach where the slot has a static offset:
+/// takes the context that the slot's `value` (read at the static offset)
+/// caches, by clearing the slot's tag in one instruction (a bit test and
+/// reset, no compare-and-swap); `None` when it caches none, or the slot no
+/// longer does (the caller then takes the slow path).
 ///
 /// The context taken is the one the slot caches at that instruction,
 /// read back after it: a signal handler that ran since `value` was read
@@ -134,16 +134,34 @@ pub(crate) fn take_cached_static(value: *const ContextNode) -> Option<&'static C
     Some(node)
 }
 
+/// The per-call fast path's attach where the slot has no static offset:
+/// takes the context that the slot's `value` caches by claiming the slot
+/// for it ([`tls::claim`]: one instruction where the target allows it);
+/// `None` when `value` caches none, or the slot no longer holds `value`
+/// (the caller then takes the slow path). The per-call [`attach`] of the
+/// slow path starts the same way.
+#[inline(always)]
+pub(crate) fn take_cached(value: *const ContextNode) -> Option<&'static ContextNode> {
+    let node = cached(value)?;
+    // Its last attachment was per call on this very thread: its fields
+    // already say so, and its exit hook is armed.
+    // SAFETY: `node` is a node of `CONTEXTS`, and claiming it from the
+    // cache makes it serve this thread.
+    unsafe { tls::claim(value, node) }.ok()?;
+    node.value.binds.bump();
+    Some(node)
+}
+
 /// The per-call fast path's release: caches `node` again with one store
-/// at the static offset when it has no `#[local]` values, else releases
-/// it as [`leave`] does.
+/// (at the static offset where the slot has one) when it has no
+/// `#[local]` values, else releases it as [`leave`] does.
 ///
 /// # Safety
 ///
 /// As for `release`: `node` serves the calling thread, which gives it up,
 /// and no call runs on it.
 #[inline(always)]
-pub(crate) unsafe fn release_cached_static(node: &'static ContextNode) {
+pub(crate) unsafe fn release_cached(node: &'static ContextNode) {
     // SAFETY: this thread owns `node` (caller obligation).
     let plain = unsafe { !node.value.after_exit() && !node.value.locals.has_values() };
     if CACHES && plain {
@@ -183,15 +201,8 @@ pub(crate) unsafe fn release_cached_static(node: &'static ContextNode) {
 pub(crate) fn attach(attach: AttachMode) -> &'static ContextNode {
     let seen = tls::get();
     if attach == AttachMode::PerCall {
-        if let Some(node) = cached(seen) {
-            // Its last attachment was per call on this very thread: its
-            // fields already say so, and its exit hook is armed.
-            // SAFETY: `node` is a node of `CONTEXTS`, and claiming it from
-            // the cache makes it serve this thread.
-            if unsafe { tls::claim(seen, node) }.is_ok() {
-                node.value.binds.bump();
-                return node;
-            }
+        if let Some(node) = take_cached(seen) {
+            return node;
         }
     }
     attach_slow(attach, seen)
@@ -360,7 +371,7 @@ pub(crate) unsafe fn release_at_exit() {
 #[allow(improper_ctypes_definitions, reason = "called from Rust only")]
 unsafe extern "C" fn release(node: &'static ContextNode) {
     // Counted first, while this call still owns `node`: as in
-    // `release_cached_static`, a cached context may be taken by a callback
+    // `release_cached`, a cached context may be taken by a callback
     // from a signal handler, which counts on it too.
     node.value.releases.bump();
     // SAFETY: this thread owns `node` (caller obligation).
