@@ -170,8 +170,9 @@ pub(crate) unsafe fn release_cached(node: &'static ContextNode) {
         // count on it, and the count's load and store must not straddle
         // that (it is not one instruction in every build).
         node.value.releases.bump();
-        // A plain store (at the static offset; through the descriptor if
-        // the fast path closed meanwhile): the slot holds `node`, and
+        // A plain store (at the static offset where the slot has one;
+        // through the descriptor if the fast path closed meanwhile): the
+        // slot holds `node`, and
         // nothing that interrupts this thread here changes that for good (a
         // callback from a signal handler finds `node` bound and idle, runs
         // on it and leaves it so).
