@@ -25,10 +25,11 @@
 //! the code around them but not `bench_bound` itself; the report says
 //! where each build's `bench_bound` landed, read from its address.
 //! The `cdylib` and the padded builds are loaded first, so their TLS blocks
-//! are in glibc's static TLS reserve; `cthread.{raw,bound}_dynamic_tls_ns`
-//! are the raw and bound calls of a copy of the `cdylib` loaded after
-//! further copies filled that reserve, so its TLS block (callgate's slot
-//! with it) is in dynamic TLS.
+//! are in glibc's static TLS reserve; the `*_dynamic_tls_ns` rows
+//! (`cthread.{raw,bound,local,per_call,per_call_raw}_dynamic_tls_ns`, their
+//! per-round differences, and `first_call{,.raw}_dynamic_tls_ns`) are those
+//! of a copy of the `cdylib` loaded after further copies filled that
+//! reserve, so its TLS block (callgate's slot with it) is in dynamic TLS.
 //!
 //! Figures that are compared are measured side by side: the single-thread
 //! call costs in blocks of about 100 µs taking turns on one thread (a
@@ -734,16 +735,35 @@ fn checks(
         });
     }
     if dynamic_tls {
-        checks.push(Check {
-            what: "cthread.bound_dynamic_tls_ns − cthread.raw_dynamic_tls_ns",
-            values: vec![(
-                "cdylib".to_owned(),
+        let reported = |what, unit, value| Check {
+            what,
+            values: vec![("cdylib".to_owned(), value)],
+            unit,
+            target: None,
+        };
+        checks.extend([
+            reported(
+                "cthread.bound_dynamic_tls_ns − cthread.raw_dynamic_tls_ns",
+                " ns",
                 median("cthread.bound_dynamic_tls_ns", "cdylib")
                     - median("cthread.raw_dynamic_tls_ns", "cdylib"),
-            )],
-            unit: " ns",
-            target: None,
-        });
+            ),
+            reported(
+                "cthread.local_minus_bound_dynamic_tls_ns (per round)",
+                " ns",
+                median("cthread.local_minus_bound_dynamic_tls_ns", "cdylib"),
+            ),
+            reported(
+                "cthread.per_call_minus_raw_dynamic_tls_ns (per round)",
+                " ns",
+                median("cthread.per_call_minus_raw_dynamic_tls_ns", "cdylib"),
+            ),
+            reported(
+                "first_call_dynamic_tls_ns",
+                " ns",
+                median("first_call_dynamic_tls_ns", "cdylib"),
+            ),
+        ]);
     }
     if go {
         let single = |what, unit, target, value| Check {

@@ -280,9 +280,14 @@ fn calls_taking(name: &str, callback: Callback, target_ns: f64) -> i64 {
     ((target_ns * calls as f64 / ns) as i64).clamp(100, 100_000_000)
 }
 
-/// The rows measured for a copy of the `cdylib` in dynamic TLS: its raw
-/// call (the floor) and its bound callback.
-const DYNAMIC_TLS_ROWS: [&str; 2] = ["cthread.raw_dynamic_tls_ns", "cthread.bound_dynamic_tls_ns"];
+/// The single-thread rows measured for a copy of the `cdylib` in dynamic
+/// TLS: its raw call (the floor), its bound callback and its `#[local]`
+/// one. (Its per-call callback and first calls have jobs of their own.)
+const DYNAMIC_TLS_ROWS: [&str; 3] = [
+    "cthread.raw_dynamic_tls_ns",
+    "cthread.bound_dynamic_tls_ns",
+    "cthread.local_dynamic_tls_ns",
+];
 
 /// The rows and jobs for `places`, `placements`, the Go callback `go` if
 /// there is one, the `cdylib` copy in dynamic TLS if there is one, and the
@@ -420,10 +425,45 @@ pub fn plan(
         });
     }
     if let Some(c) = dynamic_tls {
-        for (key, callback) in DYNAMIC_TLS_ROWS.into_iter().zip([c.raw, c.bound]) {
-            let row = rows.add(key, "cdylib", "ns", Some(key.to_owned()));
+        let add = |rows: &mut Rows, key: &str| rows.add(key, "cdylib", "ns", Some(key.to_owned()));
+        let [raw, bound, local] = DYNAMIC_TLS_ROWS.map(|key| add(&mut rows, key));
+        for (row, callback) in [(raw, c.raw), (bound, c.bound), (local, c.local)] {
             turns.push((Callback::Int(callback), row, rows.name(row)));
         }
+        differences.push(Difference {
+            row: add(&mut rows, "cthread.local_minus_bound_dynamic_tls_ns"),
+            minuend: local,
+            subtrahend: bound,
+        });
+        // As for every place: a per-call callback takes turns with a raw
+        // call on a thread of its own.
+        let (per_call_raw, per_call) = (
+            add(&mut rows, "cthread.per_call_raw_dynamic_tls_ns"),
+            add(&mut rows, "cthread.per_call_dynamic_tls_ns"),
+        );
+        differences.push(Difference {
+            row: add(&mut rows, "cthread.per_call_minus_raw_dynamic_tls_ns"),
+            minuend: per_call,
+            subtrahend: per_call_raw,
+        });
+        let (raw, per_call_cb) = (Callback::Int(c.raw), Callback::Int(c.per_call));
+        jobs.push(Job {
+            probe: Probe::Turns(vec![
+                (raw, calls_taking(&rows.name(per_call_raw), raw, BLOCK_NS)),
+                (
+                    per_call_cb,
+                    calls_taking(&rows.name(per_call), per_call_cb, BLOCK_NS),
+                ),
+            ]),
+            rows: vec![per_call_raw, per_call],
+        });
+        jobs.push(Job {
+            probe: Probe::FirstCalls(vec![c.bound, c.raw]),
+            rows: vec![
+                add(&mut rows, "first_call_dynamic_tls_ns"),
+                add(&mut rows, "first_call.raw_dynamic_tls_ns"),
+            ],
+        });
     }
     for (callbacks, raw, bound) in placement_rows {
         turns.push((Callback::Int(callbacks.raw), raw, rows.name(raw)));
