@@ -103,6 +103,11 @@ pub fn call<R>(
     // abandoned call's (see `stack`).
     let anchor = Anchor::new();
     if !thread::serves(bound) {
+        if tls::HAS_STATIC && bound.is_null() {
+            // The fast path is closed, or the thread has no context (bound
+            // or cached): in dynamic TLS, the slot through the descriptor.
+            return call_dynamic(site, &anchor, on_error, on_panic, body);
+        }
         if site.attach == AttachMode::PerCall {
             // The per-call fast path: the context this thread's last
             // per-call attach cached, taken and cached again without
@@ -113,38 +118,116 @@ pub fn call<R>(
                 thread::take_cached(bound)
             };
             if let Some(node) = cached {
-                // SAFETY: `node` serves this thread now (it was claimed
-                // from the cache), and only this thread releases it;
-                // `anchor` is in this call's frame. A cached context has
-                // no call running, so this succeeds; were it not to, the
-                // slow path finds `node` bound and releases it.
-                if unsafe { node.value.enter_outermost(&anchor) } {
-                    let release = || {
-                        // SAFETY: the call that attached `node` per call
-                        // is returning: it gives it up, and no call runs
-                        // on it any more.
-                        unsafe { thread::release_cached(node) }
-                    };
-                    // SAFETY: entered just above.
-                    return unsafe { outermost(site, node, on_error, on_panic, body, release) };
-                }
+                // SAFETY: `node` was just taken from the cache on this
+                // thread; `anchor` is in this call's frame.
+                return unsafe { per_call_on(site, node, &anchor, on_error, on_panic, body) };
             }
         }
         return call_slow(site, &anchor, on_error, on_panic, body);
     }
     // SAFETY: a slot value that `serves` accepts is a node of `CONTEXTS`
-    // serving this thread, alive until the library is unloaded.
-    let node: &'static ContextNode = unsafe { &*bound };
+    // serving this thread, alive until the library is unloaded; `anchor`
+    // is in this call's frame.
+    unsafe { bound_on(site, &*bound, &anchor, on_error, on_panic, body) }
+}
+
+/// The bound fast path's call on `node`, the context bound to the thread:
+/// enters it and runs the call, or takes the slow path if a call is
+/// recorded as running on it.
+///
+/// # Safety
+///
+/// `node` serves the calling thread (a slot value that `thread::serves`
+/// accepts); `anchor` is in the frame of the trampoline making the call.
+#[inline(always)]
+unsafe fn bound_on<R>(
+    site: &Site,
+    node: &'static ContextNode,
+    anchor: &Anchor,
+    on_error: impl FnOnce() -> R,
+    on_panic: impl FnOnce() -> R,
+    body: impl FnOnce(&Frame) -> Result<R, Failure>,
+) -> R {
     // SAFETY:
-    // - `node` serves this thread (`serves`), and only this thread
-    //   releases it;
-    // - `anchor` is in this call's frame and lives until the end of it.
-    if !unsafe { node.value.enter_outermost(&anchor) } {
-        return call_slow(site, &anchor, on_error, on_panic, body);
+    // - `node` serves this thread, and only this thread releases it;
+    // - `anchor` is in the trampoline's frame and lives until the end of
+    //   the call (caller obligations).
+    if !unsafe { node.value.enter_outermost(anchor) } {
+        return call_slow(site, anchor, on_error, on_panic, body);
     }
     // SAFETY: entered just above. `node` is not a per-call context (see
     // `Context::leave_outermost`), so it stays bound: nothing to release.
     unsafe { outermost(site, node, on_error, on_panic, body, || {}) }
+}
+
+/// The per-call fast path's call on `node`, the context it just took from
+/// the thread's cache: enters it, runs the call and caches it again.
+///
+/// # Safety
+///
+/// `node` serves the calling thread, which took it from its cache for this
+/// call; `anchor` is in the frame of the trampoline making the call.
+#[inline(always)]
+unsafe fn per_call_on<R>(
+    site: &Site,
+    node: &'static ContextNode,
+    anchor: &Anchor,
+    on_error: impl FnOnce() -> R,
+    on_panic: impl FnOnce() -> R,
+    body: impl FnOnce(&Frame) -> Result<R, Failure>,
+) -> R {
+    // SAFETY: `node` serves this thread now (it was claimed from the
+    // cache), and only this thread releases it; `anchor` is in the
+    // trampoline's frame (caller obligations). A cached context has no
+    // call running, so this succeeds; were it not to, the slow path finds
+    // `node` bound and releases it.
+    if unsafe { node.value.enter_outermost(anchor) } {
+        let release = || {
+            // SAFETY: the call that attached `node` per call is returning:
+            // it gives it up, and no call runs on it any more.
+            unsafe { thread::release_cached(node) }
+        };
+        // SAFETY: entered just above.
+        return unsafe { outermost(site, node, on_error, on_panic, body, release) };
+    }
+    call_slow(site, anchor, on_error, on_panic, body)
+}
+
+/// A call where the fast path's slot read found null: in dynamic TLS
+/// (see [`dynamic_slot`]), the bound or per-call fast path through the
+/// descriptor; else (the fast path closed, or a thread with no context
+/// bound or cached) the slow path.
+///
+/// Out of line and `extern "C"` (it cannot unwind: the body runs under
+/// `catch_unwind`), as [`call_slow`] is, so the trampoline's fast paths
+/// keep their code, and the call to it needs no landing pad.
+#[cold]
+#[inline(never)]
+// Never called from C: the parameters are Rust values passed between two
+// Rust functions compiled together.
+#[allow(improper_ctypes_definitions)]
+extern "C" fn call_dynamic<R>(
+    site: &Site,
+    anchor: &Anchor,
+    on_error: impl FnOnce() -> R,
+    on_panic: impl FnOnce() -> R,
+    body: impl FnOnce(&Frame) -> Result<R, Failure>,
+) -> R {
+    let slot = dynamic_slot(site);
+    if thread::serves(slot) {
+        // SAFETY: a slot value that `serves` accepts is a node of
+        // `CONTEXTS` serving this thread; `anchor` is in the trampoline's
+        // frame (it passed it here).
+        return unsafe { bound_on(site, &*slot, anchor, on_error, on_panic, body) };
+    }
+    if site.attach == AttachMode::PerCall {
+        if let Some(node) = thread::take_cached(slot) {
+            // SAFETY: `node` was just taken from the cache on this thread;
+            // `anchor` is in the trampoline's frame.
+            return unsafe { per_call_on(site, node, anchor, on_error, on_panic, body) };
+        }
+    }
+    call_slow(site, anchor, on_error, on_panic, body)
 }
 
 /// Runs a call that `Context::enter_outermost` started on `node`: the
@@ -204,16 +287,43 @@ pub fn call_local<R, T: Local>(
     align_to_fetch_line();
     let bound = fast_slot(site);
     let anchor = Anchor::new();
+    // SAFETY: `anchor` is in this call's frame.
+    unsafe { local_on(site, key, bound, &anchor, true, on_error, on_panic, body) }
+}
+
+/// The `#[local]` fast path from the slot's value `bound`, else the slow
+/// path; where `bound` is null and `dynamic` is true, first the fast path
+/// through the descriptor ([`call_local_dynamic`]).
+///
+/// # Safety
+///
+/// `anchor` is in the frame of the trampoline making the call.
+#[inline(always)]
+#[allow(clippy::too_many_arguments, reason = "call_local's, passed on")]
+unsafe fn local_on<R, T: Local>(
+    site: &Site,
+    key: &'static LocalKey<T>,
+    bound: *const ContextNode,
+    anchor: &Anchor,
+    dynamic: bool,
+    on_error: impl FnOnce() -> R,
+    on_panic: impl FnOnce() -> R,
+    body: impl FnOnce(&Frame, LocalRef<'_, T>) -> Result<R, Failure>,
+) -> R {
     // The slow path, for every early return below.
     macro_rules! slow {
         () => {
-            return call_slow(site, &anchor, on_error, on_panic, move |frame| {
+            return call_slow(site, anchor, on_error, on_panic, move |frame| {
                 let local = frame.local(key)?;
                 body(frame, local)
             })
         };
     }
     if !thread::serves(bound) {
+        if dynamic && tls::HAS_STATIC && bound.is_null() {
+            // The fast path is closed, or the thread is not attached.
+            return call_local_dynamic(site, key, anchor, on_error, on_panic, body);
+        }
         slow!();
     }
     // SAFETY: a slot value that `serves` accepts is a node of `CONTEXTS`
@@ -229,13 +339,47 @@ pub fn call_local<R, T: Local>(
         slow!();
     };
     // SAFETY: `node` serves this thread (`serves`) and is idle; `anchor` is
-    // in this call's frame; `entry` holds the free value's index, which the
-    // call holds until it leaves (`local` does nothing when dropped).
-    unsafe { node.value.enter_idle_holding(&anchor, entry) };
+    // in the trampoline's frame (caller obligation); `entry` holds the free
+    // value's index, which the call holds until it leaves (`local` does
+    // nothing when dropped).
+    unsafe { node.value.enter_idle_holding(anchor, entry) };
     let body = move |frame: &Frame| body(frame, local);
     // SAFETY: entered just above; `node` is not a per-call context (see
     // `Context::leave_outermost`), so there is nothing to release.
     unsafe { outermost(site, node, on_error, on_panic, body, || {}) }
+}
+
+/// A `#[local]` call where the fast path's slot read found null: in
+/// dynamic TLS (see [`dynamic_slot`]), the `#[local]` fast path through
+/// the descriptor; else the slow path. Out of line and `extern "C"`, as
+/// [`call_dynamic`] is.
+#[cold]
+#[inline(never)]
+// Never called from C: the parameters are Rust values passed between two
+// Rust functions compiled together.
+#[allow(improper_ctypes_definitions)]
+extern "C" fn call_local_dynamic<R, T: Local>(
+    site: &Site,
+    key: &'static LocalKey<T>,
+    anchor: &Anchor,
+    on_error: impl FnOnce() -> R,
+    on_panic: impl FnOnce() -> R,
+    body: impl FnOnce(&Frame, LocalRef<'_, T>) -> Result<R, Failure>,
+) -> R {
+    // SAFETY: `anchor` is in the trampoline's frame (it passed it here).
+    // `dynamic` is false: a null read ends in the slow path.
+    unsafe {
+        local_on(
+            site,
+            key,
+            dynamic_slot(site),
+            anchor,
+            false,
+            on_error,
+            on_panic,
+            body,
+        )
+    }
 }
 
 /// The thread's slot value as the fast path sees it: one load where the
@@ -247,6 +391,23 @@ fn fast_slot(site: &Site) -> *const ContextNode {
     if tls::HAS_STATIC {
         thread::slot_static()
     } else if site.gate == GatePolicy::Skip || init::GATE.is_ready() {
+        thread::slot()
+    } else {
+        core::ptr::null()
+    }
+}
+
+/// The thread's slot value read through the TLS descriptor where the slot
+/// is known to have no static offset (the library's TLS block is in
+/// dynamic TLS) and the gate is open; null otherwise.
+///
+/// For the `#[local]` and per-call fast paths, which would otherwise take
+/// the out-of-line path on every call there, with its several slot
+/// accesses. A bound call without `#[local]` takes that path anyway: one
+/// descriptor call costs about as much as the path (README, Performance).
+#[inline(always)]
+fn dynamic_slot(site: &Site) -> *const ContextNode {
+    if tls::static_missing() && (site.gate == GatePolicy::Skip || init::GATE.is_ready()) {
         thread::slot()
     } else {
         core::ptr::null()

@@ -81,6 +81,12 @@ mod no_static {
         false
     }
 
+    /// No static offset to miss: `HAS_STATIC` is false.
+    #[inline(always)]
+    pub(crate) fn static_missing() -> bool {
+        false
+    }
+
     pub(crate) fn close_static() {}
 }
 
@@ -134,6 +140,16 @@ pub(crate) fn open_static() {
 #[inline(always)]
 pub(crate) fn static_closed() -> bool {
     imp::static_closed()
+}
+
+/// True when the slot is known to have no static offset (on x86-64
+/// glibc, a library whose TLS block is in dynamic TLS): [`get_static`]
+/// stays `None` and every access goes through [`get`]'s descriptor for as
+/// long as the library is loaded. False where [`HAS_STATIC`] is false,
+/// and while that is not known yet.
+#[inline(always)]
+pub(crate) fn static_missing() -> bool {
+    imp::static_missing()
 }
 
 /// Closes the fast path of [`get_static`]: an init is about to run, so

@@ -37,6 +37,26 @@ fn plugin_call_per_call(value: i32) -> i32 {
     value.wrapping_add(1)
 }
 
+/// A `#[local]` value: how many calls the thread it serves made to
+/// `plugin_count`. Contexts, and their values, are reused by later
+/// threads, so `bind` starts the count again.
+#[derive(Default)]
+pub struct Count(i32);
+
+impl callgate::Local for Count {
+    fn bind(&mut self) {
+        self.0 = 0;
+    }
+}
+
+/// The calling thread's count of calls to this callback, this one
+/// included: the `#[local]` value persists on a bound thread.
+#[c_callback(on_panic = -1)]
+fn plugin_count(#[local] count: &mut Count) -> i32 {
+    count.0 += 1;
+    count.0
+}
+
 /// Fails with the message `plugin error CODE` (a per-call attachment): the
 /// thread keeps a last error, and nothing else of the plugin.
 #[c_callback(attach = per_call, on_error = -1)]

@@ -404,6 +404,17 @@ pub(super) fn static_closed() -> bool {
     static_word().load(Ordering::Relaxed) == 0 && PROBED.load(Ordering::Relaxed) != NO_STATIC_OFFSET
 }
 
+/// True once the probe found that the slot has no static offset (it is in
+/// dynamic TLS, or the resolver is another one): every access goes
+/// through the descriptor for as long as the library is loaded.
+#[inline(always)]
+pub(super) fn static_missing() -> bool {
+    // Relaxed: a hint, as in `static_closed`; the probe's result does not
+    // change while the library is loaded, and a caller that reads 0 here
+    // takes the slow path, which probes.
+    PROBED.load(Ordering::Relaxed) == NO_STATIC_OFFSET
+}
+
 /// Forgets the static offset: every call takes the descriptor path.
 #[cold]
 pub(super) fn close_static() {

@@ -15,6 +15,7 @@ typedef struct {
     void *handle;
     int32_t (*call)(int32_t value);
     int32_t (*call_per_call)(int32_t value);
+    int32_t (*count)(void);
     int32_t (*fail)(int32_t code);
     uint64_t (*calls)(void);
     void *(*tls_address)(void);
@@ -32,6 +33,7 @@ static inline int plugin_try_open(plugin *p, const char *path) {
     if (!p->handle) return -1;
     PLUGIN_SYM(p, call, "plugin_call");
     PLUGIN_SYM(p, call_per_call, "plugin_call_per_call");
+    PLUGIN_SYM(p, count, "plugin_count");
     PLUGIN_SYM(p, fail, "plugin_fail");
     PLUGIN_SYM(p, calls, "plugin_calls");
     PLUGIN_SYM(p, tls_address, "plugin_tls_address");

@@ -3,8 +3,9 @@
  * own libc, unloads them all.
  *
  *   plugins DIR COUNT bound      the threads bind to every plugin (pinning
- *                                them) and call it; reports how many copies
- *                                got static TLS
+ *                                them) and call it and its `#[local]`
+ *                                counter; reports how many copies got
+ *                                static TLS
  *   plugins DIR COUNT per_call   the threads only make per-call calls and
  *                                leave a last error in every plugin, then
  *                                exit; after dlclose every copy is unmapped
@@ -36,6 +37,9 @@ static void *work(void *raw) {
             int32_t value = i * 1000 + call;
             int32_t got = bound ? p->call(value) : p->call_per_call(value);
             if (got != value + 1) w->ok = 0;
+            /* The thread's `#[local]` count in this copy: the thread is
+             * bound, so the value persists from call to call. */
+            if (bound && p->count() != call + 1) w->ok = 0;
         }
         if (!bound) {
             char message[64];
@@ -85,7 +89,8 @@ int main(int argc, char **argv) {
             CHECK(in_static_tls[t][i] == in_static_tls[0][i],
                   "plugin %d: static TLS for some threads only", i);
         static_tls += in_static_tls[0][i];
-        uint64_t expected = (uint64_t)THREADS * (CALLS + (bound ? 0 : 1));
+        /* Bound: each call and a count; per call: each call and a fail. */
+        uint64_t expected = (uint64_t)THREADS * (bound ? 2 * CALLS : CALLS + 1);
         CHECK(plugins[i].calls() == expected, "plugin %d served %" PRIu64 " calls, not %" PRIu64,
               i, plugins[i].calls(), expected);
         calls += plugins[i].calls();
