@@ -401,10 +401,12 @@ fn fast_slot(site: &Site) -> *const ContextNode {
 /// is known to have no static offset (the library's TLS block is in
 /// dynamic TLS) and the gate is open; null otherwise.
 ///
-/// For the `#[local]` and per-call fast paths, which would otherwise take
-/// the out-of-line path on every call there, with its several slot
-/// accesses. A bound call without `#[local]` takes that path anyway: one
-/// descriptor call costs about as much as the path (README, Performance).
+/// For [`call_dynamic`] and [`call_local_dynamic`], which run the fast
+/// paths on what it returns: in dynamic TLS every call would otherwise
+/// take [`call_slow`], with its several accesses to the slot.
+///
+/// The gate is checked here because the static offset, which stands for
+/// it on the fast path, is never recorded in dynamic TLS.
 #[inline(always)]
 fn dynamic_slot(site: &Site) -> *const ContextNode {
     if tls::static_missing() && (site.gate == GatePolicy::Skip || init::GATE.is_ready()) {
