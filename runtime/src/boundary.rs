@@ -118,9 +118,17 @@ pub fn call<R>(
                 thread::take_cached(bound)
             };
             if let Some(node) = cached {
+                let release = || {
+                    // SAFETY: the call that attached `node` per call is
+                    // returning: it gives it up, and no call runs on it
+                    // any more.
+                    unsafe { thread::release_cached(node) }
+                };
                 // SAFETY: `node` was just taken from the cache on this
                 // thread; `anchor` is in this call's frame.
-                return unsafe { per_call_on(site, node, &anchor, on_error, on_panic, body) };
+                return unsafe {
+                    per_call_on(site, node, &anchor, release, on_error, on_panic, body)
+                };
             }
         }
         return call_slow(site, &anchor, on_error, on_panic, body);
@@ -161,17 +169,20 @@ unsafe fn bound_on<R>(
 }
 
 /// The per-call fast path's call on `node`, the context it just took from
-/// the thread's cache: enters it, runs the call and caches it again.
+/// the thread's cache: enters it, runs the call and caches it again with
+/// `release`.
 ///
 /// # Safety
 ///
 /// `node` serves the calling thread, which took it from its cache for this
-/// call; `anchor` is in the frame of the trampoline making the call.
+/// call; `anchor` is in the frame of the trampoline making the call;
+/// `release` gives `node` up as `thread::release_cached` does.
 #[inline(always)]
 unsafe fn per_call_on<R>(
     site: &Site,
     node: &'static ContextNode,
     anchor: &Anchor,
+    release: impl FnOnce(),
     on_error: impl FnOnce() -> R,
     on_panic: impl FnOnce() -> R,
     body: impl FnOnce(&Frame) -> Result<R, Failure>,
@@ -182,21 +193,17 @@ unsafe fn per_call_on<R>(
     // call running, so this succeeds; were it not to, the slow path finds
     // `node` bound and releases it.
     if unsafe { node.value.enter_outermost(anchor) } {
-        let release = || {
-            // SAFETY: the call that attached `node` per call is returning:
-            // it gives it up, and no call runs on it any more.
-            unsafe { thread::release_cached(node) }
-        };
-        // SAFETY: entered just above.
+        // SAFETY: entered just above; `release` gives `node` up (caller
+        // obligation).
         return unsafe { outermost(site, node, on_error, on_panic, body, release) };
     }
     call_slow(site, anchor, on_error, on_panic, body)
 }
 
 /// A call where the fast path's slot read found null: in dynamic TLS
-/// (see [`dynamic_slot`]), the bound or per-call fast path through the
-/// descriptor; else (the fast path closed, or a thread with no context
-/// bound or cached) the slow path.
+/// (see [`dynamic_slot`]), the bound or per-call fast path on the slot
+/// found once through the descriptor; else (the fast path closed, or a
+/// thread with no context bound or cached) the slow path.
 ///
 /// Out of line and `extern "C"` (it cannot unwind: the body runs under
 /// `catch_unwind`), as [`call_slow`] is, so the trampoline's fast paths
@@ -213,18 +220,28 @@ extern "C" fn call_dynamic<R>(
     on_panic: impl FnOnce() -> R,
     body: impl FnOnce(&Frame) -> Result<R, Failure>,
 ) -> R {
-    let slot = dynamic_slot(site);
-    if thread::serves(slot) {
-        // SAFETY: a slot value that `serves` accepts is a node of
-        // `CONTEXTS` serving this thread; `anchor` is in the trampoline's
-        // frame (it passed it here).
-        return unsafe { bound_on(site, &*slot, anchor, on_error, on_panic, body) };
-    }
-    if site.attach == AttachMode::PerCall {
-        if let Some(node) = thread::take_cached(slot) {
-            // SAFETY: `node` was just taken from the cache on this thread;
-            // `anchor` is in the trampoline's frame.
-            return unsafe { per_call_on(site, node, anchor, on_error, on_panic, body) };
+    if let Some(slot) = dynamic_slot(site) {
+        let value = slot.get();
+        if thread::serves(value) {
+            // SAFETY: a slot value that `serves` accepts is a node of
+            // `CONTEXTS` serving this thread; `anchor` is in the
+            // trampoline's frame (it passed it here).
+            return unsafe { bound_on(site, &*value, anchor, on_error, on_panic, body) };
+        }
+        if site.attach == AttachMode::PerCall {
+            if let Some(node) = thread::take_cached_via(&slot, value) {
+                let release = || {
+                    // SAFETY: the call that attached `node` per call is
+                    // returning: it gives it up, and no call runs on it
+                    // any more; `slot` is this thread's.
+                    unsafe { thread::release_cached_via(&slot, node) }
+                };
+                // SAFETY: `node` was just taken from the cache on this
+                // thread; `anchor` is in the trampoline's frame.
+                return unsafe {
+                    per_call_on(site, node, anchor, release, on_error, on_panic, body)
+                };
+            }
         }
     }
     call_slow(site, anchor, on_error, on_panic, body)
@@ -366,20 +383,10 @@ extern "C" fn call_local_dynamic<R, T: Local>(
     on_panic: impl FnOnce() -> R,
     body: impl FnOnce(&Frame, LocalRef<'_, T>) -> Result<R, Failure>,
 ) -> R {
+    let bound = dynamic_slot(site).map_or(core::ptr::null(), |slot| slot.get());
     // SAFETY: `anchor` is in the trampoline's frame (it passed it here).
     // `dynamic` is false: a null read ends in the slow path.
-    unsafe {
-        local_on(
-            site,
-            key,
-            dynamic_slot(site),
-            anchor,
-            false,
-            on_error,
-            on_panic,
-            body,
-        )
-    }
+    unsafe { local_on(site, key, bound, anchor, false, on_error, on_panic, body) }
 }
 
 /// The thread's slot value as the fast path sees it: one load where the
@@ -397,22 +404,23 @@ fn fast_slot(site: &Site) -> *const ContextNode {
     }
 }
 
-/// The thread's slot value read through the TLS descriptor where the slot
-/// is known to have no static offset (the library's TLS block is in
-/// dynamic TLS) and the gate is open; null otherwise.
+/// The calling thread's slot found through the TLS descriptor (one call)
+/// where the slot is known to have no static offset (the library's TLS
+/// block is in dynamic TLS) and the gate is open; `None` otherwise.
 ///
 /// For [`call_dynamic`] and [`call_local_dynamic`], which run the fast
-/// paths on what it returns: in dynamic TLS every call would otherwise
-/// take [`call_slow`], with its several accesses to the slot.
+/// paths on what it holds: in dynamic TLS every call would otherwise take
+/// [`call_slow`], with its several accesses to the slot, each a call
+/// into the descriptor's resolver.
 ///
 /// The gate is checked here because the static offset, which stands for
 /// it on the fast path, is never recorded in dynamic TLS.
 #[inline(always)]
-fn dynamic_slot(site: &Site) -> *const ContextNode {
+fn dynamic_slot(site: &Site) -> Option<tls::ThreadSlot> {
     if tls::static_missing() && (site.gate == GatePolicy::Skip || init::GATE.is_ready()) {
-        thread::slot()
+        tls::thread_slot()
     } else {
-        core::ptr::null()
+        None
     }
 }
 

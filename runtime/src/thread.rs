@@ -127,11 +127,31 @@ pub(crate) fn take_cached_static(value: *const ContextNode) -> Option<&'static C
     // `set` accepts: taking it from the cache makes it serve the thread
     // (as in `attach`). The top bit is the tag (`CACHED_TAG`).
     let node = unsafe { tls::clear_top_bit_static() }?;
+    Some(taken(node))
+}
+
+/// [`take_cached_static`] through `slot`, the calling thread's slot as
+/// the descriptor gave it (in dynamic TLS): `value` is what it holds.
+#[inline(always)]
+pub(crate) fn take_cached_via(
+    slot: &tls::ThreadSlot,
+    value: *const ContextNode,
+) -> Option<&'static ContextNode> {
+    cached(value)?;
+    // SAFETY: as in `take_cached_static`.
+    let node = unsafe { slot.clear_top_bit() }?;
+    Some(taken(node))
+}
+
+/// The context that clearing the slot's tag just took from the cache:
+/// `node`, the slot's new value.
+#[inline(always)]
+fn taken(node: *const ContextNode) -> &'static ContextNode {
     // SAFETY: the slot now holds this node of `CONTEXTS`, freed only when
     // the library is unloaded.
     let node = unsafe { &*node };
     node.value.binds.bump();
-    Some(node)
+    node
 }
 
 /// The per-call fast path's attach where the slot has no static offset:
@@ -162,6 +182,31 @@ pub(crate) fn take_cached(value: *const ContextNode) -> Option<&'static ContextN
 /// and no call runs on it.
 #[inline(always)]
 pub(crate) unsafe fn release_cached(node: &'static ContextNode) {
+    // SAFETY: forwarded caller obligations; `set` stores a slot value.
+    unsafe { release_cached_with(node, |value| tls::set(value)) }
+}
+
+/// [`release_cached`] through `slot`, the calling thread's slot as the
+/// descriptor gave it (in dynamic TLS).
+///
+/// # Safety
+///
+/// As for [`release_cached`].
+#[inline(always)]
+pub(crate) unsafe fn release_cached_via(slot: &tls::ThreadSlot, node: &'static ContextNode) {
+    // SAFETY: forwarded caller obligations; `slot.set` stores a slot value
+    // in the calling thread's slot, as `tls::set` does.
+    unsafe { release_cached_with(node, |value| slot.set(value)) }
+}
+
+/// [`release_cached`], caching with `store`.
+///
+/// # Safety
+///
+/// As for [`release_cached`]; `store` stores a value in the calling
+/// thread's slot as [`tls::set`] does, with the same contract.
+#[inline(always)]
+unsafe fn release_cached_with(node: &'static ContextNode, store: impl FnOnce(*const ContextNode)) {
     // SAFETY: this thread owns `node` (caller obligation).
     let plain = unsafe { !node.value.after_exit() && !node.value.locals.has_values() };
     if CACHES && plain {
@@ -176,9 +221,9 @@ pub(crate) unsafe fn release_cached(node: &'static ContextNode) {
         // nothing that interrupts this thread here changes that for good (a
         // callback from a signal handler finds `node` bound and idle, runs
         // on it and leaves it so).
-        // SAFETY: a tagged node of `CONTEXTS` is a slot value, cached for
-        // this thread, which gives up the context until it takes it back.
-        unsafe { tls::set(tagged(node)) };
+        // A tagged node of `CONTEXTS` is a slot value, cached for this
+        // thread, which gives up the context until it takes it back.
+        store(tagged(node));
         return;
     }
     // SAFETY: forwarded caller obligations.

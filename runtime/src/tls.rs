@@ -18,6 +18,8 @@
 //!
 //! [`thread::current`]: crate::thread::current
 
+use core::marker::PhantomData;
+
 use crate::context::ContextNode;
 
 #[cfg(all(
@@ -87,6 +89,26 @@ mod no_static {
         false
     }
 
+    /// No slot found through a descriptor on this target: never made.
+    pub(crate) enum SlotAt {}
+
+    #[inline(always)]
+    pub(crate) fn slot_at() -> Option<SlotAt> {
+        None
+    }
+
+    pub(crate) fn get_at(at: &SlotAt) -> *const ContextNode {
+        match *at {}
+    }
+
+    pub(crate) fn clear_top_bit_of(at: &SlotAt) -> Option<*const ContextNode> {
+        match *at {}
+    }
+
+    pub(crate) fn set_of(at: &SlotAt, _value: *const ContextNode) {
+        match *at {}
+    }
+
     pub(crate) fn close_static() {}
 }
 
@@ -150,6 +172,55 @@ pub(crate) fn static_closed() -> bool {
 #[inline(always)]
 pub(crate) fn static_missing() -> bool {
     imp::static_missing()
+}
+
+/// The calling thread's slot as the TLS descriptor gave it: reads and
+/// writes through it cost no call. Tied to the thread that found it
+/// (neither `Send` nor `Sync`), whose slot stays where it is for as long
+/// as the library is loaded.
+pub(crate) struct ThreadSlot {
+    at: imp::SlotAt,
+    _thread: PhantomData<*const ()>,
+}
+
+/// The calling thread's slot through the TLS descriptor (one call), on
+/// targets that read the slot through one; `None` elsewhere. For the fast
+/// paths of a slot in dynamic TLS ([`static_missing`]), which would
+/// otherwise go through the descriptor on every access.
+#[inline(always)]
+pub(crate) fn thread_slot() -> Option<ThreadSlot> {
+    imp::slot_at().map(|at| ThreadSlot {
+        at,
+        _thread: PhantomData,
+    })
+}
+
+impl ThreadSlot {
+    /// The slot's value (as [`get`]).
+    #[inline(always)]
+    pub(crate) fn get(&self) -> *const ContextNode {
+        imp::get_at(&self.at)
+    }
+
+    /// [`clear_top_bit_static`] through this slot: one instruction.
+    ///
+    /// # Safety
+    ///
+    /// As for [`clear_top_bit_static`].
+    #[inline(always)]
+    pub(crate) unsafe fn clear_top_bit(&self) -> Option<*const ContextNode> {
+        imp::clear_top_bit_of(&self.at)
+    }
+
+    /// [`set`] through this slot.
+    ///
+    /// # Safety
+    ///
+    /// As for [`set`].
+    #[inline(always)]
+    pub(crate) unsafe fn set(&self, value: *const ContextNode) {
+        imp::set_of(&self.at, value);
+    }
 }
 
 /// Closes the fast path of [`get_static`]: an init is about to run, so

@@ -71,6 +71,12 @@ pub extern "C" fn plugin_calls() -> u64 {
     callgate::stats().calls
 }
 
+/// How many contexts the plugin ever created. Not a callback.
+#[unsafe(no_mangle)]
+pub extern "C" fn plugin_contexts() -> u64 {
+    callgate::stats().contexts_created
+}
+
 thread_local! {
     static MARK: Cell<u8> = const { Cell::new(0) };
 }

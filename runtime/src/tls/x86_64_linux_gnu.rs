@@ -285,10 +285,94 @@ pub(super) fn get_static() -> Option<*const ContextNode> {
     if offset == 0 {
         return None;
     }
-    let value: *const ContextNode;
     // SAFETY: a non-zero offset is the slot's offset from the thread
-    // pointer in every thread (`open_static` recorded it only then), so
-    // this reads the calling thread's 8-byte slot.
+    // pointer in every thread (`open_static` recorded it only then).
+    Some(unsafe { read_at(offset) })
+}
+
+/// Clears the top bit of the calling thread's slot through the static
+/// offset (see [`clear_top_bit_at`]). Returns the slot's new value if the
+/// bit was set; `None` if it was clear (nothing changed) or the fast path
+/// is closed.
+#[inline(always)]
+pub(super) fn clear_top_bit_static() -> Option<*const ContextNode> {
+    let offset = recorded_offset();
+    if offset == 0 {
+        return None;
+    }
+    // SAFETY: a non-zero offset is the slot's in every thread (see
+    // `get_static`).
+    unsafe { clear_top_bit_at(offset) }
+}
+
+/// Stores `value` in the calling thread's slot through the static
+/// offset; false (nothing stored) if the fast path is closed.
+#[inline(always)]
+fn set_static(value: *const ContextNode) -> bool {
+    let offset = recorded_offset();
+    if offset == 0 {
+        return false;
+    }
+    // SAFETY: a non-zero offset is the slot's in every thread (see
+    // `get_static`).
+    unsafe { write_at(offset, value) };
+    true
+}
+
+/// The slot's offset from the thread pointer for the thread that read it
+/// through the descriptor ([`slot_at`]): the slot's address on that
+/// thread for as long as the library is loaded, in static or dynamic TLS
+/// (glibc never moves a thread's block once it allocated it).
+pub(super) struct SlotAt(isize);
+
+/// The calling thread's slot through the descriptor: one call.
+#[inline(always)]
+pub(super) fn slot_at() -> Option<SlotAt> {
+    let offset: isize;
+    // SAFETY: the descriptor sequence alone: its resolver returns the
+    // slot's offset from the thread pointer for the calling thread
+    // (allocating the block on a thread's first access in dynamic TLS).
+    // The stack is usable (no `nostack`), the flags and every clobbered
+    // register are declared; no memory of the program is written.
+    unsafe {
+        with_slot_offset!("", [out("rax") offset,], [readonly]);
+    }
+    Some(SlotAt(offset))
+}
+
+/// The slot at `at` (see [`SlotAt`]).
+#[inline(always)]
+pub(super) fn get_at(at: &SlotAt) -> *const ContextNode {
+    // SAFETY: `at` holds the slot's offset for the thread that made it,
+    // which its owner (`tls::ThreadSlot`, neither `Send` nor `Sync`) is.
+    unsafe { read_at(at.0) }
+}
+
+/// [`clear_top_bit_at`] at `at` (see [`SlotAt`]).
+#[inline(always)]
+pub(super) fn clear_top_bit_of(at: &SlotAt) -> Option<*const ContextNode> {
+    // SAFETY: as in `get_at`.
+    unsafe { clear_top_bit_at(at.0) }
+}
+
+/// Stores `value` in the slot at `at` (see [`SlotAt`]).
+#[inline(always)]
+pub(super) fn set_of(at: &SlotAt, value: *const ContextNode) {
+    // SAFETY: as in `get_at`.
+    unsafe { write_at(at.0, value) }
+}
+
+/// Reads the calling thread's slot at `offset` from the thread pointer.
+///
+/// # Safety
+///
+/// `offset` is the calling thread's slot's offset: the recorded static
+/// offset, or one the descriptor returned on this thread.
+#[inline(always)]
+unsafe fn read_at(offset: isize) -> *const ContextNode {
+    let value: *const ContextNode;
+    // SAFETY: `offset` is the calling thread's 8-byte slot (caller
+    // obligation).
     unsafe {
         asm!(
             "mov {value}, qword ptr fs:[{offset}]",
@@ -297,24 +381,23 @@ pub(super) fn get_static() -> Option<*const ContextNode> {
             options(nostack, preserves_flags, readonly),
         );
     }
-    Some(value)
+    value
 }
 
-/// Clears the top bit of the calling thread's slot through the static
-/// offset, with `btr` without `lock`: one instruction, so atomic with
-/// respect to signal handlers on this thread (see [`claim`]), and cheaper
-/// than `cmpxchg`. Returns the slot's new value if the bit was set; `None`
-/// if it was clear (nothing changed) or the fast path is closed.
+/// Clears the top bit of the calling thread's slot at `offset`, with `btr`
+/// without `lock`: one instruction, so atomic with respect to signal
+/// handlers on this thread (see [`claim`]), and cheaper than `cmpxchg`.
+/// Returns the slot's new value if the bit was set; `None` if it was clear
+/// (nothing changed).
+///
+/// # Safety
+///
+/// As for [`read_at`].
 #[inline(always)]
-pub(super) fn clear_top_bit_static() -> Option<*const ContextNode> {
-    let offset = recorded_offset();
-    if offset == 0 {
-        return None;
-    }
+unsafe fn clear_top_bit_at(offset: isize) -> Option<*const ContextNode> {
     let was_set: u8;
     let value: *const ContextNode;
-    // SAFETY: a non-zero offset is the slot's in every thread (see
-    // `get_static`): this changes and reads the calling thread's slot,
+    // SAFETY: `offset` is the calling thread's slot (caller obligation),
     // which only this thread accesses.
     unsafe {
         asm!(
@@ -331,17 +414,15 @@ pub(super) fn clear_top_bit_static() -> Option<*const ContextNode> {
     (was_set != 0).then_some(value)
 }
 
-/// Stores `value` in the calling thread's slot through the static
-/// offset; false (nothing stored) if the fast path is closed.
+/// Stores `value` in the calling thread's slot at `offset`.
+///
+/// # Safety
+///
+/// As for [`read_at`].
 #[inline(always)]
-fn set_static(value: *const ContextNode) -> bool {
-    let offset = recorded_offset();
-    if offset == 0 {
-        return false;
-    }
-    // SAFETY: a non-zero offset is the slot's in every thread (see
-    // `get_static`): this writes the calling thread's slot, which only
-    // this thread accesses.
+unsafe fn write_at(offset: isize, value: *const ContextNode) {
+    // SAFETY: `offset` is the calling thread's slot (caller obligation),
+    // which only this thread accesses.
     unsafe {
         asm!(
             "mov qword ptr fs:[{offset}], {value}",
@@ -350,7 +431,6 @@ fn set_static(value: *const ContextNode) -> bool {
             options(nostack, preserves_flags),
         );
     }
-    true
 }
 
 /// `__callgate_static_offset` as an atomic.

@@ -18,6 +18,7 @@ typedef struct {
     int32_t (*count)(void);
     int32_t (*fail)(int32_t code);
     uint64_t (*calls)(void);
+    uint64_t (*contexts)(void);
     void *(*tls_address)(void);
     int (*last_error_message)(char *buf, size_t len);
 } plugin;
@@ -36,6 +37,7 @@ static inline int plugin_try_open(plugin *p, const char *path) {
     PLUGIN_SYM(p, count, "plugin_count");
     PLUGIN_SYM(p, fail, "plugin_fail");
     PLUGIN_SYM(p, calls, "plugin_calls");
+    PLUGIN_SYM(p, contexts, "plugin_contexts");
     PLUGIN_SYM(p, tls_address, "plugin_tls_address");
     PLUGIN_SYM(p, last_error_message, "plugin_last_error_message");
     return 0;

@@ -94,6 +94,10 @@ int main(int argc, char **argv) {
         CHECK(plugins[i].calls() == expected, "plugin %d served %" PRIu64 " calls, not %" PRIu64,
               i, plugins[i].calls(), expected);
         calls += plugins[i].calls();
+        /* One context per thread, reused from call to call (per call: the
+         * one the thread's last call cached), in static and dynamic TLS. */
+        CHECK(plugins[i].contexts() <= THREADS, "plugin %d created %" PRIu64 " contexts", i,
+              plugins[i].contexts());
     }
     printf("static_tls=%d\ncalls=%" PRIu64 "\n", static_tls, calls);
 
