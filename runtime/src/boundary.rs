@@ -452,10 +452,11 @@ fn align_to_fetch_line() {
     }
 }
 
-/// Every call that is not the fast path's: the gate is shut or not looked
-/// at yet, the thread is not bound (or is served per call), a call is
-/// recorded as running on it (a nested call, or one abandoned), or the
-/// slot has no static offset.
+/// Every call that is not a fast path's: the gate is shut or not looked
+/// at yet, the thread is not bound (or is served per call with nothing
+/// cached), or a call is recorded as running on it (a nested call, or one
+/// abandoned). In dynamic TLS, [`call_dynamic`] and [`call_local_dynamic`]
+/// run the fast paths and send only those cases here.
 ///
 /// `extern "C"`, so it cannot unwind (a Rust panic in it aborts, but its
 /// body runs under `catch_unwind`): the trampoline's call to it then needs
@@ -476,8 +477,8 @@ extern "C" fn call_slow<R>(
     body: impl FnOnce(&Frame) -> Result<R, Failure>,
 ) -> R {
     let node = match thread::current() {
-        // Bound, past the gate: a nested call, or every call where the
-        // slot has no static offset.
+        // Bound, past the gate: a nested or abandoned call, a `#[local]`
+        // value not ready, or a call before the fast path opened.
         Some(node) if site.gate == GatePolicy::Skip || init::GATE.is_ready() => {
             init::open_fast_path();
             node
