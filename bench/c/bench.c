@@ -355,6 +355,13 @@ int32_t bench_c_bind(int32_t x) {
     return result;
 }
 
+static _Thread_local int32_t c_touched;
+
+int32_t bench_c_tls(int32_t x) {
+    c_touched++;
+    return x + 1;
+}
+
 int bench_churn(const bench_int_fn *fns, int count, int threads, int64_t *total_ns) {
     int wrong = 0;
     for (int k = 0; k < count; k++) total_ns[k] = 0;

@@ -110,6 +110,12 @@ int bench_first_calls(const bench_int_fn *fns, int count, int threads, int64_t *
  * `first_call_ns`. */
 int32_t bench_c_bind(int32_t x);
 
+/* `x + 1`, after adding one to a thread-local variable of this program:
+ * the least any first call that keeps state per thread does, since on a
+ * new thread the variable's line is one the new thread has not touched.
+ * The floor under `first_call.c_bind_ns`. */
+int32_t bench_c_tls(int32_t x);
+
 /* For each of `threads` rounds, creates and joins one pthread per function
  * of `fns`, one after another (round i starts with `fns[i % count]`), each
  * calling `fns[k](0)` once; stores the total nanoseconds of creating and

@@ -173,6 +173,8 @@ unsafe extern "C" {
     // touches is its own.
     /// `x + 1` after a first call's least work, in C (see `bench.h`).
     pub safe fn bench_c_bind(x: i32) -> i32;
+    /// `x + 1` after one thread-local store, in C (see `bench.h`).
+    pub safe fn bench_c_tls(x: i32) -> i32;
     fn bench_scaling_pair(spec: *mut BenchScaling) -> c_int;
     fn bench_interleaved(blocks: *mut BenchBlock, count: c_int, cycles: c_int) -> c_int;
     fn bench_call_loop(spec: *const BenchLoop, result: *mut BenchLoopResult) -> c_int;

@@ -716,6 +716,9 @@ fn checks(
         figure("first_call.c_bind_ns", " ns", None, &|p| {
             median("first_call.c_bind_ns", p)
         }),
+        figure("first_call.c_tls_ns", " ns", None, &|p| {
+            median("first_call.c_tls_ns", p)
+        }),
         figure("first_call.raw_ns", " ns", None, &|p| {
             median("first_call.raw_ns", p)
         }),

@@ -23,7 +23,7 @@ const FIRST_CALL_THREADS: usize = 200;
 const CHURN_THREADS: usize = 400;
 
 /// The rows measured for every [`Place`], in report order: key and unit.
-const PLACE_ROWS: [(&str, &str); 26] = [
+const PLACE_ROWS: [(&str, &str); 27] = [
     ("cthread.raw_ns", "ns"),
     ("cthread.raw_cstr_ns", "ns"),
     ("cthread.bound_ns", "ns"),
@@ -50,6 +50,7 @@ const PLACE_ROWS: [(&str, &str); 26] = [
     ("first_call_ns", "ns"),
     ("first_call.raw_ns", "ns"),
     ("first_call.c_bind_ns", "ns"),
+    ("first_call.c_tls_ns", "ns"),
 ];
 
 /// The calibration row's key: a fixed chain of dependent additions in C,
@@ -413,14 +414,16 @@ pub fn plan(
                 row("churn.create_callback_join_us"),
             ],
         });
-        // The raw function and the same work in C beside the callback.
-        let c_bind: IntFn = harness::bench_c_bind;
+        // The raw function, the same work in C and its floor (one
+        // thread-local store) beside the callback.
+        let (c_bind, c_tls): (IntFn, IntFn) = (harness::bench_c_bind, harness::bench_c_tls);
         jobs.push(Job {
-            probe: Probe::FirstCalls(vec![c.bound, c.raw, c_bind]),
+            probe: Probe::FirstCalls(vec![c.bound, c.raw, c_bind, c_tls]),
             rows: vec![
                 row("first_call_ns"),
                 row("first_call.raw_ns"),
                 row("first_call.c_bind_ns"),
+                row("first_call.c_tls_ns"),
             ],
         });
     }
