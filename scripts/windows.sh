@@ -106,8 +106,9 @@ HOST_FILL_TLS=1 run threads churn 500 16
 step "init: early callers wait for a background init; a failed init"
 FIXTURE_INIT=slow run init slow
 FIXTURE_INIT=fail run init fail
-step "panics, errors and the last-error API; bound and per-call"
+step "panics, errors and the last-error API; bound and per-call; with no FLS index left"
 run errors
+run errors no-fls
 step "LoadLibrary/FreeLibrary cycles"
 FIXTURE_INIT=none run reload 20
 step "a host linked through the generated header"

@@ -63,6 +63,39 @@ fn a_first_call_in_the_last_destructor_round_leaks_no_context() {
     teardown(&["last-round", "16"]).assert_ok();
 }
 
+/// With every pthread key of the process taken before the first call,
+/// callgate cannot create its key: it says so once on standard error, and
+/// serves every thread per call. 64 threads (8 alive at a time) and the
+/// main thread each make 100 rounds of plain, `#[local]`, per-call, `Err`
+/// and caught-panic calls, reading the last error after each `Err`: every
+/// round works, no context stays bound, every bind is released, and at
+/// most one context per thread alive at a time is created.
+#[test]
+fn without_a_pthread_key_left_threads_are_served_per_call() {
+    let outcome = teardown(&["no-key", "64"]);
+    outcome.assert_ok();
+    assert!(outcome.number("keys_taken") >= 1.0, "{outcome}");
+    assert_eq!(outcome.number("rounds_ok"), 65.0 * 100.0, "{outcome}");
+    assert_eq!(
+        outcome
+            .stderr
+            .matches("callgate: pthread_key_create failed")
+            .count(),
+        1,
+        "{outcome}"
+    );
+    assert_eq!(outcome.number("contexts_bound"), 0.0, "{outcome}");
+    assert_eq!(
+        outcome.number("binds"),
+        outcome.number("releases"),
+        "{outcome}"
+    );
+    // Per call: a bind for each call of the 65 threads' rounds (7 calls a
+    // round), not one per thread.
+    assert!(outcome.number("binds") >= 65.0 * 100.0 * 7.0, "{outcome}");
+    assert!(outcome.number("contexts_created") <= 9.0, "{outcome}");
+}
+
 /// memcheck over the destructor scenario: no definite leak, even for
 /// threads whose first failing call comes from a key destructor (after
 /// Rust's thread-local destructors ran) or from every destructor round.

@@ -81,7 +81,9 @@ pub(crate) struct Context {
     pub(crate) locals: Locals,
     /// Release the context when the outermost call returns.
     per_call: Cell<bool>,
-    /// Serving a thread whose bound context was already released at exit.
+    /// Serving a thread whose bound context was already released at exit,
+    /// or one without an exit hook (no pthread key was left): per call,
+    /// never cached.
     after_exit: Cell<bool>,
     // A per-call attach and its release, and a thread's first call, touch
     // the fields above and these, in the second cache line.
@@ -148,7 +150,7 @@ impl Context {
     }
 
     /// True when the context serves a thread whose bound context was
-    /// released at its exit.
+    /// released at its exit, or one without an exit hook.
     ///
     /// # Safety
     ///

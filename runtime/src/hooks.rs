@@ -25,7 +25,8 @@
 //! `thread_local!` destructor to free the message.
 
 pub(crate) use imp::{
-    HAS_THREAD_EXIT_HOOK, LibraryHold, arm_exit_hook, handle_fork, register_exit_hook,
+    HAS_THREAD_EXIT_HOOK, LibraryHold, arm_exit_hook, exit_hook_ready, handle_fork,
+    register_exit_hook,
 };
 
 #[cfg(unix)]
@@ -41,8 +42,12 @@ mod imp {
     /// Bound threads are released by the key destructor when they exit.
     pub(crate) const HAS_THREAD_EXIT_HOOK: bool = true;
 
-    /// `pthread_key_t + 1`, or 0 before the key exists (keys may be 0).
+    /// `pthread_key_t + 1`, 0 before the key exists (keys may be 0), or
+    /// [`NO_KEY`].
     static KEY: AtomicUsize = AtomicUsize::new(0);
+    /// `KEY` once `pthread_key_create` failed: every key of the process is
+    /// in use (`PTHREAD_KEYS_MAX`). Above every `pthread_key_t + 1`.
+    const NO_KEY: usize = usize::MAX;
     static PIN: Once = Once::new();
     static AT_FORK: Once = Once::new();
 
@@ -59,7 +64,7 @@ mod imp {
     /// bound: a no-op if it is armed already.
     #[cold]
     pub(crate) fn arm_exit_hook() {
-        let key = key();
+        let Some(key) = key() else { return };
         // SAFETY: `key` is a live key created by `key()`, deleted only when
         // the library is unloaded.
         if unsafe { libc::pthread_getspecific(key) }.is_null() {
@@ -71,10 +76,20 @@ mod imp {
         }
     }
 
+    /// True when threads have an exit hook: the pthread key exists, or has
+    /// just been created. False once creating it failed; the caller then
+    /// serves the thread per call (see the README's Known limits).
+    pub(crate) fn exit_hook_ready() -> bool {
+        key().is_some()
+    }
+
     /// Stores `node`, the context just bound to the calling thread, in the
     /// pthread key, so `on_thread_exit` releases it when the thread exits.
+    /// Called only once [`exit_hook_ready`] returned true.
     pub(crate) fn register_exit_hook(node: &'static ContextNode) {
-        let key = key();
+        let Some(key) = key() else {
+            unreachable!("a thread was bound without an exit hook")
+        };
         // SAFETY: `key` is a live key created by `key()`, deleted only when
         // the library is unloaded.
         let rc = unsafe { libc::pthread_setspecific(key, ptr_of(node)) };
@@ -89,39 +104,61 @@ mod imp {
         (node as *const ContextNode).cast()
     }
 
-    /// The process-wide key of this copy of the runtime, created on first use.
-    fn key() -> libc::pthread_key_t {
+    /// The process-wide key of this copy of the runtime, created on first
+    /// use; `None` if creating it failed.
+    fn key() -> Option<libc::pthread_key_t> {
         // Acquire: pairs with the AcqRel CAS below, so the key is fully
         // created before another thread uses it.
-        match KEY.load(Ordering::Acquire) {
+        stored_key(match KEY.load(Ordering::Acquire) {
             0 => create_key(),
-            stored => (stored - 1) as libc::pthread_key_t,
+            stored => stored,
+        })
+    }
+
+    fn stored_key(stored: usize) -> Option<libc::pthread_key_t> {
+        match stored {
+            NO_KEY => None,
+            stored => Some((stored - 1) as libc::pthread_key_t),
         }
     }
 
+    /// Creates the key and publishes it, or [`NO_KEY`] if the process has
+    /// none left; returns what `KEY` holds then.
+    ///
+    /// The failure is final for this copy of the runtime: trying again on
+    /// every later attach would cost each one a failing scan of the
+    /// process's keys.
     #[cold]
-    fn create_key() -> libc::pthread_key_t {
+    fn create_key() -> usize {
         let mut key: libc::pthread_key_t = 0;
         // SAFETY: `key` is a valid out-pointer; `on_thread_exit` has the
         // destructor signature.
         let rc = unsafe { libc::pthread_key_create(&mut key, Some(on_thread_exit)) };
-        if rc != 0 {
-            diag::abort_with(
-                "callgate: pthread_key_create failed (PTHREAD_KEYS_MAX reached); aborting",
-            );
-        }
-        let stored = key as usize + 1;
+        let stored = if rc == 0 { key as usize + 1 } else { NO_KEY };
         // AcqRel: Release publishes our key, Acquire reads a winner's.
         match KEY.compare_exchange(0, stored, Ordering::AcqRel, Ordering::Acquire) {
-            Ok(_) => key,
+            Ok(_) => {
+                if stored == NO_KEY {
+                    diag::report(NO_KEY_WARNING);
+                }
+                stored
+            }
             Err(winner) => {
-                // SAFETY: we created `key` above and nobody else has seen it.
-                let rc = unsafe { libc::pthread_key_delete(key) };
-                debug_assert_eq!(rc, 0);
-                (winner - 1) as libc::pthread_key_t
+                if stored != NO_KEY {
+                    // SAFETY: we created `key` above and nobody else has
+                    // seen it.
+                    let rc = unsafe { libc::pthread_key_delete(key) };
+                    debug_assert_eq!(rc, 0);
+                }
+                winner
             }
         }
     }
+
+    /// Reported once, when creating the key fails.
+    const NO_KEY_WARNING: &str = "callgate: pthread_key_create failed: every pthread key of the \
+        process is in use (PTHREAD_KEYS_MAX); callbacks go on, each call served per call \
+        (see Known limits in callgate's README)";
 
     /// The key destructor: the thread is exiting; free its last error and
     /// release the context serving it. The key's value only arms the hook
@@ -308,7 +345,7 @@ mod imp {
         use core::ffi::c_void;
         use core::ptr;
 
-        use super::{KEY, PIN};
+        use super::{KEY, NO_KEY, PIN};
         use crate::sync::{AtomicBool, Ordering};
 
         /// Set when the process exits (`exit` runs the handler registered by
@@ -371,7 +408,7 @@ mod imp {
             }
             // Relaxed: no other thread runs the library's code.
             let stored = KEY.swap(0, Ordering::Relaxed);
-            if stored != 0 {
+            if stored != 0 && stored != NO_KEY {
                 // SAFETY: the key was created by `create_key` and is deleted
                 // once; no thread uses it any more.
                 let rc = unsafe { libc::pthread_key_delete((stored - 1) as libc::pthread_key_t) };
@@ -400,6 +437,11 @@ mod imp {
     /// Without pthread keys there is no portable hook at thread exit, so
     /// every call attaches and releases (the `per_call` behaviour).
     pub(crate) const HAS_THREAD_EXIT_HOOK: bool = false;
+
+    /// No hook: every thread is served per call.
+    pub(crate) fn exit_hook_ready() -> bool {
+        false
+    }
 
     pub(crate) fn register_exit_hook(_node: &'static ContextNode) {
         unreachable!("per-call only on this platform")

@@ -111,7 +111,9 @@
 //! context aside for its next per-call call, until it exits. On Windows a fiber-local
 //! storage callback releases the context when the thread exits; on
 //! targets with neither pthread keys nor Windows' FLS every call works the
-//! per-call way.
+//! per-call way, and so does every call in a process that had no pthread
+//! key (FLS index) left for the runtime, which says so once on standard
+//! error.
 //!
 //! # Calls that never return
 //!

@@ -28,7 +28,9 @@ use crate::settings::{self, AttachMode};
 use crate::tls;
 
 /// The slot's value once the key destructor released the thread's bound
-/// context: the thread is exiting, so later calls are served per call. (The
+/// context: the thread is exiting, so later calls are served per call.
+/// Also once a call returned on a thread that has no exit hook (the
+/// process had no pthread key left), which is served per call too. (The
 /// slot holds null, this marker, a context node serving the thread, or a
 /// [cached](CACHES) one.)
 const EXITED: *const ContextNode = ptr::without_provenance(1);
@@ -270,7 +272,11 @@ fn attach_slow(attach: AttachMode, mut seen: *const ContextNode) -> &'static Con
         seen = ptr::null();
         reused = Some(node);
     }
-    let after_exit = ptr::eq(seen, EXITED);
+    // A thread that no exit hook reaches (its key destructor ran already,
+    // or the process had no pthread key or FLS index left for this copy of
+    // the runtime) is served per call, and caches nothing: nothing would
+    // hand a cached context back.
+    let after_exit = ptr::eq(seen, EXITED) || !hooks::exit_hook_ready();
     let per_call = attach == AttachMode::PerCall
         || !hooks::HAS_THREAD_EXIT_HOOK
         || after_exit

@@ -48,8 +48,11 @@ unsafe extern "system" {
     fn GetModuleHandleExW(flags: u32, name: *const u16, module: *mut *mut c_void) -> i32;
 }
 
-/// The FLS index + 1, or 0 before it exists.
+/// The FLS index + 1, 0 before it exists, or [`NO_INDEX`].
 static INDEX: AtomicUsize = AtomicUsize::new(0);
+/// `INDEX` once `FlsAlloc` failed: the process has no FLS index left.
+/// Above every index + 1.
+const NO_INDEX: usize = usize::MAX;
 static PIN: Once = Once::new();
 
 /// The FLS value of a thread that is not bound but has a last-error message
@@ -65,7 +68,7 @@ fn error_only() -> *const c_void {
 /// whose outermost call never returned. A no-op if it is armed already.
 #[cold]
 pub(crate) fn arm_exit_hook() {
-    let index = index();
+    let Some(index) = index() else { return };
     // SAFETY: `index` is a live FLS index from `index()`, never freed
     // once published.
     if unsafe { FlsGetValue(index) }.is_null() {
@@ -74,10 +77,21 @@ pub(crate) fn arm_exit_hook() {
     }
 }
 
+/// True when threads have an exit hook: the FLS index exists, or has just
+/// been allocated. False once allocating it failed; the caller then serves
+/// the thread per call (see the README's Known limits).
+pub(crate) fn exit_hook_ready() -> bool {
+    index().is_some()
+}
+
 /// Stores `node`, the context just bound to the calling thread, in the FLS
-/// slot, so `on_fiber_exit` releases it when the thread exits.
+/// slot, so `on_fiber_exit` releases it when the thread exits. Called only
+/// once [`exit_hook_ready`] returned true.
 pub(crate) fn register_exit_hook(node: &'static ContextNode) {
-    set_value(index(), (node as *const ContextNode).cast());
+    let Some(index) = index() else {
+        unreachable!("a thread was bound without an exit hook")
+    };
+    set_value(index, (node as *const ContextNode).cast());
     PIN.call_once(pin_this_module);
 }
 
@@ -105,33 +119,55 @@ fn set_value(index: u32, value: *const c_void) {
 }
 
 /// The process-wide FLS index of this copy of the runtime, allocated on
-/// first use.
-fn index() -> u32 {
+/// first use; `None` if allocating it failed.
+fn index() -> Option<u32> {
     // Acquire: pairs with the AcqRel CAS in `alloc_index`, so the index is
     // allocated before another thread uses it.
     match INDEX.load(Ordering::Acquire) {
-        0 => alloc_index(),
-        stored => (stored - 1) as u32,
+        0 => stored_index(alloc_index()),
+        stored => stored_index(stored),
     }
 }
 
+fn stored_index(stored: usize) -> Option<u32> {
+    match stored {
+        NO_INDEX => None,
+        stored => Some((stored - 1) as u32),
+    }
+}
+
+/// Allocates the index and publishes it, or [`NO_INDEX`] if the process has
+/// none left; returns what `INDEX` holds then. The failure is final for
+/// this copy of the runtime, as on Unix.
 #[cold]
-fn alloc_index() -> u32 {
+fn alloc_index() -> usize {
     // SAFETY: `on_fiber_exit` has the callback signature and stays mapped:
     // the module is pinned before any value is stored.
     let index = unsafe { FlsAlloc(Some(on_fiber_exit)) };
-    if index == FLS_OUT_OF_INDEXES {
-        diag::abort_with("callgate: FlsAlloc failed (out of FLS indexes); aborting");
-    }
+    let stored = if index == FLS_OUT_OF_INDEXES {
+        NO_INDEX
+    } else {
+        index as usize + 1
+    };
     // AcqRel: Release publishes our index, Acquire reads a winner's.
-    match INDEX.compare_exchange(0, index as usize + 1, Ordering::AcqRel, Ordering::Acquire) {
-        Ok(_) => index,
+    match INDEX.compare_exchange(0, stored, Ordering::AcqRel, Ordering::Acquire) {
+        Ok(_) => {
+            if stored == NO_INDEX {
+                diag::report(
+                    "callgate: FlsAlloc failed: the process has no FLS index left; callbacks go \
+                     on, each call served per call (see Known limits in callgate's README)",
+                );
+            }
+            stored
+        }
         Err(winner) => {
-            // SAFETY: we allocated `index` above, nobody else has seen it
-            // and no value is stored in it.
-            let freed = unsafe { FlsFree(index) };
-            debug_assert_ne!(freed, 0);
-            (winner - 1) as u32
+            if stored != NO_INDEX {
+                // SAFETY: we allocated `index` above, nobody else has seen
+                // it and no value is stored in it.
+                let freed = unsafe { FlsFree(index) };
+                debug_assert_ne!(freed, 0);
+            }
+            winner
         }
     }
 }

@@ -11,6 +11,9 @@
  *                                   calls from an atexit handler and from a
  *                                   __attribute__((destructor)) at exit, the
  *                                   main thread bound before exit or not
+ *   teardown FIXTURE no-key THREADS THREADS threads calling back after the
+ *                                   process used up every pthread key, so
+ *                                   callgate cannot create its own
  *
  * Each call from a destructor checks a plain call, a #[local] call, an Err
  * and a caught panic. glibc runs thread_local destructors first, then key
@@ -254,6 +257,54 @@ static void at_exit(const char *how) {
     /* exit() runs the atexit handler, then the destructors. */
 }
 
+/* --- no pthread key left -------------------------------------------------- */
+
+enum { NO_KEY_ROUNDS = 100 };
+
+static atomic_long no_key_ok, no_key_bad;
+
+/* Every kind of call, NO_KEY_ROUNDS times, each Err followed by a read of
+ * its last error. */
+static void *no_key_worker(void *raw) {
+    (void)raw;
+    for (int i = 0; i < NO_KEY_ROUNDS; i++) {
+        char message[256];
+        lib.clear_last_error();
+        int ok = teardown_calls_work() && lib.plain(i) == i + 1 && lib.fail(7) == -1 &&
+                 lib.last_error_message(message, sizeof message) > 0 &&
+                 strstr(message, "7") != NULL;
+        atomic_fetch_add(ok ? &no_key_ok : &no_key_bad, 1);
+    }
+    return NULL;
+}
+
+static void no_key(int threads) {
+    /* callgate creates its key on a thread's first call, which the
+     * fixture's init makes (it sorts with a callback): take every key
+     * before the fixture is loaded. */
+    long taken = 0;
+    pthread_key_t key;
+    while (pthread_key_create(&key, NULL) == 0) taken++;
+    printf("keys_taken=%ld\n", taken);
+    fflush(stdout);
+    fixture_open(&lib, getenv("TEARDOWN_FIXTURE"), RTLD_NOW);
+    CHECK(fixture_wait_init(&lib, 30) == 0, "init not ready");
+
+    const int wave = 8;
+    pthread_t ids[8];
+    for (int done = 0; done < threads; done += wave) {
+        int n = threads - done < wave ? threads - done : wave;
+        for (int i = 0; i < n; i++) ids[i] = fixture_spawn(no_key_worker, NULL, 0);
+        for (int i = 0; i < n; i++) fixture_join(ids[i]);
+    }
+    /* The main thread too. */
+    no_key_worker(NULL);
+    fixture_stats_t after = fixture_snapshot(&lib);
+    printf("rounds_ok=%ld\nrounds_bad=%ld\n", atomic_load(&no_key_ok), atomic_load(&no_key_bad));
+    fixture_print_stats("", &after);
+    CHECK(atomic_load(&no_key_bad) == 0, "%ld rounds of calls failed", atomic_load(&no_key_bad));
+}
+
 int main(int argc, char **argv) {
     const char *path = fixture_path_arg(argc, argv);
     setenv("TEARDOWN_FIXTURE", path, 1);
@@ -262,6 +313,8 @@ int main(int argc, char **argv) {
         keys(argc > 3 ? atoi(argv[3]) : 1000);
     } else if (strcmp(mode, "last-round") == 0) {
         last_round(argc > 3 ? atoi(argv[3]) : 16);
+    } else if (strcmp(mode, "no-key") == 0) {
+        no_key(argc > 3 ? atoi(argv[3]) : 64);
     } else if (strcmp(mode, "exit") == 0) {
         at_exit(argc > 3 ? argv[3] : "bound");
         return 0;

@@ -1,6 +1,9 @@
 /* Panics, errors and the last-error API, and what binds on Windows.
  *
  *   errors FIXTURE
+ *   errors FIXTURE no-fls   the same calls after the process took every FLS
+ *                           index, so the runtime cannot allocate its own:
+ *                           every call is served per call
  *
  * Checks the on-error and on-panic values and messages, that a thread's
  * last error is its own and survives later successful calls, that a bound
@@ -45,8 +48,51 @@ static DWORD exit_code(HANDLE thread) {
     return code;
 }
 
+enum { NO_FLS_THREADS = 8, NO_FLS_ROUNDS = 100 };
+
+/* Plain, #[local], per-call and failing calls, each failure's message read
+ * back. */
+static DWORD WINAPI no_fls_worker(void *raw) {
+    (void)raw;
+    char message[128];
+    for (int i = 0; i < NO_FLS_ROUNDS; i++) {
+        if (lib.plain(i) != i + 1) return 1;
+        if (lib.token() <= 0) return 2;
+        if (lib.token_per_call() <= 0) return 3;
+        if (lib.fail(99) != -1) return 4;
+        if (strcmp(last(message, sizeof message), "asked to fail with 99") != 0) return 5;
+    }
+    return 0;
+}
+
+static int no_fls(const char *path) {
+    /* The runtime allocates its FLS index on a thread's first call, which
+     * may come from the fixture's init: take every index before loading it. */
+    long taken = 0;
+    while (FlsAlloc(NULL) != FLS_OUT_OF_INDEXES) taken++;
+    fixture_open(&lib, path);
+    CHECK(fixture_wait_init(&lib, 30) == 0, "the init did not succeed");
+    HANDLE threads[NO_FLS_THREADS];
+    for (int i = 0; i < NO_FLS_THREADS; i++) threads[i] = fixture_spawn(no_fls_worker, NULL);
+    for (int i = 0; i < NO_FLS_THREADS; i++)
+        CHECK(exit_code(threads[i]) == 0, "thread %d: a call failed", i);
+    CHECK(no_fls_worker(NULL) == 0, "a call on the main thread failed");
+    fixture_stats_t s = fixture_snapshot(&lib);
+    fixture_print_stats("", &s);
+    CHECK(s.contexts_bound == 0, "%" PRIu64 " contexts bound without an exit hook",
+          s.contexts_bound);
+    CHECK(s.binds == s.releases, "binds %" PRIu64 " != releases %" PRIu64, s.binds, s.releases);
+    /* Per call: one bind for each of the 4 calls of every round. */
+    CHECK(s.binds >= (NO_FLS_THREADS + 1) * NO_FLS_ROUNDS * 4, "only %" PRIu64 " binds", s.binds);
+    CHECK(s.contexts_created <= NO_FLS_THREADS + 1, "%" PRIu64 " contexts created",
+          s.contexts_created);
+    printf("no-fls: %ld FLS indexes taken first; ok\n", taken);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const char *path = fixture_path_arg(argc, argv);
+    if (argc > 2 && strcmp(argv[2], "no-fls") == 0) return no_fls(path);
     fixture_open(&lib, path);
     CHECK(fixture_wait_init(&lib, 30) == 0, "the init did not succeed");
     char message[256];
