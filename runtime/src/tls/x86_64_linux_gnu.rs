@@ -24,8 +24,20 @@
 //! local-exec access. `tests/plugins.rs` checks how many copies of a library
 //! fit where.
 //!
-//! The resolver is called, so the `asm!` blocks may not use `nostack`. The
-//! TLSDESC convention has it preserve every register except `rax` and the
+//! The resolver is called, so the `asm!` blocks may not use `nostack`, and
+//! they align the stack themselves: the resolver's slow path calls C code
+//! (`malloc` on a thread's first access in dynamic TLS) that may store
+//! vector registers to the stack with aligned moves, so the stack pointer
+//! must be a multiple of 16 at the `call`, as at any call. Without
+//! `nostack` Rust promises that alignment at the start of the block, but
+//! rustc 1.95's LLVM does not keep it where it shrink-wraps the function's
+//! prologue past the block: the cold dynamic-TLS entry of a trampoline
+//! made the call with the stack 8 bytes off, and a thread whose first
+//! `malloc` came from the resolver crashed there. So each block saves the
+//! stack pointer in a register the resolver preserves, steps below the red
+//! zone, rounds down to 16 bytes, calls, and restores it.
+//!
+//! The TLSDESC convention has it preserve every register except `rax` and the
 //! flags, but glibc's `_dl_tlsdesc_dynamic` before the fix for
 //! [BZ #31372](https://sourceware.org/bugzilla/show_bug.cgi?id=31372)
 //! (glibc 2.40; glibc 2.36 as Debian 12 ships it is affected) saves only
@@ -118,10 +130,17 @@ macro_rules! with_slot_offset {
     ($access:literal, [$($operand:tt)*], [$($option:tt)*]) => {
         #[cfg(not(target_feature = "avx512f"))]
         asm!(
+            "mov {saved}, rsp",
+            "lea rsp, [rsp - 128]",
+            "and rsp, -16",
             "lea rax, [rip + __callgate_current_context@TLSDESC]",
             "call qword ptr [rax + __callgate_current_context@TLSCALL]",
+            "mov rsp, {saved}",
             $access,
             $($operand)*
+            // Written before the inputs are read: `out`, so it shares no
+            // register with them; the resolver preserves it.
+            saved = out(reg) _,
             out("xmm0") _, out("xmm1") _, out("xmm2") _, out("xmm3") _,
             out("xmm4") _, out("xmm5") _, out("xmm6") _, out("xmm7") _,
             out("xmm8") _, out("xmm9") _, out("xmm10") _, out("xmm11") _,
@@ -134,10 +153,17 @@ macro_rules! with_slot_offset {
         );
         #[cfg(target_feature = "avx512f")]
         asm!(
+            "mov {saved}, rsp",
+            "lea rsp, [rsp - 128]",
+            "and rsp, -16",
             "lea rax, [rip + __callgate_current_context@TLSDESC]",
             "call qword ptr [rax + __callgate_current_context@TLSCALL]",
+            "mov rsp, {saved}",
             $access,
             $($operand)*
+            // Written before the inputs are read: `out`, so it shares no
+            // register with them; the resolver preserves it.
+            saved = out(reg) _,
             out("zmm0") _, out("zmm1") _, out("zmm2") _, out("zmm3") _,
             out("zmm4") _, out("zmm5") _, out("zmm6") _, out("zmm7") _,
             out("zmm8") _, out("zmm9") _, out("zmm10") _, out("zmm11") _,
@@ -509,13 +535,21 @@ fn static_offset() -> Option<isize> {
     let first: usize;
     let offset: isize;
     // SAFETY: the descriptor sequence of `get`, keeping what the `lea`
-    // produced in `rcx` (the resolver preserves every register but `rax`).
-    // Cold: every caller-saved register is declared clobbered.
+    // produced in `rcx` (the resolver preserves every register but `rax`),
+    // on a stack aligned as in `with_slot_offset` (module docs). Cold:
+    // every caller-saved register is declared clobbered.
     unsafe {
         asm!(
+            "mov r12, rsp",
+            "lea rsp, [rsp - 128]",
+            "and rsp, -16",
             "lea rax, [rip + __callgate_current_context@TLSDESC]",
             "mov rcx, rax",
             "call qword ptr [rax + __callgate_current_context@TLSCALL]",
+            "mov rsp, r12",
+            // The saved stack pointer (`clobber_abi` takes only explicit
+            // registers); the resolver preserves it.
+            out("r12") _,
             out("rcx") first,
             out("rax") offset,
             clobber_abi("C"),

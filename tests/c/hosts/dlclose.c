@@ -11,8 +11,15 @@
  *                                 callgate does not pin the library; each
  *                                 reload works (from scratch when the library
  *                                 really was unloaded). With require-unload,
- *                                 fails unless every dlclose unloaded it. */
+ *                                 fails unless every dlclose unloaded it.
+ *                                 glibc never reuses the static TLS of an
+ *                                 unloaded library, so after a few rounds
+ *                                 the fixture's TLS block is in dynamic TLS;
+ *                                 reports in how many rounds, and how many
+ *                                 calls of malloc (the resolver allocating a
+ *                                 thread's block) had a misaligned stack. */
 #include "fixture_host.h"
+#include "malloc_check.h"
 
 #include <stdatomic.h>
 
@@ -40,9 +47,17 @@ static void *bound_worker(void *raw) {
     return NULL;
 }
 
+static atomic_int dynamic_tls_calls;
+
+/* The first call of a new thread into the fixture: where the fixture's TLS
+ * block is in dynamic TLS, it makes the resolver allocate the thread's. */
 static void *per_call_worker(void *raw) {
     worker *w = raw;
     w->ok = lib.plain_per_call(w->index) == w->index + 1 && lib.token_per_call() > 0;
+    void *block = NULL;
+    if (dlinfo(lib.handle, RTLD_DI_TLS_DATA, &block) == 0 && block != NULL &&
+        !fixture_in_static_tls(block))
+        atomic_fetch_add(&dynamic_tls_calls, 1);
     return NULL;
 }
 
@@ -137,6 +152,8 @@ static void unbound(int rounds, int require_unload) {
         unloaded += was_unloaded;
     }
     printf("rounds=%d\nunloaded_rounds=%d\n", rounds, unloaded);
+    printf("dynamic_tls_threads=%d\nmalloc_checked=%d\nmisaligned_mallocs=%ld\n",
+           atomic_load(&dynamic_tls_calls), MALLOC_CHECKED, malloc_misaligned());
     CHECK(!require_unload || unloaded == rounds, "the library stayed loaded in %d of %d rounds",
           rounds - unloaded, rounds);
 }

@@ -105,13 +105,4 @@ static inline long plugin_rss_kib(void) {
     return kib;
 }
 
-/* True when `address` lies in the calling thread's static TLS, which glibc
- * places just below the thread pointer (x86-64's TLS variant II); dynamic
- * TLS blocks are allocated elsewhere. */
-static inline int plugin_in_static_tls(const void *address) {
-    uintptr_t tp = (uintptr_t)pthread_self();
-    uintptr_t at = (uintptr_t)address;
-    return at < tp && tp - at < 64 * 1024;
-}
-
 #endif

@@ -46,7 +46,7 @@ static void *work(void *raw) {
             if (p->fail(i) != -1) w->ok = 0;
             if (p->last_error_message(message, sizeof message) < 0) w->ok = 0;
         }
-        in_static_tls[w->index][i] = plugin_in_static_tls(p->tls_address());
+        in_static_tls[w->index][i] = fixture_in_static_tls(p->tls_address());
     }
     return NULL;
 }
