@@ -21,12 +21,13 @@ cargo build --workspace --lib --release --quiet
 step "unit, integration, compile-fail and doc tests (debug fixture)"
 cargo test --workspace
 
-# The C-host tests again, against the optimised fixture: what users ship,
-# where the compiler drops landing pads the debug build keeps.
-step "the C-host tests against the release fixture"
+# The C-host tests again, against the optimised fixture (and plugins built
+# in release): what users ship, where the compiler drops landing pads the
+# debug build keeps.
+step "the C-host tests against the release fixture and release plugins"
 CALLGATE_FIXTURE_PROFILE=release cargo test -p callgate-dev \
     --test abandon --test bad_input --test churn --test data --test depth --test dlclose \
-    --test fork --test init_background --test signals --test teardown
+    --test fork --test init_background --test signals --test teardown --test plugins
 
 # The portable slot (a `thread_local!`), which targets other than x86-64
 # glibc Linux and mingw-w64 Windows use, built here with its cfg: the

@@ -65,8 +65,16 @@ fn build_plugins() -> PathBuf {
         );
     }
     let target = workspace.join("target");
+    // The profile of the fixture (`CALLGATE_FIXTURE_PROFILE`): the release
+    // build is what plugins ship as, where code the debug build keeps in
+    // frames of its own is inlined and shrink-wrapped.
+    let release = host::fixture_is_release();
+    let mut args = vec!["build", "--offline", "--quiet", "--workspace"];
+    if release {
+        args.push("--release");
+    }
     let output = Command::new(env!("CARGO"))
-        .args(["build", "--offline", "--quiet", "--workspace"])
+        .args(&args)
         .current_dir(&workspace)
         .env("CARGO_TARGET_DIR", &target)
         .env_remove("RUSTFLAGS")
@@ -78,7 +86,7 @@ fn build_plugins() -> PathBuf {
         "building the plugins failed:\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    target.join("debug")
+    target.join(if release { "release" } else { "debug" })
 }
 
 fn write(path: &Path, text: &str) {
@@ -148,6 +156,16 @@ fn a_hundred_plugins_bound_from_four_threads() {
         (1.0..=8.0).contains(&static_tls),
         "{static_tls} copies got static TLS\n{outcome}"
     );
+    assert_malloc_aligned(&outcome);
+}
+
+/// No call of `malloc` found the stack misaligned: among them, the TLS
+/// descriptor's resolver allocating a thread's block of a copy in dynamic
+/// TLS, called from the copy's callbacks (see `tests/dlclose.rs`).
+#[track_caller]
+fn assert_malloc_aligned(outcome: &host::Outcome) {
+    assert_eq!(outcome.number("malloc_checked"), 1.0, "{outcome}");
+    assert_eq!(outcome.number("misaligned_mallocs"), 0.0, "{outcome}");
 }
 
 /// The same with per-call callbacks and a last error left in every copy:
@@ -162,6 +180,7 @@ fn a_hundred_plugins_per_call_all_unload() {
     let outcome = host::run(&mut command, Duration::from_secs(120));
     outcome.assert_ok();
     assert_eq!(outcome.get("still_mapped"), Some("0"));
+    assert_malloc_aligned(&outcome);
 }
 
 /// Load → call from new threads → unload, 300 times (10 000 with

@@ -10,7 +10,7 @@
  * It replaces malloc for the whole program (the dynamic linker looks malloc
  * up in the executable first) and forwards to glibc's __libc_malloc. Not
  * with a sanitizer, whose runtime has a malloc of its own. Include it in
- * one file of a program. */
+ * one file of a program, after a system header (it tests __GLIBC__). */
 #ifndef CALLGATE_MALLOC_CHECK_H
 #define CALLGATE_MALLOC_CHECK_H
 

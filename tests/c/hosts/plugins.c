@@ -11,8 +11,11 @@
  *                                exit; after dlclose every copy is unmapped
  *
  * DIR holds libcallgate_plugin_000.so ... (COUNT of them), as
- * tests/plugins.rs generates them. Prints loaded=, static_tls=, calls=. */
+ * tests/plugins.rs generates them. Prints loaded=, static_tls=, calls=,
+ * and misaligned_mallocs= (malloc_check.h: the copies in dynamic TLS make
+ * the TLS descriptor's resolver allocate each thread's block). */
 #include "plugin_host.h"
+#include "malloc_check.h"
 
 #define THREADS 4
 #define CALLS 25
@@ -117,6 +120,7 @@ int main(int argc, char **argv) {
         }
         CHECK(mapped == 0, "%d of %d plugins stayed mapped after dlclose", mapped, count);
     }
+    printf("malloc_checked=%d\nmisaligned_mallocs=%ld\n", MALLOC_CHECKED, malloc_misaligned());
     printf("still_mapped=%d\nresult=ok\n", mapped);
     return 0;
 }
