@@ -25,17 +25,21 @@
 //! fit where.
 //!
 //! The resolver is called, so the `asm!` blocks may not use `nostack`, and
-//! they align the stack themselves: the resolver's slow path calls C code
-//! (`malloc` on a thread's first access in dynamic TLS) that may store
-//! vector registers to the stack with aligned moves, so the stack pointer
-//! must be a multiple of 16 at the `call`, as at any call. Without
-//! `nostack` Rust promises that alignment at the start of the block, but
-//! rustc 1.95's LLVM does not keep it where it shrink-wraps the function's
-//! prologue past the block: the cold dynamic-TLS entry of a trampoline
-//! made the call with the stack 8 bytes off, and a thread whose first
-//! `malloc` came from the resolver crashed there. So each block saves the
-//! stack pointer in a register the resolver preserves, steps below the red
-//! zone, rounds down to 16 bytes, calls, and restores it.
+//! the call is made on a stack the runtime aligns itself: the resolver's
+//! slow path calls C code (`malloc` on a thread's first access in dynamic
+//! TLS) that may store vector registers to the stack with aligned moves,
+//! so the stack pointer must be a multiple of 16 at the `call`, as at any
+//! call. Without `nostack` Rust promises that alignment at the start of
+//! the block, but rustc 1.95's LLVM does not keep it where it shrink-wraps
+//! the function's prologue past the block: the cold dynamic-TLS entry of a
+//! trampoline made the call with the stack 8 bytes off, and a thread whose
+//! first `malloc` came from the resolver crashed there. So the blocks call
+//! a small assembly function, `__callgate_slot_offset`, which sets up a
+//! frame, rounds the stack pointer down to 16 bytes, makes the descriptor
+//! call and returns its result, preserving every other register as the
+//! resolver does. It has unwind information of its own, so a debugger, a
+//! profiler or an unwinder that stops inside the resolver walks out
+//! through it and the caller normally.
 //!
 //! The TLSDESC convention has it preserve every register except `rax` and the
 //! flags, but glibc's `_dl_tlsdesc_dynamic` before the fix for
@@ -123,24 +127,72 @@ global_asm!(
     ".popsection",
 );
 
-/// Runs the descriptor sequence that leaves the slot's offset from the
-/// thread pointer in `rax`, followed by `$access`, with the operands
+// The descriptor call on a stack aligned to 16 bytes (module docs):
+// returns the slot's offset from the thread pointer in `rax`, and
+// preserves every other register the resolver preserves (`rbp` is saved
+// and restored). `__callgate_slot_probe` does the same and also leaves what
+// the `lea` produced in `rcx`, for `static_offset`. Hidden, so `asm!`
+// blocks of this library call them directly.
+global_asm!(
+    ".pushsection .text.__callgate_slot_offset,\"ax\",@progbits",
+    ".p2align 4",
+    ".globl __callgate_slot_offset",
+    ".hidden __callgate_slot_offset",
+    ".type __callgate_slot_offset,@function",
+    "__callgate_slot_offset:",
+    ".cfi_startproc",
+    "push rbp",
+    ".cfi_def_cfa_offset 16",
+    ".cfi_offset rbp, -16",
+    "mov rbp, rsp",
+    ".cfi_def_cfa_register rbp",
+    "and rsp, -16",
+    "lea rax, [rip + __callgate_current_context@TLSDESC]",
+    "call qword ptr [rax + __callgate_current_context@TLSCALL]",
+    "mov rsp, rbp",
+    ".cfi_def_cfa_register rsp",
+    "pop rbp",
+    ".cfi_def_cfa_offset 8",
+    "ret",
+    ".cfi_endproc",
+    ".size __callgate_slot_offset, . - __callgate_slot_offset",
+    ".popsection",
+    ".pushsection .text.__callgate_slot_probe,\"ax\",@progbits",
+    ".p2align 4",
+    ".globl __callgate_slot_probe",
+    ".hidden __callgate_slot_probe",
+    ".type __callgate_slot_probe,@function",
+    "__callgate_slot_probe:",
+    ".cfi_startproc",
+    "push rbp",
+    ".cfi_def_cfa_offset 16",
+    ".cfi_offset rbp, -16",
+    "mov rbp, rsp",
+    ".cfi_def_cfa_register rbp",
+    "and rsp, -16",
+    "lea rax, [rip + __callgate_current_context@TLSDESC]",
+    "mov rcx, rax",
+    "call qword ptr [rax + __callgate_current_context@TLSCALL]",
+    "mov rsp, rbp",
+    ".cfi_def_cfa_register rsp",
+    "pop rbp",
+    ".cfi_def_cfa_offset 8",
+    "ret",
+    ".cfi_endproc",
+    ".size __callgate_slot_probe, . - __callgate_slot_probe",
+    ".popsection",
+);
+
+/// Runs the descriptor call (through `__callgate_slot_offset`) that leaves
+/// the slot's offset from the thread pointer in `rax`, followed by `$access`, with the operands
 /// `$($operand)*`, the options `$($option)*` and every register the resolver may clobber declared.
 macro_rules! with_slot_offset {
     ($access:literal, [$($operand:tt)*], [$($option:tt)*]) => {
         #[cfg(not(target_feature = "avx512f"))]
         asm!(
-            "mov {saved}, rsp",
-            "lea rsp, [rsp - 128]",
-            "and rsp, -16",
-            "lea rax, [rip + __callgate_current_context@TLSDESC]",
-            "call qword ptr [rax + __callgate_current_context@TLSCALL]",
-            "mov rsp, {saved}",
+            "call __callgate_slot_offset",
             $access,
             $($operand)*
-            // Written before the inputs are read: `out`, so it shares no
-            // register with them; the resolver preserves it.
-            saved = out(reg) _,
             out("xmm0") _, out("xmm1") _, out("xmm2") _, out("xmm3") _,
             out("xmm4") _, out("xmm5") _, out("xmm6") _, out("xmm7") _,
             out("xmm8") _, out("xmm9") _, out("xmm10") _, out("xmm11") _,
@@ -153,17 +205,9 @@ macro_rules! with_slot_offset {
         );
         #[cfg(target_feature = "avx512f")]
         asm!(
-            "mov {saved}, rsp",
-            "lea rsp, [rsp - 128]",
-            "and rsp, -16",
-            "lea rax, [rip + __callgate_current_context@TLSDESC]",
-            "call qword ptr [rax + __callgate_current_context@TLSCALL]",
-            "mov rsp, {saved}",
+            "call __callgate_slot_offset",
             $access,
             $($operand)*
-            // Written before the inputs are read: `out`, so it shares no
-            // register with them; the resolver preserves it.
-            saved = out(reg) _,
             out("zmm0") _, out("zmm1") _, out("zmm2") _, out("zmm3") _,
             out("zmm4") _, out("zmm5") _, out("zmm6") _, out("zmm7") _,
             out("zmm8") _, out("zmm9") _, out("zmm10") _, out("zmm11") _,
@@ -534,22 +578,12 @@ pub(super) fn close_static() {
 fn static_offset() -> Option<isize> {
     let first: usize;
     let offset: isize;
-    // SAFETY: the descriptor sequence of `get`, keeping what the `lea`
-    // produced in `rcx` (the resolver preserves every register but `rax`),
-    // on a stack aligned as in `with_slot_offset` (module docs). Cold:
-    // every caller-saved register is declared clobbered.
+    // SAFETY: the descriptor call of `get`, keeping what the `lea`
+    // produced in `rcx` (`__callgate_slot_probe`, module docs). Cold: every
+    // caller-saved register is declared clobbered.
     unsafe {
         asm!(
-            "mov r12, rsp",
-            "lea rsp, [rsp - 128]",
-            "and rsp, -16",
-            "lea rax, [rip + __callgate_current_context@TLSDESC]",
-            "mov rcx, rax",
-            "call qword ptr [rax + __callgate_current_context@TLSCALL]",
-            "mov rsp, r12",
-            // The saved stack pointer (`clobber_abi` takes only explicit
-            // registers); the resolver preserves it.
-            out("r12") _,
+            "call __callgate_slot_probe",
             out("rcx") first,
             out("rax") offset,
             clobber_abi("C"),
