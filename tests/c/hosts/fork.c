@@ -71,14 +71,32 @@ static void *child_thread(void *raw) {
     return (void *)(intptr_t)rc;
 }
 
-/* Everything a child does; returns its exit status. */
+enum { CHILD_STACK = 256 * 1024 };
+
+/* Everything a child does; returns its exit status.
+ *
+ * The child's thread gets a stack of its own rather than one from glibc's
+ * cache: glibc 2.36 frees a cached stack's blocks of dynamic TLS when a
+ * new thread takes it, after taking it off the cache list, and a child
+ * forked while another thread of the parent was doing so gets that stack
+ * back in its cache with the blocks already freed; its first
+ * pthread_create may then free them again ("double free or corruption").
+ * It shows where the fixture's TLS is dynamic (the portable build), with
+ * the churn threads creating threads while the main thread forks. */
 static int child_main(void) {
     int rc = child_calls();
     if (rc) return rc;
+    void *stack = NULL;
+    if (posix_memalign(&stack, 64, CHILD_STACK) != 0) return 25;
+    pthread_attr_t attr;
+    if (pthread_attr_init(&attr) != 0 || pthread_attr_setstack(&attr, stack, CHILD_STACK) != 0)
+        return 26;
     pthread_t id;
-    if (pthread_create(&id, NULL, child_thread, NULL) != 0) return 20;
+    if (pthread_create(&id, &attr, child_thread, NULL) != 0) return 20;
+    pthread_attr_destroy(&attr);
     void *result = NULL;
     if (pthread_join(id, &result) != 0) return 21;
+    free(stack);
     if (result != NULL) return 30 + (int)(intptr_t)result;
     if (child_calls() != 0) return 22;
     /* Both threads were bound at once: one context each. */
