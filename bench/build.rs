@@ -14,4 +14,14 @@ fn main() {
         .warnings_into_errors(true)
         .compile("callgate_bench_harness");
     println!("cargo:rustc-link-lib=pthread");
+    // The compiler's version, for the report's account of the run.
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let version = std::process::Command::new(rustc)
+        .arg("--version")
+        .output()
+        .ok()
+        .filter(|output| output.status.success())
+        .and_then(|output| String::from_utf8(output.stdout).ok())
+        .map_or_else(|| "an unknown rustc".to_owned(), |v| v.trim().to_owned());
+    println!("cargo:rustc-env=CALLGATE_BENCH_RUSTC={version}");
 }

@@ -51,6 +51,19 @@ pub fn load() -> Result<IntFn, String> {
     Ok(unsafe { core::mem::transmute::<*mut c_void, IntFn>(address) })
 }
 
+/// The version of the go command [`load`] uses (`go1.27.3`), if it says.
+pub fn version() -> Option<String> {
+    let output = Command::new(find_go()?)
+        .args(["env", "GOVERSION"])
+        .env("GOTOOLCHAIN", "local")
+        .output()
+        .ok()?;
+    let version = String::from_utf8(output.stdout).ok()?;
+    let version = version.trim();
+    (output.status.success() && !version.is_empty())
+        .then(|| version.trim_start_matches("go").to_owned())
+}
+
 /// The go command: `$CALLGATE_BENCH_GO`, else where `go/install.sh` puts it
 /// by default, else `go` on the `PATH`.
 fn find_go() -> Option<PathBuf> {

@@ -4,6 +4,7 @@
 //! ```sh
 //! cargo run --release -p callgate-bench            # a table
 //! cargo run --release -p callgate-bench -- --json  # medians as JSON
+//! cargo run --release -p callgate-bench -- --markdown  # the README's tables
 //! ```
 //!
 //! Every call comes from a real `pthread_create` thread of the C harness
@@ -54,6 +55,7 @@ mod harness;
 mod library;
 mod linked;
 mod load;
+mod markdown;
 mod plan;
 mod report;
 
@@ -128,12 +130,13 @@ const CALIBRATION_SPREAD: f64 = 1.15;
 /// that may run slow before the report says the machine changed speed.
 const SLOW_BLOCKS_PCT: f64 = 10.0;
 
-const USAGE: &str = "usage: callgate-bench [--json] [--rounds <n>]
+const USAGE: &str = "usage: callgate-bench [--json | --markdown] [--rounds <n>]
        callgate-bench --loop <callback> [<calls>] [--linked]
 
 Measures callbacks from C threads into Rust, with and without callgate, and
-prints a table (or, with --json, one JSON object of the medians). Every row
-gets one sample per round; --rounds sets how many (default 21, at least 1).
+prints a table (or, with --json, one JSON object of the medians; with
+--markdown, the README's tables of the run). Every row gets one sample per
+round; --rounds sets how many (default 21, at least 1).
 
 --loop makes <calls> (default 10000000) calls of one callback of the cdylib
 (--linked: of this binary) from one C thread and prints the time per call:
@@ -147,8 +150,8 @@ skipped).";
 
 /// What the command line asks for.
 enum Command {
-    /// The whole benchmark, as a table or as JSON, with this many rounds.
-    Measure { json: bool, rounds: usize },
+    /// The whole benchmark with this many rounds.
+    Measure { output: Output, rounds: usize },
     /// One call loop of one callback, for profilers.
     Loop {
         callback: String,
@@ -159,15 +162,35 @@ enum Command {
     Help,
 }
 
+/// How `Measure` reports.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Output {
+    /// The table of every row, and the figures against the targets.
+    Table,
+    /// One JSON object of the medians.
+    Json,
+    /// The README's tables.
+    Markdown,
+}
+
 fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, String> {
-    let mut json = false;
+    let mut output = Output::Table;
     let mut rounds = ROUNDS;
     let mut linked = false;
     let mut looped: Option<(String, Option<i64>)> = None;
     let mut args = args.into_iter().peekable();
     while let Some(arg) = args.next() {
         match arg.as_str() {
-            "--json" => json = true,
+            "--json" | "--markdown" => {
+                if output != Output::Table {
+                    return Err("--json and --markdown exclude each other".to_owned());
+                }
+                output = if arg == "--json" {
+                    Output::Json
+                } else {
+                    Output::Markdown
+                };
+            }
             "--linked" => linked = true,
             "--rounds" => {
                 rounds = args
@@ -197,7 +220,7 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, String>
             calls: calls.unwrap_or(10_000_000),
             linked,
         },
-        None => Command::Measure { json, rounds },
+        None => Command::Measure { output, rounds },
     })
 }
 
@@ -247,9 +270,9 @@ fn main() -> ExitCode {
             };
             callbacks.and_then(|callbacks| run_loop(&callbacks, &callback, calls))
         }
-        Ok(Command::Measure { json, rounds }) => fixture::locate().and_then(|path| {
+        Ok(Command::Measure { output, rounds }) => fixture::locate().and_then(|path| {
             reserve_static_tls(&path)?;
-            measure(json, rounds)
+            measure(output, rounds)
         }),
     };
     match result {
@@ -353,9 +376,9 @@ fn load_portable_tls() -> Result<Callbacks, String> {
     fixture::load(&fixture::portable_tls()?)
 }
 
-/// The whole benchmark, `rounds` samples per row: prints the table, or
-/// with `json` the JSON object.
-fn measure(json: bool, rounds: usize) -> Result<(), String> {
+/// The whole benchmark, `rounds` samples per row, reported as `output`
+/// says.
+fn measure(output: Output, rounds: usize) -> Result<(), String> {
     let (cdylib, tls_place, path) = load_fixture()?;
     let mut notes = Vec::new();
     let mut places = vec![
@@ -531,13 +554,6 @@ fn measure(json: bool, rounds: usize) -> Result<(), String> {
     } else {
         "the machine kept its speed during the run"
     };
-    if json {
-        for warning in &warnings {
-            eprintln!("callgate-bench: {warning}");
-        }
-        println!("{}", report::json(&rows, &extra));
-        return Ok(());
-    }
     let others = match interference {
         Some(i) => format!(
             "other processes used {:.1}% of the CPUs during the run (steal {:.1}%)",
@@ -546,6 +562,40 @@ fn measure(json: bool, rounds: usize) -> Result<(), String> {
         ),
         None => "the load of other processes is unknown".to_owned(),
     };
+    if output != Output::Table {
+        for warning in &warnings {
+            eprintln!("callgate-bench: {warning}");
+        }
+    }
+    if output == Output::Json {
+        println!("{}", report::json(&rows, &extra));
+        return Ok(());
+    }
+    if output == Output::Markdown {
+        let go_version = go.and_then(|_| go::version());
+        let about = format!(
+            "One run of `callgate-bench --markdown`, {rounds} round{plural}: {} build, {}, \
+             glibc {}{}, {cpus} CPUs reporting {}; {others}. Calibration median {} ns \
+             ({}–{} ns, spread {spread:.2}×); {:.0}% of the median sample's blocks ran slow, \
+             {:.0}% at most: {phases}.",
+            if cfg!(debug_assertions) {
+                "debug"
+            } else {
+                "release"
+            },
+            env!("CALLGATE_BENCH_RUSTC"),
+            glibc_version(),
+            go_version.map_or_else(String::new, |v| format!(", Go {v}")),
+            markdown::cpu(),
+            markdown::figure(calibration.median),
+            markdown::figure(calibration.min),
+            markdown::figure(calibration.max),
+            slow_blocks.median,
+            slow_blocks.max,
+        );
+        print!("{}", markdown::tables(&rows, &placements, &about));
+        return Ok(());
+    }
     let offsets: Vec<String> = placements
         .iter()
         .map(|placement| {
@@ -597,6 +647,15 @@ fn measure(json: bool, rounds: usize) -> Result<(), String> {
     );
     print!("{}", report::table(&header, &rows, &checks));
     Ok(())
+}
+
+/// The version of the C library the benchmark runs with.
+fn glibc_version() -> String {
+    // SAFETY: `gnu_get_libc_version` returns a static NUL-terminated
+    // string.
+    unsafe { core::ffi::CStr::from_ptr(libc::gnu_get_libc_version()) }
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// The derived figures and their targets.
