@@ -40,6 +40,11 @@ portable=(env RUSTFLAGS="--cfg callgate_portable_tls" CALLGATE_FIXTURE_PROFILE=r
     --test abandon --test bad_input --test churn --test data --test depth --test dlclose \
     --test fork --test init_background --test signals --test teardown
 
+# musl: the fixture built for it and the C hosts compiled with musl-gcc,
+# run by the same tests (installs musl-tools and the Rust target if absent).
+step "the C-host tests against a musl build of the fixture (debug and release)"
+scripts/musl.sh "$@"
+
 step "loom models of the gate and the free list"
 RUSTFLAGS="--cfg callgate_loom" LOOM_MAX_PREEMPTIONS=3 \
     cargo test -p callgate --lib --release --target-dir target/loom

@@ -131,9 +131,9 @@ mod imp {
     #[cold]
     fn create_key() -> usize {
         let mut key: libc::pthread_key_t = 0;
-        // SAFETY: `key` is a valid out-pointer; `on_thread_exit` has the
+        // SAFETY: `key` is a valid out-pointer; `THREAD_EXIT_HOOK` has the
         // destructor signature.
-        let rc = unsafe { libc::pthread_key_create(&mut key, Some(on_thread_exit)) };
+        let rc = unsafe { libc::pthread_key_create(&mut key, Some(THREAD_EXIT_HOOK)) };
         let stored = if rc == 0 { key as usize + 1 } else { NO_KEY };
         // AcqRel: Release publishes our key, Acquire reads a winner's.
         match KEY.compare_exchange(0, stored, Ordering::AcqRel, Ordering::Acquire) {
@@ -160,9 +160,64 @@ mod imp {
         process is in use (PTHREAD_KEYS_MAX); callbacks go on, each call served per call \
         (see Known limits in callgate's README)";
 
-    /// The key destructor: the thread is exiting; free its last error and
-    /// release the context serving it. The key's value only arms the hook
-    /// (the context is found in the thread's slot).
+    /// The key destructor: [`on_thread_exit`], entered on a stack aligned
+    /// as the ABI requires.
+    ///
+    /// On x86-64 Linux through `__callgate_thread_exit_hook`, which aligns
+    /// the stack to 16 bytes first: musl (1.2.3) runs the key destructors of
+    /// a thread cancelled asynchronously on whatever stack the cancelled code
+    /// had, resuming it at its cancellation code as if that had been called
+    /// there, so the destructor may start 8 bytes off the alignment every
+    /// compiled function assumes (and crash in the first aligned vector
+    /// store). Elsewhere the C library's alignment is kept.
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    const THREAD_EXIT_HOOK: unsafe extern "C" fn(*mut c_void) = __callgate_thread_exit_hook;
+    #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+    const THREAD_EXIT_HOOK: unsafe extern "C" fn(*mut c_void) = on_thread_exit;
+
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    unsafe extern "C" {
+        /// `on_thread_exit(value)` on a stack aligned to 16 bytes (the
+        /// assembly below); every register the ABI has a callee preserve is
+        /// preserved.
+        fn __callgate_thread_exit_hook(value: *mut c_void);
+    }
+
+    // Saves `rbp`, rounds the stack pointer down to 16 bytes, calls
+    // `on_thread_exit` with the argument still in `rdi`, and restores the
+    // stack. Its unwind information follows each step, so debuggers and
+    // profilers walk through it. Hidden: each copy of the runtime registers
+    // its own.
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    core::arch::global_asm!(
+        ".pushsection .text.__callgate_thread_exit_hook,\"ax\",@progbits",
+        ".p2align 4",
+        ".globl __callgate_thread_exit_hook",
+        ".hidden __callgate_thread_exit_hook",
+        ".type __callgate_thread_exit_hook,@function",
+        "__callgate_thread_exit_hook:",
+        ".cfi_startproc",
+        "push rbp",
+        ".cfi_def_cfa_offset 16",
+        ".cfi_offset rbp, -16",
+        "mov rbp, rsp",
+        ".cfi_def_cfa_register rbp",
+        "and rsp, -16",
+        "call {on_thread_exit}",
+        "mov rsp, rbp",
+        ".cfi_def_cfa_register rsp",
+        "pop rbp",
+        ".cfi_def_cfa_offset 8",
+        "ret",
+        ".cfi_endproc",
+        ".size __callgate_thread_exit_hook, . - __callgate_thread_exit_hook",
+        ".popsection",
+        on_thread_exit = sym on_thread_exit,
+    );
+
+    /// The key destructor's work: the thread is exiting; free its last
+    /// error and release the context serving it. The key's value only arms
+    /// the hook (the context is found in the thread's slot).
     unsafe extern "C" fn on_thread_exit(_value: *mut c_void) {
         crate::last_error::discard();
         // SAFETY: this is the key destructor of the exiting thread.

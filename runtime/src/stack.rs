@@ -120,7 +120,8 @@ pub(crate) fn live_calls(
 }
 
 /// The bounds of the owning thread's own stack, looked up on first need
-/// (for the main thread glibc reads `/proc/self/maps`) and kept until the
+/// (for the main thread glibc reads `/proc/self/maps`, musl probes the
+/// mapping) and kept until the
 /// context serves another thread.
 pub(crate) struct ThreadStack(Cell<Option<(usize, usize)>>);
 
@@ -147,7 +148,8 @@ impl ThreadStack {
     }
 }
 
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
+// glibc and musl both have `pthread_getattr_np`.
+#[cfg(target_os = "linux")]
 mod imp {
     use core::mem::MaybeUninit;
 
@@ -171,7 +173,7 @@ mod imp {
     }
 }
 
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+#[cfg(not(target_os = "linux"))]
 mod imp {
     /// Unknown here: only overwritten tokens tell a call is gone.
     pub(super) fn thread_stack() -> Option<(usize, usize)> {

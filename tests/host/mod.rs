@@ -37,6 +37,20 @@ pub fn fixture_profile() -> String {
     }
 }
 
+/// True when the hosts and the fixture were built for musl rather than
+/// glibc: `CALLGATE_TEST_LIBC=musl`, which `scripts/musl.sh` sets.
+pub fn musl() -> bool {
+    std::env::var_os("CALLGATE_TEST_LIBC").is_some_and(|libc| libc == "musl")
+}
+
+/// True when ending a thread (`pthread_exit`, cancellation) unwinds its
+/// frames, as glibc's forced unwind does. musl ends the thread without
+/// unwinding: the frames of a callback it ends in are abandoned, as by
+/// `longjmp`, in every build.
+pub fn thread_exit_unwinds() -> bool {
+    !musl()
+}
+
 /// True when the fixture is an optimised build.
 pub fn fixture_is_release() -> bool {
     fixture_profile() == "release"
@@ -53,8 +67,12 @@ fn own_profile_dir() -> PathBuf {
 }
 
 /// The fixture library the hosts load: `libcallgate_fixture.so` in
-/// `target/<fixture_profile()>`.
+/// `target/<fixture_profile()>`, or `CALLGATE_TEST_FIXTURE` where that is
+/// set (`scripts/musl.sh`: a build for another C library).
 pub fn fixture() -> PathBuf {
+    if let Some(library) = std::env::var_os("CALLGATE_TEST_FIXTURE") {
+        return library.into();
+    }
     let own = own_profile_dir();
     let target = own.parent().expect("target/<profile> has a parent");
     let profile = fixture_profile();
@@ -73,11 +91,19 @@ pub fn fixture() -> PathBuf {
     library
 }
 
+/// Where the host programs are: those the build script compiled, or
+/// `CALLGATE_TEST_HOSTS` where that is set (`scripts/musl.sh`: hosts
+/// compiled for another C library, to load a fixture built for it).
+pub fn hosts_dir() -> PathBuf {
+    std::env::var_os("CALLGATE_TEST_HOSTS")
+        .map_or_else(|| PathBuf::from(env!("CALLGATE_HOSTS_DIR")), PathBuf::from)
+}
+
 /// A command running host program `name` with the fixture as its first
 /// argument, a clean `CALLGATE`/`FIXTURE_INIT` and no `RUST_BACKTRACE`
 /// noise.
 pub fn host(name: &str) -> Command {
-    let program = PathBuf::from(env!("CALLGATE_HOSTS_DIR")).join(name);
+    let program = hosts_dir().join(name);
     assert!(
         program.exists(),
         "host program {} missing",

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Runs the C-host tests against callgate built for musl: the fixture as a
+# musl cdylib (debug and release) and the C hosts compiled with musl-gcc,
+# loaded by musl's dynamic linker. The Rust test binaries that start the
+# hosts and check what they print are the ordinary (glibc) ones; they are
+# pointed at the musl builds with CALLGATE_TEST_HOSTS, CALLGATE_TEST_FIXTURE
+# and CALLGATE_TEST_LIBC=musl.
+#
+#   scripts/musl.sh          the CI-sized run
+#   scripts/musl.sh --full   the large iteration counts (CALLGATE_FULL=1)
+#
+# Installs what it lacks (the Rust target for the pinned toolchain, and
+# musl-tools from apt) and fails if anything cannot be installed or run.
+#
+# Hosts left out, each for a glibc feature it tests: depth (ucontext's
+# swapcontext, which musl lacks), dlclose (dlinfo's RTLD_DI_TLS_DATA; musl's
+# dlclose never unloads), plugins (dlmopen), teardown
+# (__cxa_thread_atexit_impl), and the C++ exception host (no C++ compiler
+# for musl here).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [[ "${1:-}" == "--full" ]]; then
+    export CALLGATE_FULL=1
+fi
+
+TARGET=x86_64-unknown-linux-musl
+OUT=target/musl
+HOSTS=(abandon bad_input churn fork init signals)
+TESTS=(--test abandon --test bad_input --test churn --test fork --test init_background --test signals)
+
+step() { printf '\n==> %s\n' "$*"; }
+die() {
+    printf 'musl.sh: %s\n' "$*" >&2
+    exit 1
+}
+
+step "toolchain: the $TARGET target and musl-gcc"
+if ! rustup target list --installed | grep -qx "$TARGET"; then
+    rustup target add "$TARGET"
+fi
+if ! command -v musl-gcc >/dev/null; then
+    command -v apt-get >/dev/null || die "musl-gcc is missing and apt-get is not available"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq musl-tools >/dev/null
+fi
+command -v musl-gcc >/dev/null || die "musl-gcc not found after installing musl-tools"
+
+# A cdylib for musl links the unwinder as libgcc_s, which Debian builds only
+# for glibc (its libgcc_s needs glibc's _dl_find_object). Rust's musl target
+# ships LLVM's libunwind: a static copy named libgcc_s.a, found first, links
+# it into the library instead, as Alpine's libgcc would provide it.
+step "the fixture for $TARGET (debug and release), with LLVM's libunwind linked in"
+mkdir -p "$OUT/unwind"
+cp "$(rustc --print sysroot)/lib/rustlib/$TARGET/lib/self-contained/libunwind.a" \
+    "$OUT/unwind/libgcc_s.a"
+musl_build=(env CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_LINKER=musl-gcc
+    RUSTFLAGS="-C target-feature=-crt-static -C link-arg=-L$PWD/$OUT/unwind")
+"${musl_build[@]}" cargo build -p callgate-fixture --target "$TARGET" --target-dir "$OUT" --quiet
+"${musl_build[@]}" cargo build -p callgate-fixture --target "$TARGET" --target-dir "$OUT" \
+    --release --quiet
+for profile in debug release; do
+    library="$OUT/$TARGET/$profile/libcallgate_fixture.so"
+    needed=$(readelf -d "$library" | grep NEEDED || true)
+    grep -q 'libc.so\]' <<<"$needed" || die "$library does not link musl's libc.so: $needed"
+    if grep -qE 'libc.so.6|libgcc_s' <<<"$needed"; then
+        die "$library links a glibc library: $needed"
+    fi
+done
+
+step "the C hosts (musl-gcc)"
+mkdir -p "$OUT/hosts"
+for host in "${HOSTS[@]}"; do
+    musl-gcc -O2 -g -Wall -Wextra -Werror -pthread -Itests/c/include \
+        "tests/c/hosts/$host.c" -o "$OUT/hosts/$host" -ldl
+done
+
+for profile in debug release; do
+    step "the C-host tests against the musl fixture ($profile)"
+    CALLGATE_TEST_LIBC=musl CALLGATE_TEST_HOSTS="$PWD/$OUT/hosts" \
+        CALLGATE_TEST_FIXTURE="$PWD/$OUT/$TARGET/$profile/libcallgate_fixture.so" \
+        CALLGATE_FIXTURE_PROFILE=$profile \
+        cargo test -p callgate-dev "${TESTS[@]}" -- \
+        --skip a_cpp_exception_through_a_callback_is_survived
+done
