@@ -46,6 +46,10 @@ if ! command -v musl-gcc >/dev/null; then
 fi
 command -v musl-gcc >/dev/null || die "musl-gcc not found after installing musl-tools"
 
+step "the runtime for $TARGET, lints as errors"
+cargo clippy -p callgate --all-targets --target "$TARGET" --target-dir "$OUT/clippy" --quiet \
+    -- -D warnings
+
 # A cdylib for musl links the unwinder as libgcc_s, which Debian builds only
 # for glibc (its libgcc_s needs glibc's _dl_find_object). Rust's musl target
 # ships LLVM's libunwind: a static copy named libgcc_s.a, found first, links

@@ -45,6 +45,11 @@ portable=(env RUSTFLAGS="--cfg callgate_portable_tls" CALLGATE_FIXTURE_PROFILE=r
 step "the C-host tests against a musl build of the fixture (debug and release)"
 scripts/musl.sh "$@"
 
+# aarch64 Linux (glibc): the fixture and the C hosts cross-built, the hosts
+# run under qemu-user (installs the cross toolchain and qemu if absent).
+step "the C-host tests against an aarch64 build, under qemu-user (debug and release)"
+scripts/aarch64.sh "$@"
+
 step "loom models of the gate and the free list"
 RUSTFLAGS="--cfg callgate_loom" LOOM_MAX_PREEMPTIONS=3 \
     cargo test -p callgate --lib --release --target-dir target/loom

@@ -39,12 +39,14 @@ fn per_call_nesting_is_released_only_at_the_outermost_return() {
     assert_eq!(outcome.number("token_releases"), 1.0);
 }
 
-/// A thread with a 64 KiB stack binds, uses `#[local]` state, gets an
+/// A thread with a 64 KiB stack (or the C library's least, where that is
+/// more: 128 KiB on aarch64 glibc) binds, uses `#[local]` state, gets an
 /// `Err` and a caught panic back as fallbacks, and nests 8 deep.
 #[test]
 fn callbacks_work_from_a_64_kib_stack_thread() {
     let outcome = depth(&["small-stack", "64"]);
-    assert_eq!(outcome.number("stack_kib"), 64.0);
+    let least = outcome.number("stack_min_kib");
+    assert_eq!(outcome.number("stack_kib"), least.max(64.0), "{outcome}");
 }
 
 /// The same from a 64 KiB `makecontext` stack, switched to and from with

@@ -44,7 +44,11 @@ fn dlclose_without_bound_threads_then_reload() {
         outcome.number("dynamic_tls_threads") >= 8.0,
         "no round had the fixture in dynamic TLS\n{outcome}"
     );
-    assert_eq!(outcome.number("malloc_checked"), 1.0, "{outcome}");
+    // The check is x86-64's (its stack alignment rule), compiled into
+    // x86-64 hosts only: emulated hosts are aarch64.
+    if !host::emulated() {
+        assert_eq!(outcome.number("malloc_checked"), 1.0, "{outcome}");
+    }
     assert_eq!(outcome.number("misaligned_mallocs"), 0.0, "{outcome}");
 }
 

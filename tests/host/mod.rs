@@ -51,6 +51,15 @@ pub fn thread_exit_unwinds() -> bool {
     !musl()
 }
 
+/// True when the hosts run under an emulator: `CALLGATE_TEST_EMULATOR`,
+/// which `scripts/aarch64.sh` sets (the hosts and the fixture are then
+/// aarch64 code under qemu-user). qemu-user keeps about 280 KiB for every
+/// thread that ever ran (measured with a C program that only creates and
+/// joins threads), so a host's memory says nothing about callgate's there.
+pub fn emulated() -> bool {
+    std::env::var_os("CALLGATE_TEST_EMULATOR").is_some_and(|emulator| !emulator.is_empty())
+}
+
 /// True when the fixture is an optimised build.
 pub fn fixture_is_release() -> bool {
     fixture_profile() == "release"

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Runs the C-host tests against callgate built for aarch64 Linux (glibc):
+# the fixture as an aarch64 cdylib (debug and release) and the C hosts
+# cross-compiled with aarch64-linux-gnu-gcc, run under qemu-user. The Rust
+# test binaries that start the hosts and check what they print are the
+# ordinary x86-64 ones; they are pointed at the aarch64 builds with
+# CALLGATE_TEST_HOSTS (small scripts that start each host under
+# qemu-aarch64), CALLGATE_TEST_FIXTURE and CALLGATE_TEST_EMULATOR.
+#
+#   scripts/aarch64.sh          the CI-sized run
+#   scripts/aarch64.sh --full   the large iteration counts (CALLGATE_FULL=1)
+#
+# Installs what it lacks (the Rust target for the pinned toolchain, and the
+# cross compiler, aarch64 glibc and qemu-user from apt) and fails if anything
+# cannot be installed or run.
+#
+# What emulation cannot show: qemu-user runs the aarch64 code with the x86-64
+# host's stronger memory ordering, so an ordering that is too weak for
+# aarch64 hardware passes here; loom models the orderings instead. qemu-user
+# keeps memory for every thread that ever ran, so the churn host's RSS check
+# is off. Left out: the fork host (a child that qemu-user forks from a
+# program with running threads can block for good on a lock of qemu's own,
+# in its system-call path), the plugin host (its copies are built by the
+# test with the host's cargo), the C++ exception host, and the teardown
+# host under valgrind (valgrind runs x86-64 code only).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [[ "${1:-}" == "--full" ]]; then
+    export CALLGATE_FULL=1
+fi
+
+TARGET=aarch64-unknown-linux-gnu
+CC_A64=aarch64-linux-gnu-gcc
+SYSROOT=/usr/aarch64-linux-gnu
+OUT=target/aarch64
+HOSTS=(abandon bad_input churn depth dlclose init signals teardown)
+TESTS=(--test abandon --test bad_input --test churn --test depth --test dlclose
+    --test init_background --test signals --test teardown)
+
+step() { printf '\n==> %s\n' "$*"; }
+die() {
+    printf 'aarch64.sh: %s\n' "$*" >&2
+    exit 1
+}
+
+step "toolchain: the $TARGET target, $CC_A64 and qemu-aarch64"
+if ! rustup target list --installed | grep -qx "$TARGET"; then
+    rustup target add "$TARGET"
+fi
+if ! command -v "$CC_A64" >/dev/null || ! command -v qemu-aarch64 >/dev/null ||
+    [[ ! -e "$SYSROOT/lib/ld-linux-aarch64.so.1" ]]; then
+    command -v apt-get >/dev/null || die "the aarch64 toolchain is missing and apt-get is not available"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc-aarch64-linux-gnu \
+        libc6-dev-arm64-cross qemu-user >/dev/null
+fi
+command -v "$CC_A64" >/dev/null || die "$CC_A64 not found after installing gcc-aarch64-linux-gnu"
+command -v qemu-aarch64 >/dev/null || die "qemu-aarch64 not found after installing qemu-user"
+
+step "the runtime for $TARGET, lints as errors"
+cargo clippy -p callgate --all-targets --target "$TARGET" --target-dir "$OUT/clippy" --quiet \
+    -- -D warnings
+
+step "the fixture for $TARGET (debug and release)"
+export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER="$CC_A64"
+cargo build -p callgate-fixture --target "$TARGET" --target-dir "$OUT" --quiet
+cargo build -p callgate-fixture --target "$TARGET" --target-dir "$OUT" --release --quiet
+for profile in debug release; do
+    machine=$(readelf -h "$OUT/$TARGET/$profile/libcallgate_fixture.so" | grep Machine)
+    grep -q AArch64 <<<"$machine" || die "the $profile fixture is not an aarch64 library: $machine"
+done
+
+step "the C hosts ($CC_A64), each started under qemu-aarch64"
+mkdir -p "$OUT/bin" "$OUT/hosts"
+for host in "${HOSTS[@]}"; do
+    "$CC_A64" -O2 -g -Wall -Wextra -Werror -pthread -Itests/c/include \
+        "tests/c/hosts/$host.c" -o "$OUT/bin/$host" -ldl
+    printf '#!/bin/sh\nexec qemu-aarch64 -L %s %s "$@"\n' "$SYSROOT" "$PWD/$OUT/bin/$host" \
+        >"$OUT/hosts/$host"
+    chmod +x "$OUT/hosts/$host"
+done
+"$OUT/hosts/churn" "$PWD/$OUT/$TARGET/debug/libcallgate_fixture.so" burst 4 >/dev/null ||
+    die "an aarch64 host does not run under qemu-aarch64"
+
+for profile in debug release; do
+    step "the C-host tests against the aarch64 fixture ($profile, under qemu-aarch64)"
+    CALLGATE_TEST_EMULATOR=qemu-aarch64 CALLGATE_TEST_HOSTS="$PWD/$OUT/hosts" \
+        CALLGATE_TEST_FIXTURE="$PWD/$OUT/$TARGET/$profile/libcallgate_fixture.so" \
+        CALLGATE_FIXTURE_PROFILE=$profile \
+        cargo test -p callgate-dev "${TESTS[@]}" -- \
+        --skip a_cpp_exception_through_a_callback_is_survived \
+        --skip destructor_calls_leak_nothing_under_memcheck
+done
