@@ -11,7 +11,7 @@
 #   scripts/aarch64.sh --full   the large iteration counts (CALLGATE_FULL=1)
 #
 # Installs what it lacks (the Rust target for the pinned toolchain, and the
-# cross compiler, aarch64 glibc and qemu-user from apt) and fails if anything
+# cross compilers, aarch64 glibc and qemu-user from apt) and fails if anything
 # cannot be installed or run.
 #
 # What emulation cannot show: qemu-user runs the aarch64 code with the x86-64
@@ -21,8 +21,8 @@
 # is off. Left out: the fork host (a child that qemu-user forks from a
 # program with running threads can block for good on a lock of qemu's own,
 # in its system-call path), the plugin host (its copies are built by the
-# test with the host's cargo), the C++ exception host, and the teardown
-# host under valgrind (valgrind runs x86-64 code only).
+# test with the host's cargo) and the teardown host under valgrind
+# (valgrind runs x86-64 code only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,6 +32,7 @@ fi
 
 TARGET=aarch64-unknown-linux-gnu
 CC_A64=aarch64-linux-gnu-gcc
+CXX_A64=aarch64-linux-gnu-g++
 SYSROOT=/usr/aarch64-linux-gnu
 OUT=target/aarch64
 HOSTS=(abandon bad_input churn depth dlclose init signals teardown)
@@ -44,18 +45,20 @@ die() {
     exit 1
 }
 
-step "toolchain: the $TARGET target, $CC_A64 and qemu-aarch64"
+step "toolchain: the $TARGET target, $CC_A64, $CXX_A64 and qemu-aarch64"
 if ! rustup target list --installed | grep -qx "$TARGET"; then
     rustup target add "$TARGET"
 fi
-if ! command -v "$CC_A64" >/dev/null || ! command -v qemu-aarch64 >/dev/null ||
+if ! command -v "$CC_A64" >/dev/null || ! command -v "$CXX_A64" >/dev/null ||
+    ! command -v qemu-aarch64 >/dev/null ||
     [[ ! -e "$SYSROOT/lib/ld-linux-aarch64.so.1" ]]; then
     command -v apt-get >/dev/null || die "the aarch64 toolchain is missing and apt-get is not available"
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc-aarch64-linux-gnu \
-        libc6-dev-arm64-cross qemu-user >/dev/null
+        g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user >/dev/null
 fi
 command -v "$CC_A64" >/dev/null || die "$CC_A64 not found after installing gcc-aarch64-linux-gnu"
+command -v "$CXX_A64" >/dev/null || die "$CXX_A64 not found after installing g++-aarch64-linux-gnu"
 command -v qemu-aarch64 >/dev/null || die "qemu-aarch64 not found after installing qemu-user"
 
 step "the runtime for $TARGET, lints as errors"
@@ -71,11 +74,16 @@ for profile in debug release; do
     grep -q AArch64 <<<"$machine" || die "the $profile fixture is not an aarch64 library: $machine"
 done
 
-step "the C hosts ($CC_A64), each started under qemu-aarch64"
+step "the C hosts ($CC_A64) and the C++ one ($CXX_A64), each started under qemu-aarch64"
 mkdir -p "$OUT/bin" "$OUT/hosts"
-for host in "${HOSTS[@]}"; do
-    "$CC_A64" -O2 -g -Wall -Wextra -Werror -pthread -Itests/c/include \
-        "tests/c/hosts/$host.c" -o "$OUT/bin/$host" -ldl
+for host in "${HOSTS[@]}" exception; do
+    if [[ $host == exception ]]; then
+        compiler=$CXX_A64 source=tests/c/hosts/exception.cc
+    else
+        compiler=$CC_A64 source=tests/c/hosts/$host.c
+    fi
+    "$compiler" -O2 -g -Wall -Wextra -Werror -pthread -Itests/c/include \
+        "$source" -o "$OUT/bin/$host" -ldl
     printf '#!/bin/sh\nexec qemu-aarch64 -L %s %s "$@"\n' "$SYSROOT" "$PWD/$OUT/bin/$host" \
         >"$OUT/hosts/$host"
     chmod +x "$OUT/hosts/$host"
@@ -89,6 +97,5 @@ for profile in debug release; do
         CALLGATE_TEST_FIXTURE="$PWD/$OUT/$TARGET/$profile/libcallgate_fixture.so" \
         CALLGATE_FIXTURE_PROFILE=$profile \
         cargo test -p callgate-dev "${TESTS[@]}" -- \
-        --skip a_cpp_exception_through_a_callback_is_survived \
         --skip destructor_calls_leak_nothing_under_memcheck
 done
