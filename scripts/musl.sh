@@ -12,11 +12,11 @@
 # Installs what it lacks (the Rust target for the pinned toolchain, and
 # musl-tools from apt) and fails if anything cannot be installed or run.
 #
-# Hosts left out, each for a glibc feature it tests: depth (ucontext's
-# swapcontext, which musl lacks), dlclose (dlinfo's RTLD_DI_TLS_DATA; musl's
-# dlclose never unloads), plugins (dlmopen), teardown
-# (__cxa_thread_atexit_impl), and the C++ exception host (no C++ compiler
-# for musl here).
+# Left out, each for a glibc feature it tests: the swapcontext test of the
+# depth host (musl has no ucontext functions), the dlclose host (dlinfo's
+# RTLD_DI_TLS_DATA; musl's dlclose never unloads), plugins (dlmopen),
+# teardown (__cxa_thread_atexit_impl), and the C++ exception host (no C++
+# compiler for musl here).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,8 +26,9 @@ fi
 
 TARGET=x86_64-unknown-linux-musl
 OUT=target/musl
-HOSTS=(abandon bad_input churn fork init signals)
-TESTS=(--test abandon --test bad_input --test churn --test fork --test init_background --test signals)
+HOSTS=(abandon bad_input churn depth fork init signals)
+TESTS=(--test abandon --test bad_input --test churn --test depth --test fork --test init_background
+    --test signals)
 
 step() { printf '\n==> %s\n' "$*"; }
 die() {
@@ -85,5 +86,6 @@ for profile in debug release; do
         CALLGATE_TEST_FIXTURE="$PWD/$OUT/$TARGET/$profile/libcallgate_fixture.so" \
         CALLGATE_FIXTURE_PROFILE=$profile \
         cargo test -p callgate-dev "${TESTS[@]}" -- \
-        --skip a_cpp_exception_through_a_callback_is_survived
+        --skip a_cpp_exception_through_a_callback_is_survived \
+        --skip callbacks_work_from_a_swapcontext_stack
 done

@@ -13,7 +13,11 @@
  * The main thread never calls into the fixture. */
 #include "fixture_host.h"
 
+/* musl has no swapcontext: there the swapcontext mode is not built. */
+#ifdef __GLIBC__
+#define HAVE_SWAPCONTEXT 1
 #include <ucontext.h>
+#endif
 
 static fixture lib;
 
@@ -149,6 +153,7 @@ static void small_stack(int kib) {
     printf("stack_kib=%d\n", kib);
 }
 
+#ifdef HAVE_SWAPCONTEXT
 static ucontext_t thread_context, coroutine_context;
 static int64_t coroutine_tokens[2];
 
@@ -190,6 +195,7 @@ static void swapcontext_stack(int kib) {
           after.releases - before.releases);
     printf("coroutine_stack_kib=%d\n", kib);
 }
+#endif
 
 int main(int argc, char **argv) {
     const char *path = fixture_path_arg(argc, argv);
@@ -205,7 +211,11 @@ int main(int argc, char **argv) {
     } else if (strcmp(mode, "small-stack") == 0) {
         small_stack(size > 0 ? size : 64);
     } else if (strcmp(mode, "swapcontext") == 0) {
+#ifdef HAVE_SWAPCONTEXT
         swapcontext_stack(size > 0 ? size : 64);
+#else
+        FAIL("swapcontext: this C library has none");
+#endif
     } else {
         FAIL("unknown mode %s", mode);
     }
