@@ -53,8 +53,16 @@ enum kind {
 static pthread_key_t early_key, late_key;
 static atomic_long ok_calls[KINDS], bad_calls[KINDS];
 
+#ifdef __GLIBC__
 extern void *__dso_handle;
 extern int __cxa_thread_atexit_impl(void (*dtor)(void *), void *obj, void *dso);
+#else
+/* musl has no __cxa_thread_atexit_impl: the C++ runtimes there register a
+ * thread_local destructor with a pthread key of their own. This key stands
+ * for it, made first, so its destructor runs before the other keys', as
+ * glibc runs thread_local destructors first. */
+static pthread_key_t tls_key;
+#endif
 
 static void record(long kind) {
     if (teardown_calls_work())
@@ -92,8 +100,13 @@ static void *teardown_worker(void *raw) {
     }
     pthread_setspecific(early_key, value);
     pthread_setspecific(late_key, value);
-    if (kind == BOUND_FIRST || kind == FIRST_IN_TLS)
+    if (kind == BOUND_FIRST || kind == FIRST_IN_TLS) {
+#ifdef __GLIBC__
         __cxa_thread_atexit_impl(tls_destructor, value, &__dso_handle);
+#else
+        pthread_setspecific(tls_key, value);
+#endif
+    }
     return NULL;
 }
 
@@ -104,6 +117,9 @@ static void *bind_once(void *raw) {
 }
 
 static void keys(int threads) {
+#ifndef __GLIBC__
+    CHECK(pthread_key_create(&tls_key, tls_destructor) == 0, "pthread_key_create");
+#endif
     /* Made before the fixture is loaded, so before callgate's key. */
     CHECK(pthread_key_create(&early_key, early_destructor) == 0, "pthread_key_create");
     fixture_open(&lib, getenv("TEARDOWN_FIXTURE"), RTLD_NOW);
