@@ -6,6 +6,18 @@ mod host;
 
 use std::time::Duration;
 
+/// How many threads a churn test creates: 10 000, or 100 000 with
+/// `CALLGATE_FULL=1`, but never more than 10 000 under an emulator, where
+/// qemu-user's memory grows with every thread that ever ran (100 000 would
+/// take about 28 GiB).
+fn churn_threads() -> u64 {
+    if host::emulated() {
+        10_000
+    } else {
+        host::size(10_000, 100_000)
+    }
+}
+
 /// The churn host in `mode` with `threads` threads in waves of 8; without
 /// its RSS check under an emulator (see [`host::emulated`]).
 fn churn(mode: &str, threads: u64) -> host::Outcome {
@@ -17,14 +29,14 @@ fn churn(mode: &str, threads: u64) -> host::Outcome {
     host::run(&mut command, Duration::from_secs(600))
 }
 
-/// 100 000 threads (10 000 in CI) created and joined in waves of 8, each
-/// making 2-4 calls: contexts created ≤ 8 + 2, none bound at the end,
-/// `Local::bind`/`release` balanced, RSS at the end ≤ RSS after the first
-/// wave + 4 MiB (all checked by the host; repeated here on its numbers;
-/// the RSS not under an emulator).
+/// 100 000 threads (10 000 in CI and under an emulator) created and joined
+/// in waves of 8, each making 2-4 calls: contexts created ≤ 8 + 2, none
+/// bound at the end, `Local::bind`/`release` balanced, RSS at the end ≤ RSS
+/// after the first wave + 4 MiB (all checked by the host; repeated here on
+/// its numbers; the RSS not under an emulator).
 #[test]
 fn churn_in_waves_of_8_recycles_contexts_and_keeps_memory_flat() {
-    let threads = host::size(10_000, 100_000);
+    let threads = churn_threads();
     let outcome = churn("churn", threads);
     outcome.assert_ok();
     assert!(outcome.number("contexts_created_during_run") <= 10.0);
@@ -43,7 +55,7 @@ fn churn_in_waves_of_8_recycles_contexts_and_keeps_memory_flat() {
 /// the peak, still at most 8 + 2 created for all the threads.
 #[test]
 fn churn_in_waves_of_8_live_threads_creates_at_most_10_contexts() {
-    let threads = host::size(10_000, 100_000);
+    let threads = churn_threads();
     let outcome = churn("together", threads);
     outcome.assert_ok();
     let created = outcome.number("contexts_created_during_run");
