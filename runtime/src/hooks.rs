@@ -183,35 +183,13 @@ mod imp {
         fn __callgate_thread_exit_hook(value: *mut c_void);
     }
 
-    // Saves `rbp`, rounds the stack pointer down to 16 bytes, calls
-    // `on_thread_exit` with the argument still in `rdi`, and restores the
-    // stack. Its unwind information follows each step, so debuggers and
-    // profilers walk through it. Hidden: each copy of the runtime registers
-    // its own.
+    // Calls `on_thread_exit` with the argument still in `rdi`, on a stack
+    // aligned to 16 bytes. Hidden: each copy of the runtime registers its
+    // own.
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-    core::arch::global_asm!(
-        ".pushsection .text.__callgate_thread_exit_hook,\"ax\",@progbits",
-        ".p2align 4",
-        ".globl __callgate_thread_exit_hook",
-        ".hidden __callgate_thread_exit_hook",
-        ".type __callgate_thread_exit_hook,@function",
-        "__callgate_thread_exit_hook:",
-        ".cfi_startproc",
-        "push rbp",
-        ".cfi_def_cfa_offset 16",
-        ".cfi_offset rbp, -16",
-        "mov rbp, rsp",
-        ".cfi_def_cfa_register rbp",
-        "and rsp, -16",
-        "call {on_thread_exit}",
-        "mov rsp, rbp",
-        ".cfi_def_cfa_register rsp",
-        "pop rbp",
-        ".cfi_def_cfa_offset 8",
-        "ret",
-        ".cfi_endproc",
-        ".size __callgate_thread_exit_hook, . - __callgate_thread_exit_hook",
-        ".popsection",
+    aligned_call_function!(
+        "__callgate_thread_exit_hook",
+        ["call {on_thread_exit}"],
         on_thread_exit = sym on_thread_exit,
     );
 

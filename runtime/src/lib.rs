@@ -198,6 +198,44 @@
 // compiled, for their models.
 #![cfg_attr(callgate_loom, allow(dead_code))]
 
+/// Defines the hidden assembly function `$name` that makes one call on a
+/// stack aligned to 16 bytes, for callers that cannot promise the ABI's
+/// alignment (the TLS descriptor's call from `asm!` blocks, a key
+/// destructor started on a misaligned stack): it saves `rbp`, rounds the
+/// stack pointer down, runs `$body` (which makes the call), and restores
+/// the stack, with unwind information for each step. The argument
+/// registers pass through untouched; `$operand`s are `global_asm!`'s.
+#[cfg(all(target_arch = "x86_64", target_os = "linux", not(callgate_loom)))]
+macro_rules! aligned_call_function {
+    ($name:literal, [$($body:literal),+ $(,)?] $(, $($operand:tt)+)?) => {
+        core::arch::global_asm!(
+            concat!(".pushsection .text.", $name, ",\"ax\",@progbits"),
+            ".p2align 4",
+            concat!(".globl ", $name),
+            concat!(".hidden ", $name),
+            concat!(".type ", $name, ",@function"),
+            concat!($name, ":"),
+            ".cfi_startproc",
+            "push rbp",
+            ".cfi_def_cfa_offset 16",
+            ".cfi_offset rbp, -16",
+            "mov rbp, rsp",
+            ".cfi_def_cfa_register rbp",
+            "and rsp, -16",
+            $($body,)+
+            "mov rsp, rbp",
+            ".cfi_def_cfa_register rsp",
+            "pop rbp",
+            ".cfi_def_cfa_offset 8",
+            "ret",
+            ".cfi_endproc",
+            concat!(".size ", $name, ", . - ", $name),
+            ".popsection",
+            $($($operand)+)?
+        );
+    };
+}
+
 // Entry points: what generated code, tools and programs call.
 #[cfg(not(callgate_loom))]
 #[doc(hidden)]

@@ -127,47 +127,27 @@ global_asm!(
     ".popsection",
 );
 
-/// Defines the hidden function `$name`: the descriptor call on a stack
-/// aligned to 16 bytes, with `$extra` between the `lea` and the call.
-macro_rules! descriptor_call_function {
-    ($name:literal $(, $extra:literal)?) => {
-        global_asm!(
-            concat!(".pushsection .text.", $name, ",\"ax\",@progbits"),
-            ".p2align 4",
-            concat!(".globl ", $name),
-            concat!(".hidden ", $name),
-            concat!(".type ", $name, ",@function"),
-            concat!($name, ":"),
-            ".cfi_startproc",
-            "push rbp",
-            ".cfi_def_cfa_offset 16",
-            ".cfi_offset rbp, -16",
-            "mov rbp, rsp",
-            ".cfi_def_cfa_register rbp",
-            "and rsp, -16",
-            "lea rax, [rip + __callgate_current_context@TLSDESC]",
-            $($extra,)?
-            "call qword ptr [rax + __callgate_current_context@TLSCALL]",
-            "mov rsp, rbp",
-            ".cfi_def_cfa_register rsp",
-            "pop rbp",
-            ".cfi_def_cfa_offset 8",
-            "ret",
-            ".cfi_endproc",
-            concat!(".size ", $name, ", . - ", $name),
-            ".popsection",
-        );
-    };
-}
-
 // The descriptor call on a stack aligned to 16 bytes (module docs):
 // returns the slot's offset from the thread pointer in `rax`, and
 // preserves every other register the resolver preserves (`rbp` is saved
 // and restored). `__callgate_slot_probe` does the same and also leaves what
 // the `lea` produced in `rcx`, for `static_offset`. Hidden, so `asm!`
 // blocks of this library call them directly.
-descriptor_call_function!("__callgate_slot_offset");
-descriptor_call_function!("__callgate_slot_probe", "mov rcx, rax");
+aligned_call_function!(
+    "__callgate_slot_offset",
+    [
+        "lea rax, [rip + __callgate_current_context@TLSDESC]",
+        "call qword ptr [rax + __callgate_current_context@TLSCALL]",
+    ]
+);
+aligned_call_function!(
+    "__callgate_slot_probe",
+    [
+        "lea rax, [rip + __callgate_current_context@TLSDESC]",
+        "mov rcx, rax",
+        "call qword ptr [rax + __callgate_current_context@TLSCALL]",
+    ]
+);
 
 /// Runs the descriptor call (through `__callgate_slot_offset`) that leaves
 /// the slot's offset from the thread pointer in `rax`, followed by `$access`, with the operands
