@@ -56,3 +56,20 @@ fn callbacks_work_from_a_swapcontext_stack() {
     let outcome = depth(&["swapcontext", "64"]);
     assert_eq!(outcome.number("coroutine_stack_kib"), 64.0);
 }
+
+/// A callback holding its `#[local]` value, suspended on a coroutine stack
+/// below the thread's own (its C callee switches back with `swapcontext`),
+/// while the thread's own stack calls in: the suspended call is still
+/// running, so the value stays held ("already in use"), a callback without
+/// `#[local]` works, and once resumed the call returns and the value is
+/// free again. Below the new call, on a stack that is not the thread's,
+/// only the suspended call's token tells it from a call that is gone.
+#[test]
+fn a_call_suspended_on_a_coroutine_stack_keeps_its_local_value() {
+    let outcome = depth(&["suspended", "64"]);
+    assert_eq!(outcome.number("token_while_suspended"), -1.0, "{outcome}");
+    let error = outcome.get("error_while_suspended").unwrap_or_default();
+    assert!(error.contains("already in use"), "{outcome}");
+    assert_eq!(outcome.number("held_result_is_own"), 1.0, "{outcome}");
+    assert_eq!(outcome.number("token_after_is_own"), 1.0, "{outcome}");
+}

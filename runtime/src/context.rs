@@ -52,24 +52,9 @@ impl Counter {
 pub(crate) struct Context {
     // The fields a bound call touches come first (`repr(C)`), within the
     // first 32 bytes: one-byte displacements, one cache line.
-    /// Two numbers in one word, so that the outermost call of a callback
-    /// with one `#[local]` parameter enters with one store and every
-    /// outermost call leaves with one:
-    ///
-    /// * the low 32 bits, the *depth*: how many callbacks are running on
-    ///   the owning thread right now, as far as the runtime knows (calls
-    ///   whose frames were abandoned, by `longjmp` or a forced unwind, are
-    ///   counted until a `leave` or the next entry finds out; see
-    ///   [`stack`](crate::stack));
-    /// * the high 32 bits, the *held* index: the `#[local]` value the
-    ///   outermost call took through
-    ///   [`enter_idle_holding`](Context::enter_idle_holding), or 0. It is
-    ///   non-zero only while the depth is (the call is running, or its
-    ///   frame was abandoned and nobody has found out yet).
-    entry: Cell<u64>,
-    /// Where the anchor of the outermost running call (depth 0 → 1) is.
-    /// Its token is `calls`: the count of outermost calls, including it.
-    outer: Cell<usize>,
+    /// What runs on the owning thread: the entry word and where the
+    /// outermost call's anchor is (see [`Running`]).
+    running: Running,
     /// Outermost calls so far; the last one's token.
     pub(crate) calls: Counter,
     /// Nested calls so far (recorded at depth 1 or more); the last one's
@@ -107,8 +92,7 @@ unsafe impl Sync for Context {}
 impl Context {
     pub(crate) fn new() -> Context {
         Context {
-            entry: Cell::new(0),
-            outer: Cell::new(0),
+            running: Running::new(),
             calls: Counter::new(),
             nested_calls: Counter::new(),
             locals: Locals::new(),
@@ -165,7 +149,7 @@ impl Context {
     ///
     /// The caller is the context's owner.
     pub(crate) unsafe fn depth(&self) -> u32 {
-        self.entry.get() as u32
+        self.running.entry() as u32
     }
 
     /// The index of the `#[local]` value the outermost call holds through
@@ -175,7 +159,7 @@ impl Context {
     ///
     /// The caller is the context's owner.
     pub(crate) unsafe fn held_local(&self) -> u32 {
-        held_in(self.entry.get())
+        held_in(self.running.entry())
     }
 
     /// Resets a context whose thread does not exist in this `fork` child.
@@ -186,7 +170,7 @@ impl Context {
     /// not serving it.
     #[cfg(unix)]
     pub(crate) unsafe fn reset_orphan(&self) {
-        self.entry.set(0);
+        self.running.set_entry(0);
         // SAFETY: no other thread can reach the context (caller obligation).
         unsafe { (*self.nested.get()).clear() };
         self.per_call.set(false);
@@ -230,7 +214,7 @@ impl Context {
     #[inline(always)]
     pub(crate) unsafe fn is_idle(&self) -> bool {
         // The whole word: the held index is 0 whenever the depth is.
-        self.entry.get() == 0
+        self.running.entry() == 0
     }
 
     /// [`enter_outermost`](Context::enter_outermost) on a context the
@@ -256,24 +240,26 @@ impl Context {
     /// of a value of this context that is free.
     #[inline(always)]
     pub(crate) unsafe fn enter_idle_holding(&self, anchor: &Anchor, entry: u64) {
-        debug_assert_eq!(self.entry.get(), 0);
+        debug_assert_eq!(self.running.entry(), 0);
         debug_assert_eq!(entry as u32, 1, "an outermost call's entry word");
         self.mark_outermost(anchor);
-        self.entry.set(entry);
+        self.running.set_entry(entry);
     }
 
     /// Records the call whose anchor is `anchor` as the outermost one: its
-    /// token is the new count of outermost calls. (One load, one increment
-    /// and three stores: the count, the anchor and its address.)
+    /// token is the new count of outermost calls. (One increment and two
+    /// stores besides, the anchor and its address, which the compiler
+    /// drops where nothing can read them before the call leaves: see
+    /// [`Running`].)
     #[inline(always)]
     fn mark_outermost(&self, anchor: &Anchor) {
         let token = self.calls.bump().wrapping_add(1);
-        self.outer.set(anchor.mark(token).address());
+        self.running.set_outer(anchor.mark(token).address());
     }
 
     /// The mark of the outermost call recorded as running.
     fn outer_mark(&self) -> Mark {
-        Mark::new(self.outer.get(), self.calls.get())
+        Mark::new(self.running.outer(), self.calls.get())
     }
 
     /// The call that [`enter_outermost`](Context::enter_outermost) started
@@ -305,17 +291,20 @@ impl Context {
     #[inline(always)]
     pub(crate) unsafe fn leave_outermost_with<R>(&self, value: R) -> R {
         // SAFETY: owning thread (caller obligation).
-        if unsafe { self.depth() } != 1 {
+        let depth = unsafe { self.depth() };
+        // Depth 0, and the call's hold ends. Before the cold call below,
+        // so that no call separates the call's records from this store
+        // (see `Running`).
+        self.running.set_idle();
+        if depth != 1 {
             // SAFETY: forwarded caller obligations.
             return unsafe { self.leave_abandoned_with(value) };
         }
-        // Depth 0, and the call's hold ends.
-        self.entry.set(0);
         value
     }
 
-    /// The cold half of `leave_outermost_with`: calls nested in the
-    /// returning one were abandoned.
+    /// The cold half of `leave_outermost_with`, after it reset the entry
+    /// word: calls nested in the returning one were abandoned.
     ///
     /// # Safety
     ///
@@ -330,7 +319,6 @@ impl Context {
         // SAFETY: owning thread; the returning call entered at 0 (caller
         // obligations).
         unsafe { self.forget_abandoned(0) };
-        self.entry.set(0);
         value
     }
 
@@ -366,8 +354,8 @@ impl Context {
     /// Sets the depth, keeping the held index.
     #[inline(always)]
     fn set_depth(&self, depth: u32) {
-        self.entry
-            .set(self.entry.get() & !u64::from(u32::MAX) | u64::from(depth));
+        self.running
+            .set_entry(self.running.entry() & !u64::from(u32::MAX) | u64::from(depth));
     }
 
     /// Frees the `#[local]` values held by calls deeper than `depth`,
@@ -380,7 +368,8 @@ impl Context {
     #[cold]
     unsafe fn free_held_below(&self, depth: u32) {
         if depth == 0 {
-            self.entry.set(self.entry.get() & u64::from(u32::MAX));
+            self.running
+                .set_entry(self.running.entry() & u64::from(u32::MAX));
         }
         // SAFETY: forwarded caller obligations.
         unsafe { self.locals.free_held_below(depth) };
@@ -488,7 +477,80 @@ impl Context {
             (*self.nested.get()).clear();
             self.free_held_below(0);
         }
-        self.entry.set(0);
+        self.running.set_entry(0);
+    }
+}
+
+/// The entry word and the address of the outermost running call's
+/// anchor, side by side in 16 aligned bytes, so that the outermost call
+/// leaves by clearing both with one store.
+///
+/// The entry word holds two numbers, so that the outermost call of a
+/// callback with one `#[local]` parameter enters with one store and every
+/// outermost call leaves with one:
+///
+/// * the low 32 bits, the *depth*: how many callbacks are running on the
+///   owning thread right now, as far as the runtime knows (calls whose
+///   frames were abandoned, by `longjmp` or a forced unwind, are counted
+///   until a `leave` or the next entry finds out; see [`stack`]);
+/// * the high 32 bits, the *held* index: the `#[local]` value the
+///   outermost call took through
+///   [`enter_idle_holding`](Context::enter_idle_holding), or 0. It is
+///   non-zero only while the depth is (the call is running, or its frame
+///   was abandoned and nobody has found out yet).
+///
+/// The address (its token is `Context::calls`) is only read while the
+/// depth is non-zero. Since the leave overwrites it with the entry word,
+/// the outermost call's records (the entry word, the address and the
+/// anchor's token) are dead stores wherever the compiler sees that nothing
+/// can read them before the call leaves: a body inlined into the
+/// trampoline that calls nothing it cannot see and writes no memory it
+/// cannot tell apart from the context (`x + 1`, a `qsort` comparator
+/// reading two elements). The compiler drops them there (`objdump` of the
+/// benchmark's bound callback: one increment and one 16-byte store left).
+/// It keeps them wherever the body makes a call that could start a nested
+/// callback, `longjmp` or end the thread, and wherever it writes through a
+/// pointer (a `#[local]` value, an out-parameter), which might be the
+/// context as far as the compiler knows.
+#[repr(C, align(16))]
+struct Running(UnsafeCell<[u64; 2]>);
+
+impl Running {
+    const fn new() -> Running {
+        Running(UnsafeCell::new([0; 2]))
+    }
+
+    #[inline(always)]
+    fn entry(&self) -> u64 {
+        // SAFETY: only the context's owner reaches `Running` (the
+        // `Context` methods that do are `unsafe`, their callers vouch for
+        // it), and no reference into the cell outlives a method.
+        unsafe { (*self.0.get())[0] }
+    }
+
+    #[inline(always)]
+    fn set_entry(&self, entry: u64) {
+        // SAFETY: as in `entry`.
+        unsafe { (*self.0.get())[0] = entry };
+    }
+
+    #[inline(always)]
+    fn outer(&self) -> usize {
+        // SAFETY: as in `entry`.
+        unsafe { (*self.0.get())[1] as usize }
+    }
+
+    #[inline(always)]
+    fn set_outer(&self, address: usize) {
+        // SAFETY: as in `entry`.
+        unsafe { (*self.0.get())[1] = address as u64 };
+    }
+
+    /// No call running: both words 0, in one 16-byte store.
+    #[inline(always)]
+    fn set_idle(&self) {
+        // SAFETY: as in `entry`.
+        unsafe { *self.0.get() = [0; 2] };
     }
 }
 

@@ -11,6 +11,11 @@
 //! anything else, so **a mark whose word no longer holds its token belongs
 //! to a frame that is gone**: its memory was reused.
 //!
+//! Where nothing can read the token or the mark before the call returns
+//! (a body that calls and writes nothing the compiler cannot see), the
+//! compiler drops both (see `context::Running`): no call can start inside
+//! that call, and its frame cannot be abandoned.
+//!
 //! Marks are only checked when a call starts while others are recorded as
 //! running (the cold nested entry), and only marks at or below the new
 //! call's own anchor are candidates: a running outer call on the same
@@ -55,9 +60,12 @@ impl Anchor {
     #[inline(always)]
     pub(crate) fn mark(&self, token: u64) -> Mark {
         let word = self.0.get().cast::<u64>();
-        // SAFETY: `word` points to this anchor's own word; a volatile write
-        // so the token is really in memory, where `read_word` looks.
-        unsafe { word.write_volatile(token) };
+        // SAFETY: `word` points to this anchor's own word. A plain write:
+        // the address escapes into the context, so the token is in memory
+        // before any call that could read it (`read_word`, from a nested
+        // callback); where nothing can, the compiler may drop it (see
+        // `context::Running`).
+        unsafe { word.write(token) };
         Mark {
             address: word.expose_provenance(),
             token,
@@ -86,7 +94,13 @@ impl Mark {
     /// True when the call that made this mark certainly has no frame left,
     /// seen from a new call marked `current` (the rules of the module).
     fn is_gone(self, current: Mark, stack: &ThreadStack) -> bool {
-        if self.address > current.address {
+        // Address 0: the outermost call's mark as a call's leave clears it
+        // (`context::Running`). A call recorded as running with it is one
+        // that a signal handler's call interrupted after it recorded its
+        // mark and before its entry word: the handler's call found the
+        // context idle, and its leave cleared the mark. That call is
+        // running, and is kept.
+        if self.address > current.address || self.address == 0 {
             return false;
         }
         crate::valgrind::mark_defined(self.address, 8);

@@ -9,6 +9,10 @@
  *   depth FIXTURE swapcontext KIB      callbacks from a makecontext() stack of
  *                                      KIB KiB, interleaved with the thread's
  *                                      own stack
+ *   depth FIXTURE suspended KIB        a callback holding its #[local] value
+ *                                      suspended on a KIB KiB coroutine stack
+ *                                      below the thread's own, which calls in
+ *                                      meanwhile: the value stays held
  *
  * The main thread never calls into the fixture. */
 #include "fixture_host.h"
@@ -16,6 +20,7 @@
 /* musl has no swapcontext: there the swapcontext mode is not built. */
 #ifdef __GLIBC__
 #define HAVE_SWAPCONTEXT 1
+#include <sys/mman.h>
 #include <ucontext.h>
 #endif
 
@@ -185,6 +190,69 @@ static void *swapcontext_thread(void *raw) {
     return NULL;
 }
 
+/* --- a call suspended on another stack ---------------------------------- */
+
+static ucontext_t holder_context, caller_context;
+static int64_t held_result;
+
+/* Called by `hold_token` while it holds the thread's Token: switches back
+ * to the thread's own stack, leaving the callback suspended, and returns
+ * when switched to again. */
+static int64_t suspend(int32_t depth) {
+    (void)depth;
+    CHECK(swapcontext(&holder_context, &caller_context) == 0, "swapcontext");
+    return 0;
+}
+
+static void holder(void) { held_result = lib.hold_token(1, suspend); }
+
+static void *suspended_thread(void *raw) {
+    int kib = *(int *)raw;
+    size_t size = (size_t)kib * 1024;
+    int64_t own = lib.token();
+    CHECK(own > 0, "token() failed");
+    /* The coroutine's stack goes below the thread's: there the suspended
+     * call's frame is below every call the thread's own stack makes, where
+     * a frame that is gone would be too. */
+    uintptr_t here = (uintptr_t)&own;
+    void *stack = MAP_FAILED;
+    for (uintptr_t step = 1; step <= 256 && stack == MAP_FAILED; step++) {
+        uintptr_t below = (here & ~(uintptr_t)0xffff) - step * ((uintptr_t)16 << 20);
+        stack = mmap((void *)below, size, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_FIXED_NOREPLACE, -1, 0);
+        /* A kernel without MAP_FIXED_NOREPLACE takes the address as a hint. */
+        if (stack != MAP_FAILED && (uintptr_t)stack != below) {
+            munmap(stack, size);
+            stack = MAP_FAILED;
+        }
+    }
+    CHECK(stack != MAP_FAILED, "no room for a coroutine stack below the thread's");
+    CHECK(getcontext(&holder_context) == 0, "getcontext");
+    holder_context.uc_stack.ss_sp = stack;
+    holder_context.uc_stack.ss_size = size;
+    holder_context.uc_link = &caller_context;
+    makecontext(&holder_context, holder, 0);
+    /* Runs until `hold_token` is suspended inside its call to `suspend`. */
+    CHECK(swapcontext(&caller_context, &holder_context) == 0, "swapcontext");
+    int64_t during = lib.token();
+    fixture_last_error(&lib, message, sizeof message);
+    printf("token_while_suspended=%" PRId64 "\n", during);
+    printf("error_while_suspended=%s\n", message);
+    CHECK(lib.plain(1) == 2, "a callback without #[local] failed meanwhile");
+    /* Resumes it: `hold_token` returns, and `holder` to here (uc_link). */
+    CHECK(swapcontext(&caller_context, &holder_context) == 0, "swapcontext");
+    printf("held_result_is_own=%d\n", held_result == own);
+    int64_t after = lib.token();
+    printf("token_after_is_own=%d\n", after == own);
+    CHECK(munmap(stack, size) == 0, "munmap");
+    return NULL;
+}
+
+static void suspended(int kib) {
+    pthread_t id = fixture_spawn(suspended_thread, &kib, 0);
+    fixture_join(id);
+}
+
 static void swapcontext_stack(int kib) {
     fixture_stats_t before = fixture_wait_bound(&lib, 0, 10);
     pthread_t id = fixture_spawn(swapcontext_thread, &kib, 0);
@@ -215,6 +283,12 @@ int main(int argc, char **argv) {
         swapcontext_stack(size > 0 ? size : 64);
 #else
         FAIL("swapcontext: this C library has none");
+#endif
+    } else if (strcmp(mode, "suspended") == 0) {
+#ifdef HAVE_SWAPCONTEXT
+        suspended(size > 0 ? size : 64);
+#else
+        FAIL("suspended: this C library has no swapcontext");
 #endif
     } else {
         FAIL("unknown mode %s", mode);
