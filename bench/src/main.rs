@@ -59,7 +59,7 @@ mod markdown;
 mod plan;
 mod report;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use harness::{Callback, CstrFn, IntFn, SliceFn, WithData};
@@ -130,13 +130,15 @@ const CALIBRATION_SPREAD: f64 = 1.15;
 /// that may run slow before the report says the machine changed speed.
 const SLOW_BLOCKS_PCT: f64 = 10.0;
 
-const USAGE: &str = "usage: callgate-bench [--json | --markdown] [--rounds <n>]
+const USAGE: &str =
+    "usage: callgate-bench [--json | --markdown] [--rounds <n>] [--save-json <file>]
        callgate-bench --loop <callback> [<calls>] [--linked]
 
 Measures callbacks from C threads into Rust, with and without callgate, and
 prints a table (or, with --json, one JSON object of the medians; with
 --markdown, the README's tables of the run). Every row gets one sample per
-round; --rounds sets how many (default 21, at least 1).
+round; --rounds sets how many (default 21, at least 1). --save-json also
+writes the JSON object of the run to <file>, whatever it prints.
 
 --loop makes <calls> (default 10000000) calls of one callback of the cdylib
 (--linked: of this binary) from one C thread and prints the time per call:
@@ -151,7 +153,12 @@ skipped).";
 /// What the command line asks for.
 enum Command {
     /// The whole benchmark with this many rounds.
-    Measure { output: Output, rounds: usize },
+    Measure {
+        output: Output,
+        rounds: usize,
+        /// Where to write the run's JSON object too (`--save-json`).
+        save_json: Option<PathBuf>,
+    },
     /// One call loop of one callback, for profilers.
     Loop {
         callback: String,
@@ -178,6 +185,7 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, String>
     let mut rounds = ROUNDS;
     let mut linked = false;
     let mut looped: Option<(String, Option<i64>)> = None;
+    let mut save_json = None;
     let mut args = args.into_iter().peekable();
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -198,6 +206,10 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, String>
                     .and_then(|n| n.parse().ok())
                     .filter(|&n| n >= 1)
                     .ok_or("--rounds needs a count of at least 1")?;
+            }
+            "--save-json" => {
+                let path = args.next().ok_or("--save-json needs a file")?;
+                save_json = Some(PathBuf::from(path));
             }
             "-h" | "--help" => return Ok(Command::Help),
             "--loop" => {
@@ -220,7 +232,11 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, String>
             calls: calls.unwrap_or(10_000_000),
             linked,
         },
-        None => Command::Measure { output, rounds },
+        None => Command::Measure {
+            output,
+            rounds,
+            save_json,
+        },
     })
 }
 
@@ -270,9 +286,13 @@ fn main() -> ExitCode {
             };
             callbacks.and_then(|callbacks| run_loop(&callbacks, &callback, calls))
         }
-        Ok(Command::Measure { output, rounds }) => fixture::locate().and_then(|path| {
+        Ok(Command::Measure {
+            output,
+            rounds,
+            save_json,
+        }) => fixture::locate().and_then(|path| {
             reserve_static_tls(&path)?;
-            measure(output, rounds)
+            measure(output, rounds, save_json.as_deref())
         }),
     };
     match result {
@@ -377,8 +397,8 @@ fn load_portable_tls() -> Result<Callbacks, String> {
 }
 
 /// The whole benchmark, `rounds` samples per row, reported as `output`
-/// says.
-fn measure(output: Output, rounds: usize) -> Result<(), String> {
+/// says, and as JSON to `save_json` too if given.
+fn measure(output: Output, rounds: usize, save_json: Option<&Path>) -> Result<(), String> {
     let (cdylib, tls_place, path) = load_fixture()?;
     let mut notes = Vec::new();
     let mut places = vec![
@@ -566,6 +586,10 @@ fn measure(output: Output, rounds: usize) -> Result<(), String> {
         for warning in &warnings {
             eprintln!("callgate-bench: {warning}");
         }
+    }
+    if let Some(path) = save_json {
+        std::fs::write(path, format!("{}\n", report::json(&rows, &extra)))
+            .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
     }
     if output == Output::Json {
         println!("{}", report::json(&rows, &extra));
@@ -866,4 +890,49 @@ fn checks(
         target: None,
     });
     checks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Command, String> {
+        parse_args(args.iter().map(|arg| (*arg).to_owned()))
+    }
+
+    #[test]
+    fn save_json_goes_with_any_output() {
+        let command = parse(&["--markdown", "--save-json", "run.json", "--rounds", "3"]);
+        assert!(matches!(
+            command,
+            Ok(Command::Measure {
+                output: Output::Markdown,
+                rounds: 3,
+                save_json: Some(path),
+            }) if path == Path::new("run.json")
+        ));
+        assert!(matches!(
+            parse(&[]),
+            Ok(Command::Measure {
+                output: Output::Table,
+                rounds: ROUNDS,
+                save_json: None,
+            })
+        ));
+    }
+
+    #[test]
+    fn bad_arguments_are_refused_with_a_message() {
+        let error = |args: &[&str]| parse(args).err().unwrap_or_default();
+        assert_eq!(error(&["--save-json"]), "--save-json needs a file");
+        assert_eq!(
+            error(&["--rounds", "0"]),
+            "--rounds needs a count of at least 1"
+        );
+        assert_eq!(
+            error(&["--json", "--markdown"]),
+            "--json and --markdown exclude each other"
+        );
+        assert_eq!(error(&["--fast"]), "unknown argument `--fast`");
+    }
 }
