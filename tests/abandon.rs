@@ -42,7 +42,10 @@ fn assert_released_once_per_thread(outcome: &host::Outcome, threads: u64) {
 /// callback that holds their `#[local]` value, then call that callback
 /// 1 000 times: every call succeeds on the same context with the same
 /// value, a nested request for it is still refused, each thread's context
-/// is released once when it exits, and no context stays bound.
+/// is released once when it exits, and no context stays bound. Then a
+/// call nested in another holds the value and is abandoned by a jump that
+/// lands inside the outer callback, which returns: the value is free again
+/// at the top and three callbacks deep.
 #[test]
 fn longjmp_out_of_a_callback_leaves_the_local_usable() {
     let threads = host::size(1_000, 10_000);

@@ -63,7 +63,8 @@ impl Frame {
         // serves (`Frame` is neither `Send` nor `Sync`).
         unsafe {
             let held = self.node.value.held_local();
-            self.node.value.locals.get(key, self.depth, held)
+            let outermost = self.node.value.calls.get();
+            self.node.value.locals.get(key, self.depth, held, outermost)
         }
     }
 }
@@ -273,7 +274,7 @@ unsafe fn outermost<R>(
     if let Ok(Ok(value)) = outcome {
         // SAFETY: `node` serves this thread, and the call entered with
         // `enter_outermost` and has not left (caller obligations).
-        let value = unsafe { node.value.leave_outermost_with(value) };
+        unsafe { node.value.leave_outermost() };
         release();
         return value;
     }

@@ -270,6 +270,13 @@ impl Context {
     /// running interrupted that call between its attach and its `enter`,
     /// a signal handler, and must leave the release to it.)
     ///
+    /// Calls nested in this one that were abandoned may have left values
+    /// held in their slots' states: those holds name this outermost call,
+    /// which is over, so a lookup finds them stale and takes the values
+    /// (`Locals::get`). Not looking here leaves nothing after the body but
+    /// one store: the call's records are dead stores where the body reaches
+    /// nothing (see `Running`), and the depth is not read back.
+    ///
     /// # Safety
     ///
     /// - The caller is the context's owner.
@@ -277,49 +284,8 @@ impl Context {
     ///   left yet.
     #[inline(always)]
     pub(crate) unsafe fn leave_outermost(&self) {
-        // SAFETY: forwarded caller obligations.
-        unsafe { self.leave_outermost_with(()) }
-    }
-
-    /// [`leave_outermost`](Context::leave_outermost) passing the call's
-    /// `value` through: the cold path takes it and gives it back, so the
-    /// caller keeps nothing across that call.
-    ///
-    /// # Safety
-    ///
-    /// As for `leave_outermost`.
-    #[inline(always)]
-    pub(crate) unsafe fn leave_outermost_with<R>(&self, value: R) -> R {
-        // SAFETY: owning thread (caller obligation).
-        let depth = unsafe { self.depth() };
-        // Depth 0, and the call's hold ends. Before the cold call below,
-        // so that no call separates the call's records from this store
-        // (see `Running`).
+        // Depth 0, and the call's hold ends.
         self.running.set_idle();
-        if depth != 1 {
-            // SAFETY: forwarded caller obligations.
-            return unsafe { self.leave_abandoned_with(value) };
-        }
-        value
-    }
-
-    /// The cold half of `leave_outermost_with`, after it reset the entry
-    /// word: calls nested in the returning one were abandoned.
-    ///
-    /// # Safety
-    ///
-    /// As for `leave_outermost`.
-    ///
-    /// `extern "C"` for the reason given at `forget_abandoned`: no landing
-    /// pad in the trampoline that calls it.
-    #[cold]
-    #[inline(never)]
-    #[allow(improper_ctypes_definitions, reason = "called from Rust only")]
-    unsafe extern "C" fn leave_abandoned_with<R>(&self, value: R) -> R {
-        // SAFETY: owning thread; the returning call entered at 0 (caller
-        // obligations).
-        unsafe { self.forget_abandoned(0) };
-        value
     }
 
     /// A callback starts on the owning thread, with `anchor` in its frame;
@@ -450,8 +416,7 @@ impl Context {
     /// `start` is returning: every call nested in it is gone.
     ///
     /// `extern "C"`, so that the compiler knows it does not unwind (it runs
-    /// no user code): a trampoline that calls it, or `leave_abandoned_with`,
-    /// then needs no landing pad and no LSDA, so a forced unwind
+    /// no user code): a trampoline that calls it then needs no landing pad and no LSDA, so a forced unwind
     /// (`pthread_exit`, cancellation) passes through its frame in release
     /// builds, whichever of its call sites it started below.
     #[cold]

@@ -26,8 +26,17 @@
 //! value with one compare of the key's word, without the table, the slot
 //! or its state; the lookup of another value is laid out of line. The
 //! remembered value is always bound and either `READY` or held by a call
-//! recorded as running, which the fast path (an idle context) never sees;
-//! releasing the value forgets it.
+//! recorded as running, which the fast path (an idle context) never sees,
+//! or by a call that is gone (a stale hold, below); releasing the value
+//! forgets it.
+//!
+//! A call found abandoned is forgotten where the runtime looks: when a call
+//! starts while others are recorded as running, and when a call that
+//! entered on the slow path returns. The fast path's outermost call does
+//! not look when it returns: values that calls nested in it held and
+//! abandoned keep states naming them, each with the number of the
+//! outermost call they ran under. A lookup under another outermost call
+//! finds such a hold stale and takes the value ([`Locals::get`]).
 //!
 //! # Atomic orderings
 //!
@@ -254,6 +263,12 @@ struct Head {
     /// `bind` ran for the thread the context serves (so a held value goes
     /// back to `READY`, not `UNBOUND`, when its call is found gone).
     bound: bool,
+    /// While the state is a depth: the number of the outermost call under
+    /// which the holding call runs (`Context::calls`). A hold made under
+    /// another outermost call than the one running is *stale*: its call
+    /// was abandoned, and the outermost call it ran under has returned
+    /// without looking (see [`Locals::get`]).
+    outermost: u64,
     /// The value's operations; `None` for the two sentinels.
     vtable: Option<&'static SlotVtable>,
 }
@@ -263,6 +278,7 @@ struct Head {
 static ABSENT_SLOT: Head = Head {
     state: ABSENT,
     bound: false,
+    outermost: 0,
     vtable: None,
 };
 
@@ -271,6 +287,7 @@ static ABSENT_SLOT: Head = Head {
 static CONSTRUCTING_SLOT: Head = Head {
     state: CONSTRUCTING,
     bound: false,
+    outermost: 0,
     vtable: None,
 };
 
@@ -350,7 +367,8 @@ pub(crate) struct Locals {
     /// The key entry word ([`holding`] its index) of the value
     /// [`get_ready`](Locals::get_ready) found last, or [`NOTHING`]. While it
     /// is a key's, `last_slot` is the slot at that index, bound to the
-    /// thread, and `READY` or held by a call recorded as running:
+    /// thread, and `READY`, held by a call recorded as running, or held by
+    /// a call that is gone (a stale hold, see [`Locals::get`]):
     /// [`release_each`](Locals::release_each) and
     /// [`abandon`](Locals::abandon), the only ways a bound value stops
     /// being bound or leaves the table, forget it first.
@@ -483,20 +501,32 @@ impl Locals {
     }
 
     /// This context's `T`, created and bound on first use, for the call
-    /// running at `depth` (at least 1); `held` is the index of the value
-    /// the outermost call holds through the context (0 for none). The fast
+    /// running at `depth` (at least 1) under the outermost call numbered
+    /// `outermost` (`Context::calls`); `held` is the index of the value the
+    /// outermost call holds through the context (0 for none). The fast
     /// path: the value exists, is bound and is free.
+    ///
+    /// A value whose state names a call that cannot be running is free:
+    /// one held under another outermost call (its call was abandoned, and
+    /// the outermost call it ran under returned: the trampoline's fast
+    /// leave does not look for abandoned nested calls), or deeper than the
+    /// caller (which is the innermost call running). A value held at the
+    /// caller's depth under the same outermost call is the caller's own
+    /// (a nested call abandoned at that depth was found gone when the
+    /// caller entered), or an outer call's.
     ///
     /// # Safety
     ///
     /// Only the thread that owns the context may call this, with the
-    /// `held` index its entry word records.
+    /// `held` index its entry word records and the number of the outermost
+    /// call running.
     #[inline(always)]
     pub(crate) unsafe fn get<T: Local>(
         &self,
         key: &LocalKey<T>,
         depth: u32,
         held: u32,
+        outermost: u64,
     ) -> Result<LocalRef<'_, T>, Failure> {
         debug_assert!((1..=DEEPEST).contains(&depth));
         // Relaxed: a plain number (module docs). 0 before the lookup, where
@@ -514,6 +544,7 @@ impl Locals {
             unsafe {
                 if Self::is_free(head, index, held) {
                     (*head).state = depth;
+                    (*head).outermost = outermost;
                     return Ok(LocalRef {
                         slot: head.cast(),
                         held: Held::State,
@@ -523,7 +554,7 @@ impl Locals {
             }
         }
         // SAFETY: forwarded caller obligation.
-        let head = unsafe { self.get_slow(key, depth, held) }?;
+        let head = unsafe { self.get_slow(key, depth, held, outermost) }?;
         Ok(LocalRef {
             slot: head.cast(),
             held: Held::State,
@@ -546,6 +577,7 @@ impl Locals {
         key: &LocalKey<T>,
         depth: u32,
         held: u32,
+        outermost: u64,
     ) -> Result<*mut Head, Failure> {
         let index = key.index();
         let held_outermost = index == held;
@@ -574,12 +606,21 @@ impl Locals {
         // only the head is accessed through the raw pointer, and the value
         // is borrowed (by `bind`) only when the slot is not held.
         unsafe {
+            let state = (*head).state;
+            if (1..=DEEPEST).contains(&state) && ((*head).outermost != outermost || state > depth) {
+                // A stale hold (see `get`): its call is gone.
+                (*head).state = if (*head).bound { READY } else { UNBOUND };
+            }
             match (*head).state {
                 _ if held_outermost => return Err(in_use::<T>()),
-                READY => (*head).state = depth,
+                READY => {
+                    (*head).state = depth;
+                    (*head).outermost = outermost;
+                }
                 UNBOUND => {
                     // Held before `bind` runs: `bind` may call back into Rust.
                     (*head).state = depth;
+                    (*head).outermost = outermost;
                     let slot = head.cast::<Slot<T>>();
                     if let Err(payload) = catch_unwind(AssertUnwindSafe(|| (*slot).value.bind())) {
                         (*head).state = UNBOUND;
@@ -618,6 +659,7 @@ impl Locals {
             head: Head {
                 state: UNBOUND,
                 bound: false,
+                outermost: 0,
                 vtable: Some(&Slot::<T>::VTABLE),
             },
             value,
@@ -647,7 +689,9 @@ impl Locals {
     /// Only the thread that owns the context may call this, while no call
     /// holds a value through the context (its `held` index is 0): a value
     /// held that way has the state `READY`, which `release` takes for
-    /// free.
+    /// free. No `LocalRef` of the context is alive: a value whose state
+    /// says a call holds it was held by a call that is gone, and is freed
+    /// and released.
     #[inline]
     pub(crate) unsafe fn release_all(&self) {
         // SAFETY: forwarded caller obligation.
@@ -666,6 +710,11 @@ impl Locals {
     #[cold]
     #[inline(never)]
     unsafe fn release_each(&self) {
+        // No `LocalRef` is alive (caller obligation): every hold recorded
+        // in a state is stale (see `get`), and `release` skips held values.
+        // SAFETY: owning thread; every call that held a value through its
+        // state is gone (caller obligations).
+        unsafe { self.free_held_below(0) };
         let mut index = 0;
         loop {
             // SAFETY: owning thread (caller obligation); a short borrow. A
@@ -898,12 +947,12 @@ mod tests {
         // SAFETY: this thread owns `locals`; each `LocalRef` is dropped
         // before the next lookup of its type.
         unsafe {
-            locals.get(&B, 1, 0).unwrap().uses += 10;
-            locals.get(&A1, 1, 0).unwrap().uses += 1;
-            locals.get(&A2, 1, 0).unwrap().uses += 1;
-            assert_eq!(locals.get(&A1, 1, 0).unwrap().uses, 2);
-            assert_eq!(locals.get(&B, 1, 0).unwrap().uses, 10);
-            assert_eq!(locals.get(&A2, 1, 0).unwrap().binds, 1, "bound once");
+            locals.get(&B, 1, 0, 1).unwrap().uses += 10;
+            locals.get(&A1, 1, 0, 1).unwrap().uses += 1;
+            locals.get(&A2, 1, 0, 1).unwrap().uses += 1;
+            assert_eq!(locals.get(&A1, 1, 0, 1).unwrap().uses, 2);
+            assert_eq!(locals.get(&B, 1, 0, 1).unwrap().uses, 10);
+            assert_eq!(locals.get(&A2, 1, 0, 1).unwrap().binds, 1, "bound once");
         }
     }
 
@@ -916,32 +965,70 @@ mod tests {
         // are forgotten (their frames are "gone") before the values are
         // freed.
         unsafe {
-            let outer = locals.get(&KEY, 1, 0).unwrap();
-            let message = locals.get(&KEY, 2, 0).err().unwrap().into_message();
+            let outer = locals.get(&KEY, 1, 0, 1).unwrap();
+            let message = locals.get(&KEY, 2, 0, 1).err().unwrap().into_message();
             assert!(
                 message.contains("already in use by an outer call"),
                 "{message}"
             );
-            assert!(locals.get(&OTHER, 2, 0).is_ok(), "another type is free");
+            assert!(locals.get(&OTHER, 2, 0, 1).is_ok(), "another type is free");
             drop(outer);
-            assert!(locals.get(&KEY, 2, 0).is_ok(), "free again once dropped");
+            assert!(locals.get(&KEY, 2, 0, 1).is_ok(), "free again once dropped");
 
             // Held at depths 1 and 2, then both calls are abandoned.
-            core::mem::forget(locals.get(&KEY, 2, 0).unwrap());
-            core::mem::forget(locals.get(&OTHER, 1, 0).unwrap());
-            assert!(locals.get(&KEY, 3, 0).is_err());
+            core::mem::forget(locals.get(&KEY, 2, 0, 1).unwrap());
+            core::mem::forget(locals.get(&OTHER, 1, 0, 1).unwrap());
+            assert!(locals.get(&KEY, 3, 0, 1).is_err());
             locals.free_held_below(1);
             assert!(
-                locals.get(&KEY, 2, 0).is_ok(),
+                locals.get(&KEY, 2, 0, 1).is_ok(),
                 "the call at depth 2 is gone"
             );
             assert!(
-                locals.get(&OTHER, 2, 0).is_err(),
+                locals.get(&OTHER, 2, 0, 1).is_err(),
                 "the call at depth 1 still holds it"
             );
             locals.free_held_below(0);
-            let other = locals.get(&OTHER, 1, 0).unwrap();
+            let other = locals.get(&OTHER, 1, 0, 1).unwrap();
             assert_eq!(other.binds, 1, "freeing a held value keeps it bound");
+        }
+    }
+
+    #[test]
+    fn a_hold_left_under_an_earlier_outermost_call_or_deeper_is_stale() {
+        static KEY: LocalKey<Numbered<9>> = LocalKey::new();
+        static OTHER: LocalKey<Numbered<10>> = LocalKey::new();
+        let locals = Locals::new();
+        // SAFETY: this thread owns `locals`; the refs forgotten below stand
+        // for calls abandoned by `longjmp`, whose frames are gone.
+        unsafe {
+            // Held at depth 2 under outermost call 5, then abandoned.
+            core::mem::forget(locals.get(&KEY, 2, 0, 5).unwrap());
+            let message = locals.get(&KEY, 3, 0, 5).err().unwrap().into_message();
+            assert!(message.contains("already in use"), "{message}");
+            assert!(
+                locals.get(&KEY, 2, 0, 5).is_err(),
+                "at its own depth under the same outermost call, it may be the caller's"
+            );
+            let value = locals
+                .get(&KEY, 3, 0, 6)
+                .expect("stale under outermost call 6");
+            assert_eq!((value.binds, value.releases), (1, 0), "still bound, once");
+            drop(value);
+            // Held at depth 3, and looked up at depth 2 under the same
+            // outermost call: the call at depth 3 is gone.
+            core::mem::forget(locals.get(&OTHER, 3, 0, 7).unwrap());
+            assert!(locals.get(&OTHER, 3, 0, 7).is_err());
+            assert!(
+                locals.get(&OTHER, 2, 0, 7).is_ok(),
+                "deeper than the caller"
+            );
+            // `release_all` runs with no call: a stale hold is released too.
+            core::mem::forget(locals.get(&OTHER, 2, 0, 8).unwrap());
+            locals.release_all();
+            assert!(!locals.has_values(), "the stale hold's value was released");
+            let other = locals.get(&OTHER, 1, 0, 9).unwrap();
+            assert_eq!((other.binds, other.releases), (2, 1));
         }
     }
 
@@ -954,8 +1041,8 @@ mod tests {
         // the lookups (each `LocalRef` is dropped at once).
         unsafe {
             assert!(locals.get_ready(&KEY).is_none(), "no value yet");
-            drop(locals.get(&KEY, 1, 0).unwrap());
-            drop(locals.get(&OTHER, 1, 0).unwrap());
+            drop(locals.get(&KEY, 1, 0, 1).unwrap());
+            drop(locals.get(&OTHER, 1, 0, 1).unwrap());
             let (entry, value) = locals.get_ready(&KEY).expect("bound and free");
             let index = held_in(entry);
             assert_ne!(index, 0, "an index is assigned");
@@ -963,21 +1050,24 @@ mod tests {
             drop(value);
             // While the outermost call holds it through the entry word, a
             // nested call is refused it, though its state says `READY`.
-            let message = locals.get(&KEY, 2, index).err().unwrap().into_message();
+            let message = locals.get(&KEY, 2, index, 1).err().unwrap().into_message();
             assert!(message.contains("already in use"), "{message}");
-            assert!(locals.get(&OTHER, 2, index).is_ok(), "another type is free");
+            assert!(
+                locals.get(&OTHER, 2, index, 1).is_ok(),
+                "another type is free"
+            );
             assert_eq!(locals.get_ready(&KEY).expect("remembered").0, entry);
             locals.release_all();
             assert!(
                 locals.get_ready(&KEY).is_none(),
                 "released, so not ready, although it was the last one found"
             );
-            drop(locals.get(&KEY, 1, 0).unwrap());
+            drop(locals.get(&KEY, 1, 0, 1).unwrap());
             let (_, value) = locals.get_ready(&KEY).expect("bound again");
             assert_eq!((value.binds, value.releases), (2, 1));
             drop(value);
             // Another type's lookup replaces the remembered one.
-            drop(locals.get(&OTHER, 1, 0).unwrap());
+            drop(locals.get(&OTHER, 1, 0, 1).unwrap());
             let (_, other) = locals.get_ready(&OTHER).expect("bound again");
             assert_eq!((other.binds, other.releases), (2, 1));
         }
@@ -992,17 +1082,17 @@ mod tests {
         // `release_all`.
         unsafe {
             assert!(!locals.has_values());
-            drop(locals.get(&A, 1, 0).unwrap());
+            drop(locals.get(&A, 1, 0, 1).unwrap());
             assert!(locals.has_values());
             locals.release_all();
             assert!(!locals.has_values(), "nothing is bound after release_all");
             locals.release_all();
-            let a = locals.get(&A, 1, 0).unwrap();
+            let a = locals.get(&A, 1, 0, 1).unwrap();
             assert_eq!((a.binds, a.releases), (2, 1));
             drop(a);
             // `B` was never used: it has no value to release.
-            drop(locals.get(&B, 1, 0).unwrap());
-            let b = locals.get(&B, 1, 0).unwrap();
+            drop(locals.get(&B, 1, 0, 1).unwrap());
+            let b = locals.get(&B, 1, 0, 1).unwrap();
             assert_eq!((b.binds, b.releases), (1, 0));
         }
     }

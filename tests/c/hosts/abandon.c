@@ -8,7 +8,9 @@
  *                                      function that longjmps back out of
  *                                      it, then calls the same callback
  *                                      1 000 times; the Token is usable
- *                                      again at once
+ *                                      again at once; then the same with
+ *                                      the jump landing inside an outer
+ *                                      callback (`nest`), which returns
  *   abandon FIXTURE longjmp-per-call THREADS
  *                                      the same out of an `attach =
  *                                      per_call` nest on a thread that is
@@ -124,6 +126,29 @@ static int jump_out_of_hold_token(void) {
     return 1;
 }
 
+/* Called by `nest`: a host function inside an outer callback that handles
+ * errors with setjmp. It calls `hold_token`, nested in `nest`, whose C call
+ * jumps back here, and returns 0: the outer callback returns with the
+ * nested call abandoned. */
+static int64_t jump_out_of_nested_hold(int32_t depth) {
+    (void)depth;
+    jmp_buf here;
+    jmp_buf *outer = jump_point;
+    jump_point = &here;
+    if (setjmp(here) == 0) {
+        lib.hold_token(1, jump_out);
+        return -100; /* not reached */
+    }
+    jump_point = outer;
+    return 0;
+}
+
+/* `hold_token` under `depth` levels of `nest`: the Token's id, or -2 if a
+ * call is found holding it. */
+static int64_t hold_token_deeper(int32_t depth) {
+    return depth > 0 ? lib.nest(depth, hold_token_deeper) : lib.hold_token(0, NULL);
+}
+
 static int jump_out_of_nest_per_call(void) {
     jmp_buf here;
     jump_point = &here;
@@ -177,6 +202,13 @@ static void *run_worker(void *raw) {
         /* And it survives another jump. */
         if (!jump_out_of_hold_token()) return NULL;
         if (lib.hold_token(0, NULL) != token) return NULL;
+        /* A call nested in `nest` holds the Token and is abandoned by a jump
+         * that lands inside `nest`, which returns: the Token is free again,
+         * three callbacks deep as at the top. */
+        if (lib.nest(1, jump_out_of_nested_hold) != 0) return NULL;
+        if (lib.nest(2, hold_token_deeper) != token) return NULL;
+        if (lib.hold_token(0, NULL) != token) return NULL;
+        if (lib.token() != token) return NULL;
         break;
     }
     case LONGJMP_PER_CALL:
