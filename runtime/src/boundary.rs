@@ -103,41 +103,45 @@ pub fn call<R>(
     // one abandoned from the same place writes its token over the
     // abandoned call's (see `stack`).
     let anchor = Anchor::new();
-    if !thread::serves(bound) {
-        if tls::HAS_STATIC && bound.is_null() {
-            // The fast path is closed, or the thread has no context (bound
-            // or cached): in dynamic TLS, the slot through the descriptor.
-            return call_dynamic(site, &anchor, on_error, on_panic, body);
+    if thread::serves(bound) {
+        // SAFETY: a slot value that `serves` accepts is a node of
+        // `CONTEXTS` serving this thread, alive until the library is
+        // unloaded.
+        let node: &'static ContextNode = unsafe { &*bound };
+        // SAFETY: `node` serves this thread, which owns it.
+        if unsafe { node.value.is_idle() } {
+            // SAFETY: `node` serves this thread and is idle; `anchor` is in
+            // this call's frame.
+            unsafe { node.value.enter_idle(&anchor) };
+            // SAFETY: entered just above. `node` is not a per-call context
+            // (see `Context::leave_outermost`), so it stays bound: nothing
+            // to release.
+            return unsafe { outermost(site, node, on_error, on_panic, body, || {}) };
         }
-        if site.attach == AttachMode::PerCall {
-            // The per-call fast path: the context this thread's last
-            // per-call attach cached, taken and cached again without
-            // touching the free list.
-            let cached = if tls::HAS_STATIC {
-                thread::take_cached_static(bound)
-            } else {
-                thread::take_cached(bound)
+    } else if site.attach == AttachMode::PerCall && !(tls::HAS_STATIC && bound.is_null()) {
+        // The per-call fast path: the context this thread's last per-call
+        // attach cached, taken and cached again without touching the free
+        // list.
+        let cached = if tls::HAS_STATIC {
+            thread::take_cached_static(bound)
+        } else {
+            thread::take_cached(bound)
+        };
+        if let Some(node) = cached {
+            let release = || {
+                // SAFETY: the call that attached `node` per call is
+                // returning: it gives it up, and no call runs on it any
+                // more.
+                unsafe { thread::release_cached(node) }
             };
-            if let Some(node) = cached {
-                let release = || {
-                    // SAFETY: the call that attached `node` per call is
-                    // returning: it gives it up, and no call runs on it
-                    // any more.
-                    unsafe { thread::release_cached(node) }
-                };
-                // SAFETY: `node` was just taken from the cache on this
-                // thread; `anchor` is in this call's frame.
-                return unsafe {
-                    per_call_on(site, node, &anchor, release, on_error, on_panic, body)
-                };
-            }
+            // SAFETY: `node` was just taken from the cache on this thread;
+            // `anchor` is in this call's frame.
+            return unsafe { per_call_on(site, node, &anchor, release, on_error, on_panic, body) };
         }
-        return call_slow(site, &anchor, on_error, on_panic, body);
     }
-    // SAFETY: a slot value that `serves` accepts is a node of `CONTEXTS`
-    // serving this thread, alive until the library is unloaded; `anchor`
-    // is in this call's frame.
-    unsafe { bound_on(site, &*bound, &anchor, on_error, on_panic, body) }
+    // Every other call, from this one place: only here does the trampoline
+    // need a frame of its own (see `call_cold`).
+    call_cold(site, &anchor, on_error, on_panic, body)
 }
 
 /// The bound fast path's call on `node`, the context bound to the thread:
@@ -201,10 +205,17 @@ unsafe fn per_call_on<R>(
     call_slow(site, anchor, on_error, on_panic, body)
 }
 
-/// A call where the fast path's slot read found null: in dynamic TLS
-/// (see [`dynamic_slot`]), the bound or per-call fast path on the slot
-/// found once through the descriptor; else (the fast path closed, or a
-/// thread with no context bound or cached) the slow path.
+/// Every call the trampoline's fast paths do not serve: in dynamic TLS
+/// (see [`dynamic_slot`]), where the fast path's slot read finds null,
+/// [`call_dynamic`]; else (a nested call, the fast path closed, a thread
+/// with no context bound or cached) the slow path.
+///
+/// The trampoline calls it from one place: the anchor it passes is the
+/// only use of the trampoline's frame, so where the body reaches nothing
+/// that needs the call's records (see `context::Running`), the compiler
+/// sets the frame up on this path only, and the fast path has none. It
+/// only chooses, so that its own frame stays small in a debug build,
+/// where every nested call passes through it.
 ///
 /// Out of line and `extern "C"` (it cannot unwind: the body runs under
 /// `catch_unwind`), as [`call_slow`] is, so the trampoline's fast paths
@@ -214,35 +225,53 @@ unsafe fn per_call_on<R>(
 // Never called from C: the parameters are Rust values passed between two
 // Rust functions compiled together.
 #[allow(improper_ctypes_definitions)]
-extern "C" fn call_dynamic<R>(
+extern "C" fn call_cold<R>(
     site: &Site,
     anchor: &Anchor,
     on_error: impl FnOnce() -> R,
     on_panic: impl FnOnce() -> R,
     body: impl FnOnce(&Frame) -> Result<R, Failure>,
 ) -> R {
-    if let Some(slot) = dynamic_slot(site) {
-        let value = slot.get();
-        if thread::serves(value) {
-            // SAFETY: a slot value that `serves` accepts is a node of
-            // `CONTEXTS` serving this thread; `anchor` is in the
-            // trampoline's frame (it passed it here).
-            return unsafe { bound_on(site, &*value, anchor, on_error, on_panic, body) };
-        }
-        if site.attach == AttachMode::PerCall {
-            if let Some(node) = thread::take_cached_via(&slot, value) {
-                let release = || {
-                    // SAFETY: the call that attached `node` per call is
-                    // returning: it gives it up, and no call runs on it
-                    // any more; `slot` is this thread's.
-                    unsafe { thread::release_cached_via(&slot, node) }
-                };
-                // SAFETY: `node` was just taken from the cache on this
-                // thread; `anchor` is in the trampoline's frame.
-                return unsafe {
-                    per_call_on(site, node, anchor, release, on_error, on_panic, body)
-                };
-            }
+    match dynamic_slot(site) {
+        Some(slot) => call_dynamic(site, anchor, slot, on_error, on_panic, body),
+        None => call_slow(site, anchor, on_error, on_panic, body),
+    }
+}
+
+/// A call in dynamic TLS, with `slot` found through the descriptor: the
+/// bound or per-call fast path on what it holds, else the slow path.
+/// Out of line and `extern "C"`, as [`call_slow`] is.
+#[cold]
+#[inline(never)]
+// Never called from C: the parameters are Rust values passed between two
+// Rust functions compiled together.
+#[allow(improper_ctypes_definitions)]
+extern "C" fn call_dynamic<R>(
+    site: &Site,
+    anchor: &Anchor,
+    slot: tls::ThreadSlot,
+    on_error: impl FnOnce() -> R,
+    on_panic: impl FnOnce() -> R,
+    body: impl FnOnce(&Frame) -> Result<R, Failure>,
+) -> R {
+    let value = slot.get();
+    if thread::serves(value) {
+        // SAFETY: a slot value that `serves` accepts is a node of
+        // `CONTEXTS` serving this thread; `anchor` is in the
+        // trampoline's frame (it passed it here).
+        return unsafe { bound_on(site, &*value, anchor, on_error, on_panic, body) };
+    }
+    if site.attach == AttachMode::PerCall {
+        if let Some(node) = thread::take_cached_via(&slot, value) {
+            let release = || {
+                // SAFETY: the call that attached `node` per call is
+                // returning: it gives it up, and no call runs on it
+                // any more; `slot` is this thread's.
+                unsafe { thread::release_cached_via(&slot, node) }
+            };
+            // SAFETY: `node` was just taken from the cache on this
+            // thread; `anchor` is in the trampoline's frame.
+            return unsafe { per_call_on(site, node, anchor, release, on_error, on_panic, body) };
         }
     }
     call_slow(site, anchor, on_error, on_panic, body)
@@ -309,9 +338,9 @@ pub fn call_local<R, T: Local>(
     unsafe { local_on(site, key, bound, &anchor, true, on_error, on_panic, body) }
 }
 
-/// The `#[local]` fast path from the slot's value `bound`, else the slow
-/// path; where `bound` is null and `dynamic` is true, first the fast path
-/// through the descriptor ([`call_local_dynamic`]).
+/// The `#[local]` fast path from the slot's value `bound`; else, where
+/// `dynamic` is true (the trampoline), [`call_local_cold`], and the slow
+/// path where it is false ([`call_local_dynamic`]).
 ///
 /// # Safety
 ///
@@ -328,20 +357,22 @@ unsafe fn local_on<R, T: Local>(
     on_panic: impl FnOnce() -> R,
     body: impl FnOnce(&Frame, LocalRef<'_, T>) -> Result<R, Failure>,
 ) -> R {
-    // The slow path, for every early return below.
+    // Every early return below: from the trampoline, to one out-of-line
+    // function, called from one place (as `call_cold` is, for the same
+    // reason), which takes the fast path through the descriptor in dynamic
+    // TLS and the slow path otherwise; from there, to the slow path.
     macro_rules! slow {
         () => {
+            if dynamic {
+                return call_local_cold(site, key, anchor, on_error, on_panic, body);
+            }
             return call_slow(site, anchor, on_error, on_panic, move |frame| {
                 let local = frame.local(key)?;
                 body(frame, local)
-            })
+            });
         };
     }
     if !thread::serves(bound) {
-        if dynamic && tls::HAS_STATIC && bound.is_null() {
-            // The fast path is closed, or the thread is not attached.
-            return call_local_dynamic(site, key, anchor, on_error, on_panic, body);
-        }
         slow!();
     }
     // SAFETY: a slot value that `serves` accepts is a node of `CONTEXTS`
@@ -367,10 +398,35 @@ unsafe fn local_on<R, T: Local>(
     unsafe { outermost(site, node, on_error, on_panic, body, || {}) }
 }
 
-/// A `#[local]` call where the fast path's slot read found null: in
-/// dynamic TLS (see [`dynamic_slot`]), the `#[local]` fast path through
-/// the descriptor; else the slow path. Out of line and `extern "C"`, as
-/// [`call_dynamic`] is.
+/// Every `#[local]` call the trampoline's fast path does not serve: in
+/// dynamic TLS (see [`dynamic_slot`]), where the fast path's slot read
+/// finds null, [`call_local_dynamic`]; else the slow path. Out of line,
+/// `extern "C"` and called from one place, as [`call_cold`] is.
+#[cold]
+#[inline(never)]
+// Never called from C: the parameters are Rust values passed between two
+// Rust functions compiled together.
+#[allow(improper_ctypes_definitions)]
+extern "C" fn call_local_cold<R, T: Local>(
+    site: &Site,
+    key: &'static LocalKey<T>,
+    anchor: &Anchor,
+    on_error: impl FnOnce() -> R,
+    on_panic: impl FnOnce() -> R,
+    body: impl FnOnce(&Frame, LocalRef<'_, T>) -> Result<R, Failure>,
+) -> R {
+    match dynamic_slot(site) {
+        Some(slot) => call_local_dynamic(site, key, anchor, slot, on_error, on_panic, body),
+        None => call_slow(site, anchor, on_error, on_panic, move |frame| {
+            let local = frame.local(key)?;
+            body(frame, local)
+        }),
+    }
+}
+
+/// A `#[local]` call in dynamic TLS, with `slot` found through the
+/// descriptor: the `#[local]` fast path on what it holds, else the slow
+/// path. Out of line and `extern "C"`, as [`call_slow`] is.
 #[cold]
 #[inline(never)]
 // Never called from C: the parameters are Rust values passed between two
@@ -380,14 +436,25 @@ extern "C" fn call_local_dynamic<R, T: Local>(
     site: &Site,
     key: &'static LocalKey<T>,
     anchor: &Anchor,
+    slot: tls::ThreadSlot,
     on_error: impl FnOnce() -> R,
     on_panic: impl FnOnce() -> R,
     body: impl FnOnce(&Frame, LocalRef<'_, T>) -> Result<R, Failure>,
 ) -> R {
-    let bound = dynamic_slot(site).map_or(core::ptr::null(), |slot| slot.get());
     // SAFETY: `anchor` is in the trampoline's frame (it passed it here).
-    // `dynamic` is false: a null read ends in the slow path.
-    unsafe { local_on(site, key, bound, anchor, false, on_error, on_panic, body) }
+    // `dynamic` is false: anything but the fast path ends in the slow path.
+    unsafe {
+        local_on(
+            site,
+            key,
+            slot.get(),
+            anchor,
+            false,
+            on_error,
+            on_panic,
+            body,
+        )
+    }
 }
 
 /// The thread's slot value as the fast path sees it: one load where the
@@ -409,7 +476,7 @@ fn fast_slot(site: &Site) -> *const ContextNode {
 /// where the slot is known to have no static offset (the library's TLS
 /// block is in dynamic TLS) and the gate is open; `None` otherwise.
 ///
-/// For [`call_dynamic`] and [`call_local_dynamic`], which run the fast
+/// For [`call_cold`] and [`call_local_dynamic`], which run the fast
 /// paths on what it holds: in dynamic TLS every call would otherwise take
 /// [`call_slow`], with its several accesses to the slot, each a call
 /// into the descriptor's resolver.
@@ -456,7 +523,7 @@ fn align_to_fetch_line() {
 /// Every call that is not a fast path's: the gate is shut or not looked
 /// at yet, the thread is not bound (or is served per call with nothing
 /// cached), or a call is recorded as running on it (a nested call, or one
-/// abandoned). In dynamic TLS, [`call_dynamic`] and [`call_local_dynamic`]
+/// abandoned). In dynamic TLS, [`call_cold`] and [`call_local_dynamic`]
 /// run the fast paths and send only those cases here.
 ///
 /// `extern "C"`, so it cannot unwind (a Rust panic in it aborts, but its
