@@ -240,9 +240,12 @@ extern "C" fn call_cold<R>(
 
 /// A call in dynamic TLS, with `slot` found through the descriptor: the
 /// bound or per-call fast path on what it holds, else the slow path.
-/// Out of line and `extern "C"`, as [`call_slow`] is.
-#[cold]
-#[inline(never)]
+/// `extern "C"`, as [`call_slow`] is. Inlined into [`call_cold`] in an
+/// optimised build (one call on this path, as before `call_cold` was
+/// split off); out of line in a debug build, where `call_cold`'s frame
+/// would otherwise hold this path's and every nested call would carry it.
+#[cfg_attr(debug_assertions, inline(never))]
+#[cfg_attr(not(debug_assertions), inline(always))]
 // Never called from C: the parameters are Rust values passed between two
 // Rust functions compiled together.
 #[allow(improper_ctypes_definitions)]
@@ -426,9 +429,10 @@ extern "C" fn call_local_cold<R, T: Local>(
 
 /// A `#[local]` call in dynamic TLS, with `slot` found through the
 /// descriptor: the `#[local]` fast path on what it holds, else the slow
-/// path. Out of line and `extern "C"`, as [`call_slow`] is.
-#[cold]
-#[inline(never)]
+/// path. `extern "C"`, and inlined into [`call_local_cold`] in an
+/// optimised build only, as [`call_dynamic`] is.
+#[cfg_attr(debug_assertions, inline(never))]
+#[cfg_attr(not(debug_assertions), inline(always))]
 // Never called from C: the parameters are Rust values passed between two
 // Rust functions compiled together.
 #[allow(improper_ctypes_definitions)]
