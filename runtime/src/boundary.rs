@@ -369,10 +369,7 @@ unsafe fn local_on<R, T: Local>(
             if dynamic {
                 return call_local_cold(site, key, anchor, on_error, on_panic, body);
             }
-            return call_slow(site, anchor, on_error, on_panic, move |frame| {
-                let local = frame.local(key)?;
-                body(frame, local)
-            });
+            return call_slow_local(site, key, anchor, on_error, on_panic, body);
         };
     }
     if !thread::serves(bound) {
@@ -420,11 +417,25 @@ extern "C" fn call_local_cold<R, T: Local>(
 ) -> R {
     match dynamic_slot(site) {
         Some(slot) => call_local_dynamic(site, key, anchor, slot, on_error, on_panic, body),
-        None => call_slow(site, anchor, on_error, on_panic, move |frame| {
-            let local = frame.local(key)?;
-            body(frame, local)
-        }),
+        None => call_slow_local(site, key, anchor, on_error, on_panic, body),
     }
+}
+
+/// [`call_slow`] for a callback with one `#[local]` parameter: the body
+/// looks the value up as [`Frame::local`] does.
+#[inline(always)]
+fn call_slow_local<R, T: Local>(
+    site: &Site,
+    key: &'static LocalKey<T>,
+    anchor: &Anchor,
+    on_error: impl FnOnce() -> R,
+    on_panic: impl FnOnce() -> R,
+    body: impl FnOnce(&Frame, LocalRef<'_, T>) -> Result<R, Failure>,
+) -> R {
+    call_slow(site, anchor, on_error, on_panic, move |frame| {
+        let local = frame.local(key)?;
+        body(frame, local)
+    })
 }
 
 /// A `#[local]` call in dynamic TLS, with `slot` found through the
@@ -480,8 +491,8 @@ fn fast_slot(site: &Site) -> *const ContextNode {
 /// where the slot is known to have no static offset (the library's TLS
 /// block is in dynamic TLS) and the gate is open; `None` otherwise.
 ///
-/// For [`call_cold`] and [`call_local_dynamic`], which run the fast
-/// paths on what it holds: in dynamic TLS every call would otherwise take
+/// For [`call_cold`] and [`call_local_cold`], whose [`call_dynamic`] and
+/// [`call_local_dynamic`] run the fast paths on what it holds: in dynamic TLS every call would otherwise take
 /// [`call_slow`], with its several accesses to the slot, each a call
 /// into the descriptor's resolver.
 ///
@@ -527,7 +538,7 @@ fn align_to_fetch_line() {
 /// Every call that is not a fast path's: the gate is shut or not looked
 /// at yet, the thread is not bound (or is served per call with nothing
 /// cached), or a call is recorded as running on it (a nested call, or one
-/// abandoned). In dynamic TLS, [`call_cold`] and [`call_local_dynamic`]
+/// abandoned). In dynamic TLS, [`call_dynamic`] and [`call_local_dynamic`]
 /// run the fast paths and send only those cases here.
 ///
 /// `extern "C"`, so it cannot unwind (a Rust panic in it aborts, but its

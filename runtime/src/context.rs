@@ -416,9 +416,10 @@ impl Context {
     /// `start` is returning: every call nested in it is gone.
     ///
     /// `extern "C"`, so that the compiler knows it does not unwind (it runs
-    /// no user code): a trampoline that calls it then needs no landing pad and no LSDA, so a forced unwind
-    /// (`pthread_exit`, cancellation) passes through its frame in release
-    /// builds, whichever of its call sites it started below.
+    /// no user code): a trampoline that calls it then needs no landing pad
+    /// and no LSDA, so a forced unwind (`pthread_exit`, cancellation)
+    /// passes through its frame in release builds, whichever of its call
+    /// sites it started below.
     #[cold]
     #[inline(never)]
     #[allow(improper_ctypes_definitions, reason = "called from Rust only")]

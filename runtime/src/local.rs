@@ -291,6 +291,18 @@ static CONSTRUCTING_SLOT: Head = Head {
     vtable: None,
 };
 
+/// Ends the hold of a slot whose holding call is gone: the value is
+/// `READY` again if `bind` ran for the thread, else `UNBOUND`.
+///
+/// # Safety
+///
+/// `head` is a live slot (not a sentinel) of the calling thread's context,
+/// and no reference to its head exists.
+unsafe fn free_hold(head: *mut Head) {
+    // SAFETY: caller obligation.
+    unsafe { (*head).state = if (*head).bound { READY } else { UNBOUND } };
+}
+
 fn absent() -> *mut Head {
     (&raw const ABSENT_SLOT).cast_mut()
 }
@@ -609,7 +621,7 @@ impl Locals {
             let state = (*head).state;
             if (1..=DEEPEST).contains(&state) && ((*head).outermost != outermost || state > depth) {
                 // A stale hold (see `get`): its call is gone.
-                (*head).state = if (*head).bound { READY } else { UNBOUND };
+                free_hold(head);
             }
             match (*head).state {
                 _ if held_outermost => return Err(in_use::<T>()),
@@ -776,7 +788,7 @@ impl Locals {
             unsafe {
                 let state = (*head).state;
                 if state > depth && state <= DEEPEST {
-                    (*head).state = if (*head).bound { READY } else { UNBOUND };
+                    free_hold(head);
                 }
             }
         }

@@ -159,6 +159,16 @@ static void small_stack(int kib) {
 }
 
 #ifdef HAVE_SWAPCONTEXT
+/* Makes `context` run `entry` on `stack` (`size` bytes), then `link`. */
+static void make_coroutine(ucontext_t *context, void *stack, size_t size, ucontext_t *link,
+                           void (*entry)(void)) {
+    CHECK(getcontext(context) == 0, "getcontext");
+    context->uc_stack.ss_sp = stack;
+    context->uc_stack.ss_size = size;
+    context->uc_link = link;
+    makecontext(context, entry, 0);
+}
+
 static ucontext_t thread_context, coroutine_context;
 static int64_t coroutine_tokens[2];
 
@@ -174,11 +184,7 @@ static void *swapcontext_thread(void *raw) {
     size_t size = (size_t)kib * 1024;
     void *stack = malloc(size);
     CHECK(stack, "out of memory");
-    CHECK(getcontext(&coroutine_context) == 0, "getcontext");
-    coroutine_context.uc_stack.ss_sp = stack;
-    coroutine_context.uc_stack.ss_size = size;
-    coroutine_context.uc_link = &thread_context;
-    makecontext(&coroutine_context, coroutine, 0);
+    make_coroutine(&coroutine_context, stack, size, &thread_context, coroutine);
     /* First callbacks of this thread happen on the foreign stack. */
     CHECK(swapcontext(&thread_context, &coroutine_context) == 0, "swapcontext");
     int64_t own = exercise("thread stack, between the two coroutine runs");
@@ -206,6 +212,20 @@ static int64_t suspend(int32_t depth) {
 
 static void holder(void) { held_result = lib.hold_token(1, suspend); }
 
+/* `size` bytes mapped at a 16 MiB step below `here`, the first free. */
+static void *map_below(uintptr_t here, size_t size) {
+    for (uintptr_t step = 1; step <= 256; step++) {
+        uintptr_t below = (here & ~(uintptr_t)0xffff) - step * ((uintptr_t)16 << 20);
+        void *mapped = mmap((void *)below, size, PROT_READ | PROT_WRITE,
+                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_FIXED_NOREPLACE, -1, 0);
+        if (mapped == MAP_FAILED) continue;
+        /* A kernel without MAP_FIXED_NOREPLACE takes the address as a hint. */
+        if ((uintptr_t)mapped == below) return mapped;
+        munmap(mapped, size);
+    }
+    FAIL("no room for a coroutine stack below the thread's");
+}
+
 static void *suspended_thread(void *raw) {
     int kib = *(int *)raw;
     size_t size = (size_t)kib * 1024;
@@ -214,24 +234,8 @@ static void *suspended_thread(void *raw) {
     /* The coroutine's stack goes below the thread's: there the suspended
      * call's frame is below every call the thread's own stack makes, where
      * a frame that is gone would be too. */
-    uintptr_t here = (uintptr_t)&own;
-    void *stack = MAP_FAILED;
-    for (uintptr_t step = 1; step <= 256 && stack == MAP_FAILED; step++) {
-        uintptr_t below = (here & ~(uintptr_t)0xffff) - step * ((uintptr_t)16 << 20);
-        stack = mmap((void *)below, size, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_FIXED_NOREPLACE, -1, 0);
-        /* A kernel without MAP_FIXED_NOREPLACE takes the address as a hint. */
-        if (stack != MAP_FAILED && (uintptr_t)stack != below) {
-            munmap(stack, size);
-            stack = MAP_FAILED;
-        }
-    }
-    CHECK(stack != MAP_FAILED, "no room for a coroutine stack below the thread's");
-    CHECK(getcontext(&holder_context) == 0, "getcontext");
-    holder_context.uc_stack.ss_sp = stack;
-    holder_context.uc_stack.ss_size = size;
-    holder_context.uc_link = &caller_context;
-    makecontext(&holder_context, holder, 0);
+    void *stack = map_below((uintptr_t)&own, size);
+    make_coroutine(&holder_context, stack, size, &caller_context, holder);
     /* Runs until `hold_token` is suspended inside its call to `suspend`. */
     CHECK(swapcontext(&caller_context, &holder_context) == 0, "swapcontext");
     int64_t during = lib.token();
