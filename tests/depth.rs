@@ -73,3 +73,21 @@ fn a_call_suspended_on_a_coroutine_stack_keeps_its_local_value() {
     assert_eq!(outcome.number("held_result_is_own"), 1.0, "{outcome}");
     assert_eq!(outcome.number("token_after_is_own"), 1.0, "{outcome}");
 }
+
+/// Callbacks on one thread that finish out of order (green threads on
+/// coroutine stacks): a callback on one coroutine holds its `#[local]`
+/// value while the callback it started under, on another, returns first.
+/// The suspended call still runs: its value stays held until it returns.
+#[test]
+fn a_suspended_call_outliving_the_call_it_started_under_keeps_its_local_value() {
+    let outcome = depth(&["interleaved", "64"]);
+    assert_eq!(outcome.number("token_while_outliving"), -1.0, "{outcome}");
+    let error = outcome.get("error_while_outliving").unwrap_or_default();
+    assert!(error.contains("already in use"), "{outcome}");
+    assert_eq!(outcome.number("outliving_result_is_own"), 1.0, "{outcome}");
+    assert_eq!(
+        outcome.number("token_after_outliving_is_own"),
+        1.0,
+        "{outcome}"
+    );
+}

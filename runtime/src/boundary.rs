@@ -49,6 +49,9 @@ pub struct Frame {
     node: &'static ContextNode,
     /// The depth this call runs at.
     depth: u32,
+    /// The anchor in the trampoline's frame: its mark identifies the call
+    /// to a `#[local]` value it holds (see `Locals::get`).
+    anchor: *const Anchor,
     /// Tied to the thread: a frame never leaves the call it was made for.
     _not_send: PhantomData<*const ()>,
 }
@@ -60,12 +63,10 @@ impl Frame {
     #[inline(always)]
     pub fn local<T: Local>(&self, key: &LocalKey<T>) -> Result<LocalRef<'_, T>, Failure> {
         // SAFETY: frames exist only inside `call` on the thread the context
-        // serves (`Frame` is neither `Send` nor `Sync`).
-        unsafe {
-            let held = self.node.value.held_local();
-            let outermost = self.node.value.calls.get();
-            self.node.value.locals.get(key, self.depth, held, outermost)
-        }
+        // serves (`Frame` is neither `Send` nor `Sync`), for a call that
+        // entered at `depth` and whose anchor, in the trampoline's frame,
+        // lives until the call returns.
+        unsafe { self.node.value.local(key, self.depth, &*self.anchor) }
     }
 }
 
@@ -116,7 +117,7 @@ pub fn call<R>(
             // SAFETY: entered just above. `node` is not a per-call context
             // (see `Context::leave_outermost`), so it stays bound: nothing
             // to release.
-            return unsafe { outermost(site, node, on_error, on_panic, body, || {}) };
+            return unsafe { outermost(site, node, &anchor, on_error, on_panic, body, || {}) };
         }
     } else if site.attach == AttachMode::PerCall && !(tls::HAS_STATIC && bound.is_null()) {
         // The per-call fast path: the context this thread's last per-call
@@ -170,7 +171,7 @@ unsafe fn bound_on<R>(
     }
     // SAFETY: entered just above. `node` is not a per-call context (see
     // `Context::leave_outermost`), so it stays bound: nothing to release.
-    unsafe { outermost(site, node, on_error, on_panic, body, || {}) }
+    unsafe { outermost(site, node, anchor, on_error, on_panic, body, || {}) }
 }
 
 /// The per-call fast path's call on `node`, the context it just took from
@@ -200,7 +201,7 @@ unsafe fn per_call_on<R>(
     if unsafe { node.value.enter_outermost(anchor) } {
         // SAFETY: entered just above; `release` gives `node` up (caller
         // obligation).
-        return unsafe { outermost(site, node, on_error, on_panic, body, release) };
+        return unsafe { outermost(site, node, anchor, on_error, on_panic, body, release) };
     }
     call_slow(site, anchor, on_error, on_panic, body)
 }
@@ -292,6 +293,7 @@ extern "C" fn call_dynamic<R>(
 unsafe fn outermost<R>(
     site: &Site,
     node: &'static ContextNode,
+    anchor: &Anchor,
     on_error: impl FnOnce() -> R,
     on_panic: impl FnOnce() -> R,
     body: impl FnOnce(&Frame) -> Result<R, Failure>,
@@ -300,6 +302,7 @@ unsafe fn outermost<R>(
     let frame = Frame {
         node,
         depth: 1,
+        anchor,
         _not_send: PhantomData,
     };
     let outcome = run(site, &frame, body);
@@ -395,7 +398,7 @@ unsafe fn local_on<R, T: Local>(
     let body = move |frame: &Frame| body(frame, local);
     // SAFETY: entered just above; `node` is not a per-call context (see
     // `Context::leave_outermost`), so there is nothing to release.
-    unsafe { outermost(site, node, on_error, on_panic, body, || {}) }
+    unsafe { outermost(site, node, anchor, on_error, on_panic, body, || {}) }
 }
 
 /// Every `#[local]` call the trampoline's fast path does not serve: in
@@ -580,6 +583,7 @@ extern "C" fn call_slow<R>(
     let frame = Frame {
         node,
         depth: start + 1,
+        anchor,
         _not_send: PhantomData,
     };
     let outcome = run(site, &frame, body);

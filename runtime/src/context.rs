@@ -2,8 +2,9 @@
 
 use core::cell::{Cell, UnsafeCell};
 
+use crate::failure::Failure;
 use crate::freelist::{FreeList, Node};
-use crate::local::{Locals, held_in, holding};
+use crate::local::{Holder, Local, LocalKey, LocalRef, Locals, held_in, holding};
 use crate::stack::{self, Anchor, Mark, ThreadStack};
 use crate::sync::{AtomicU64, Ordering};
 
@@ -160,6 +161,34 @@ impl Context {
     /// The caller is the context's owner.
     pub(crate) unsafe fn held_local(&self) -> u32 {
         held_in(self.running.entry())
+    }
+
+    /// This context's `T` for a `#[local]` parameter of the running call
+    /// at `depth` whose anchor is `anchor` (see `Locals::get`).
+    ///
+    /// # Safety
+    ///
+    /// The caller is the context's owner, inside the call that entered at
+    /// `depth` with `anchor` (so its anchor holds its token).
+    #[inline(always)]
+    pub(crate) unsafe fn local<T: Local>(
+        &self,
+        key: &LocalKey<T>,
+        depth: u32,
+        anchor: &Anchor,
+    ) -> Result<LocalRef<'_, T>, Failure> {
+        let caller = Holder {
+            // SAFETY: the call entered with `anchor` (caller obligation).
+            call: unsafe { anchor.holder_mark() },
+            outermost: self.calls.get(),
+            outer_address: self.running.outer(),
+        };
+        // SAFETY: owning thread, inside the call marked `caller` (caller
+        // obligations); `held` from the entry word.
+        unsafe {
+            self.locals
+                .get(key, depth, self.held_local(), caller, &self.stack)
+        }
     }
 
     /// Resets a context whose thread does not exist in this `fork` child.
@@ -324,26 +353,19 @@ impl Context {
             .set_entry(self.running.entry() & !u64::from(u32::MAX) | u64::from(depth));
     }
 
-    /// Frees the `#[local]` values held by calls deeper than `depth`,
-    /// which are gone; at 0, the one the outermost call holds through the
-    /// entry word too.
-    ///
-    /// # Safety
-    ///
-    /// As for `Locals::free_held_below`.
-    #[cold]
-    unsafe fn free_held_below(&self, depth: u32) {
-        if depth == 0 {
-            self.running
-                .set_entry(self.running.entry() & u64::from(u32::MAX));
-        }
-        // SAFETY: forwarded caller obligations.
-        unsafe { self.locals.free_held_below(depth) };
+    /// Ends the hold of the `#[local]` value the outermost call holds
+    /// through the entry word: that call is gone.
+    fn free_entry_hold(&self) {
+        self.running
+            .set_entry(self.running.entry() & u64::from(u32::MAX));
     }
 
     /// The cold half of `enter`: `recorded` calls are recorded as running.
-    /// Keeps those that may still be running (see [`stack`]), frees the
-    /// `#[local]` values the others held, and records the new call.
+    /// Keeps those that may still be running (see [`stack`]) and records
+    /// the new call. If the outermost one is gone, so is the hold of its
+    /// entry word; the values calls held through their slots' states are
+    /// judged by each holder's own mark when they are looked up
+    /// (`Locals::get`).
     ///
     /// The new call's anchor gets a nested token first, so a recorded call
     /// whose anchor was at the same address is seen as overwritten; if no
@@ -370,10 +392,8 @@ impl Context {
             nested.truncate(live as usize - 1);
             nested.push(mark);
         }
-        if live != recorded {
-            // SAFETY: owning thread; the calls deeper than `live` are gone,
-            // so no `LocalRef` of theirs can be used again.
-            unsafe { self.free_held_below(live) };
+        if live == 0 {
+            self.free_entry_hold();
         }
         live
     }
@@ -383,8 +403,16 @@ impl Context {
     /// released.
     ///
     /// Restoring `start` (rather than decrementing) forgets the calls
-    /// nested in this one whose frames were abandoned: they cannot be
-    /// running once this one returns.
+    /// recorded deeper: calls nested in this one that were abandoned, or,
+    /// on a thread with several stacks, calls that started after this one
+    /// on another stack and are suspended there. The values those hold
+    /// stay held until their holders are found gone (`Locals::get`).
+    ///
+    /// A call that finds fewer calls recorded than its own depth was
+    /// forgotten that way: a call it started under returned first (green
+    /// threads: callbacks on several coroutine stacks of one thread need
+    /// not finish in the order they started). What is recorded now belongs
+    /// to other calls, so it leaves it as it is.
     ///
     /// # Safety
     ///
@@ -394,9 +422,8 @@ impl Context {
     #[inline(always)]
     pub(crate) unsafe fn leave(&self, start: u32) -> bool {
         // SAFETY: owning thread (caller obligation).
-        if unsafe { self.depth() } != start + 1 {
-            // SAFETY: owning thread (caller obligation).
-            unsafe { self.forget_abandoned(start) };
+        if unsafe { self.depth() } <= start {
+            return false;
         }
         // Keeps the held index: an outer call's, or 0 (at `start` 0 no
         // outer call runs, and a call that entered through `enter` holds
@@ -405,28 +432,6 @@ impl Context {
         // `&`, not `&&`: straight-line code with one not-taken branch on the
         // common path (a short-circuit made LLVM jump out and back).
         self.per_call.get() & (start == 0)
-    }
-
-    /// Calls nested in one that entered at `start` were abandoned: free the
-    /// `#[local]` values they held.
-    ///
-    /// # Safety
-    ///
-    /// The caller is the context's owner, and the call that entered at
-    /// `start` is returning: every call nested in it is gone.
-    ///
-    /// `extern "C"`, so that the compiler knows it does not unwind (it runs
-    /// no user code): a trampoline that calls it then needs no landing pad
-    /// and no LSDA, so a forced unwind (`pthread_exit`, cancellation)
-    /// passes through its frame in release builds, whichever of its call
-    /// sites it started below.
-    #[cold]
-    #[inline(never)]
-    #[allow(improper_ctypes_definitions, reason = "called from Rust only")]
-    unsafe extern "C" fn forget_abandoned(&self, start: u32) {
-        // SAFETY: owning thread; the deeper calls are gone (caller
-        // obligations).
-        unsafe { self.free_held_below(start + 1) };
     }
 
     /// The owning thread is exiting and none of its frames remain: forget
@@ -441,7 +446,7 @@ impl Context {
         // SAFETY: owning thread (caller obligation).
         unsafe {
             (*self.nested.get()).clear();
-            self.free_held_below(0);
+            self.locals.free_every_hold();
         }
         self.running.set_entry(0);
     }

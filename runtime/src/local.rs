@@ -30,13 +30,13 @@
 //! or by a call that is gone (a stale hold, below); releasing the value
 //! forgets it.
 //!
-//! A call found abandoned is forgotten where the runtime looks: when a call
-//! starts while others are recorded as running, and when a call that
-//! entered on the slow path returns. The fast path's outermost call does
-//! not look when it returns: values that calls nested in it held and
-//! abandoned keep states naming them, each with the number of the
-//! outermost call they ran under. A lookup under another outermost call
-//! finds such a hold stale and takes the value ([`Locals::get`]).
+//! A hold through the slot's state records the mark of the call that took
+//! it (`stack::Mark`). It ends when that call's `LocalRef` drops, or when
+//! a lookup finds the call certainly gone by its mark
+//! (`Mark::holder_is_gone`): the hold is *stale* and the value is taken.
+//! Nothing else frees it while the thread runs, not even the return of a
+//! call it started under: on one thread with several stacks, the holder
+//! may be suspended on another stack rather than gone ([`Locals::get`]).
 //!
 //! # Atomic orderings
 //!
@@ -57,6 +57,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::diag;
 use crate::failure::{Failure, payload_message};
+use crate::stack::{Mark, ThreadStack};
 use crate::sync::{AtomicPtr, AtomicU64, Ordering};
 
 /// Per-thread state for `#[local]` callback parameters.
@@ -263,12 +264,9 @@ struct Head {
     /// `bind` ran for the thread the context serves (so a held value goes
     /// back to `READY`, not `UNBOUND`, when its call is found gone).
     bound: bool,
-    /// While the state is a depth: the number of the outermost call under
-    /// which the holding call runs (`Context::calls`). A hold made under
-    /// another outermost call than the one running is *stale*: its call
-    /// was abandoned, and the outermost call it ran under has returned
-    /// without looking (see [`Locals::get`]).
-    outermost: u64,
+    /// While the state is a depth: the holding call, which tells whether
+    /// it is certainly gone (see [`Locals::get`]).
+    holder: Holder,
     /// The value's operations; `None` for the two sentinels.
     vtable: Option<&'static SlotVtable>,
 }
@@ -278,7 +276,7 @@ struct Head {
 static ABSENT_SLOT: Head = Head {
     state: ABSENT,
     bound: false,
-    outermost: 0,
+    holder: Holder::NONE,
     vtable: None,
 };
 
@@ -287,7 +285,7 @@ static ABSENT_SLOT: Head = Head {
 static CONSTRUCTING_SLOT: Head = Head {
     state: CONSTRUCTING,
     bound: false,
-    outermost: 0,
+    holder: Holder::NONE,
     vtable: None,
 };
 
@@ -379,8 +377,10 @@ pub(crate) struct Locals {
     /// The key entry word ([`holding`] its index) of the value
     /// [`get_ready`](Locals::get_ready) found last, or [`NOTHING`]. While it
     /// is a key's, `last_slot` is the slot at that index, bound to the
-    /// thread, and `READY`, held by a call recorded as running, or held by
-    /// a call that is gone (a stale hold, see [`Locals::get`]):
+    /// thread, and `READY`, or held through the entry word by a call
+    /// recorded as running, or held by a call that is gone: a hold through
+    /// the slot's state forgets it ([`Locals::hold`]), since its call may
+    /// outlive its record, and the fast path runs on an idle context.
     /// [`release_each`](Locals::release_each) and
     /// [`abandon`](Locals::abandon), the only ways a bound value stops
     /// being bound or leaves the table, forget it first.
@@ -412,6 +412,50 @@ pub(crate) const fn held_in(entry: u64) -> u32 {
 /// `Locals::last` when no value is remembered: no key's entry word (whose
 /// low half is 1, or which is 0 before the lookup).
 const NOTHING: u64 = u64::MAX;
+
+/// A running call that asks for a `#[local]` value, as the hold it may
+/// take records it: its mark, and the outermost call it runs under.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Holder {
+    /// The call's own mark.
+    pub(crate) call: Mark,
+    /// The number of the outermost call it runs under (`Context::calls`).
+    pub(crate) outermost: u64,
+    /// Where that outermost call's anchor is.
+    pub(crate) outer_address: usize,
+}
+
+impl Holder {
+    const NONE: Holder = Holder {
+        call: Mark::new(0, 0),
+        outermost: 0,
+        outer_address: 0,
+    };
+
+    /// True when this call, which took a value through the slot's state,
+    /// certainly has no frame left, seen from the running call `asking`
+    /// (on the thread whose stack is `stack`):
+    ///
+    /// * by its own mark (`Mark::holder_is_gone`);
+    /// * or it is on the thread's own stack, below the outermost call it
+    ///   ran under, which is on that stack too and is over (`asking` runs
+    ///   under another): that call returned, or was found gone, so the
+    ///   stack was left above both. This tells a call abandoned by a
+    ///   `longjmp` that landed inside the outermost call even where its
+    ///   token was not overwritten.
+    ///
+    /// The return of the outermost call alone does not tell a holder on
+    /// another stack gone: on one thread with several stacks it may be
+    /// suspended there (a callback on one coroutine returns while one that
+    /// started after it on another is suspended).
+    fn is_gone(self, asking: Holder, stack: &ThreadStack) -> bool {
+        self.call.holder_is_gone(asking.call, stack)
+            || (self.outermost != asking.outermost
+                && self.call.address() < self.outer_address
+                && stack.contains(self.call.address())
+                && stack.contains(self.outer_address))
+    }
+}
 
 const _: () = assert!(core::mem::offset_of!(Locals, bound) == 32);
 
@@ -513,32 +557,30 @@ impl Locals {
     }
 
     /// This context's `T`, created and bound on first use, for the call
-    /// running at `depth` (at least 1) under the outermost call numbered
-    /// `outermost` (`Context::calls`); `held` is the index of the value the
-    /// outermost call holds through the context (0 for none). The fast
-    /// path: the value exists, is bound and is free.
+    /// running at `depth` (at least 1) whose mark is `caller`; `held` is
+    /// the index of the value the outermost call holds through the context
+    /// (0 for none); `stack` is the owning thread's. The fast path: the
+    /// value exists, is bound and is free.
     ///
-    /// A value whose state names a call that cannot be running is free:
-    /// one held under another outermost call (its call was abandoned, and
-    /// the outermost call it ran under returned: the trampoline's fast
-    /// leave does not look for abandoned nested calls), or deeper than the
-    /// caller (which is the innermost call running). A value held at the
-    /// caller's depth under the same outermost call is the caller's own
-    /// (a nested call abandoned at that depth was found gone when the
-    /// caller entered), or an outer call's.
+    /// A value held through its state by a call that is certainly gone
+    /// (`Holder::is_gone`, seen from `caller`) is free: that call was
+    /// abandoned (`longjmp`). No other hold is taken for stale: a call
+    /// that the runtime no longer records as running may still be
+    /// suspended on another stack of the thread.
     ///
     /// # Safety
     ///
-    /// Only the thread that owns the context may call this, with the
-    /// `held` index its entry word records and the number of the outermost
-    /// call running.
+    /// Only the thread that owns the context may call this, from the
+    /// running call marked `caller` (its anchor holds the token), with the
+    /// `held` index its entry word records.
     #[inline(always)]
     pub(crate) unsafe fn get<T: Local>(
         &self,
         key: &LocalKey<T>,
         depth: u32,
         held: u32,
-        outermost: u64,
+        caller: Holder,
+        stack: &ThreadStack,
     ) -> Result<LocalRef<'_, T>, Failure> {
         debug_assert!((1..=DEEPEST).contains(&depth));
         // Relaxed: a plain number (module docs). 0 before the lookup, where
@@ -555,8 +597,7 @@ impl Locals {
             // no call holds the value.
             unsafe {
                 if Self::is_free(head, index, held) {
-                    (*head).state = depth;
-                    (*head).outermost = outermost;
+                    self.hold(head, depth, caller);
                     return Ok(LocalRef {
                         slot: head.cast(),
                         held: Held::State,
@@ -566,7 +607,7 @@ impl Locals {
             }
         }
         // SAFETY: forwarded caller obligation.
-        let head = unsafe { self.get_slow(key, depth, held, outermost) }?;
+        let head = unsafe { self.get_slow(key, depth, held, caller, stack) }?;
         Ok(LocalRef {
             slot: head.cast(),
             held: Held::State,
@@ -589,7 +630,8 @@ impl Locals {
         key: &LocalKey<T>,
         depth: u32,
         held: u32,
-        outermost: u64,
+        caller: Holder,
+        stack: &ThreadStack,
     ) -> Result<*mut Head, Failure> {
         let index = key.index();
         let held_outermost = index == held;
@@ -619,20 +661,16 @@ impl Locals {
         // is borrowed (by `bind`) only when the slot is not held.
         unsafe {
             let state = (*head).state;
-            if (1..=DEEPEST).contains(&state) && ((*head).outermost != outermost || state > depth) {
+            if (1..=DEEPEST).contains(&state) && (*head).holder.is_gone(caller, stack) {
                 // A stale hold (see `get`): its call is gone.
                 free_hold(head);
             }
             match (*head).state {
                 _ if held_outermost => return Err(in_use::<T>()),
-                READY => {
-                    (*head).state = depth;
-                    (*head).outermost = outermost;
-                }
+                READY => self.hold(head, depth, caller),
                 UNBOUND => {
                     // Held before `bind` runs: `bind` may call back into Rust.
-                    (*head).state = depth;
-                    (*head).outermost = outermost;
+                    self.hold(head, depth, caller);
                     let slot = head.cast::<Slot<T>>();
                     if let Err(payload) = catch_unwind(AssertUnwindSafe(|| (*slot).value.bind())) {
                         (*head).state = UNBOUND;
@@ -645,6 +683,27 @@ impl Locals {
             }
         }
         Ok(head)
+    }
+
+    /// Holds the free value at `head` for the call running at `depth`,
+    /// marked `caller`, through the slot's state. The fast path must not
+    /// find it while it is held (its call may outlive its record, see
+    /// `get`), so it is no longer the remembered value.
+    ///
+    /// # Safety
+    ///
+    /// `head` is a live slot of this context, on its owning thread, and no
+    /// reference to its head exists.
+    #[inline(always)]
+    unsafe fn hold(&self, head: *mut Head, depth: u32, caller: Holder) {
+        // SAFETY: caller obligation.
+        unsafe {
+            (*head).state = depth;
+            (*head).holder = caller;
+        }
+        if head == self.last_slot.get() {
+            self.last.set(NOTHING);
+        }
     }
 
     /// Creates this context's `T` with `Default` and puts its slot at
@@ -671,7 +730,7 @@ impl Locals {
             head: Head {
                 state: UNBOUND,
                 bound: false,
-                outermost: 0,
+                holder: Holder::NONE,
                 vtable: Some(&Slot::<T>::VTABLE),
             },
             value,
@@ -723,10 +782,10 @@ impl Locals {
     #[inline(never)]
     unsafe fn release_each(&self) {
         // No `LocalRef` is alive (caller obligation): every hold recorded
-        // in a state is stale (see `get`), and `release` skips held values.
+        // in a state is stale, and `release` skips held values.
         // SAFETY: owning thread; every call that held a value through its
         // state is gone (caller obligations).
-        unsafe { self.free_held_below(0) };
+        unsafe { self.free_every_hold() };
         let mut index = 0;
         loop {
             // SAFETY: owning thread (caller obligation); a short borrow. A
@@ -765,19 +824,18 @@ impl Locals {
         }
     }
 
-    /// Frees the values held by calls deeper than `depth`: those calls are
-    /// gone (their frames were abandoned), so their `&mut` borrows can
-    /// never be used again. `depth` 0 frees every value held by a call
-    /// through its state; the one the outermost call holds through the
-    /// context's entry word is the context's to free.
+    /// Frees every value held by a call through its state: those calls are
+    /// gone, so their `&mut` borrows can never be used again. The one the
+    /// outermost call holds through the context's entry word is the
+    /// context's to free.
     ///
     /// # Safety
     ///
     /// - Only the thread that owns the context may call this.
-    /// - No call deeper than `depth` is running on the thread: every
+    /// - No call that holds a value through its state can run again: every
     ///   `LocalRef` they made lives in a frame that is gone.
     #[cold]
-    pub(crate) unsafe fn free_held_below(&self, depth: u32) {
+    pub(crate) unsafe fn free_every_hold(&self) {
         // SAFETY: owning thread (caller obligation); a short borrow with no
         // user code inside.
         for &head in unsafe { &*self.table.get() } {
@@ -787,7 +845,7 @@ impl Locals {
             // call may borrow.
             unsafe {
                 let state = (*head).state;
-                if state > depth && state <= DEEPEST {
+                if (1..=DEEPEST).contains(&state) {
                     free_hold(head);
                 }
             }
@@ -874,6 +932,17 @@ impl<T> Drop for LocalRef<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stack::Anchor;
+
+    /// A call marked `call` under the outermost call numbered `outermost`,
+    /// whose anchor is at `outer_address` (0: unknown).
+    fn at(call: Mark, outermost: u64, outer_address: usize) -> Holder {
+        Holder {
+            call,
+            outermost,
+            outer_address,
+        }
+    }
 
     /// Distinct `Local` types, by number.
     #[derive(Default)]
@@ -956,15 +1025,24 @@ mod tests {
         static A2: LocalKey<Numbered<1>> = LocalKey::new();
         static B: LocalKey<Numbered<2>> = LocalKey::new();
         let locals = Locals::new();
+        let stack = ThreadStack::new();
+        let call = Anchor::new();
+        call.mark(1);
+        // SAFETY: marked above.
+        let me = at(unsafe { call.holder_mark() }, 1, 0);
         // SAFETY: this thread owns `locals`; each `LocalRef` is dropped
         // before the next lookup of its type.
         unsafe {
-            locals.get(&B, 1, 0, 1).unwrap().uses += 10;
-            locals.get(&A1, 1, 0, 1).unwrap().uses += 1;
-            locals.get(&A2, 1, 0, 1).unwrap().uses += 1;
-            assert_eq!(locals.get(&A1, 1, 0, 1).unwrap().uses, 2);
-            assert_eq!(locals.get(&B, 1, 0, 1).unwrap().uses, 10);
-            assert_eq!(locals.get(&A2, 1, 0, 1).unwrap().binds, 1, "bound once");
+            locals.get(&B, 1, 0, me, &stack).unwrap().uses += 10;
+            locals.get(&A1, 1, 0, me, &stack).unwrap().uses += 1;
+            locals.get(&A2, 1, 0, me, &stack).unwrap().uses += 1;
+            assert_eq!(locals.get(&A1, 1, 0, me, &stack).unwrap().uses, 2);
+            assert_eq!(locals.get(&B, 1, 0, me, &stack).unwrap().uses, 10);
+            assert_eq!(
+                locals.get(&A2, 1, 0, me, &stack).unwrap().binds,
+                1,
+                "bound once"
+            );
         }
     }
 
@@ -973,74 +1051,188 @@ mod tests {
         static KEY: LocalKey<Numbered<3>> = LocalKey::new();
         static OTHER: LocalKey<Numbered<4>> = LocalKey::new();
         let locals = Locals::new();
+        let stack = ThreadStack::new();
+        // Three calls on this thread's stack: `calls[2]` the outermost,
+        // `calls[0]` the deepest (an array's later elements are higher).
+        let calls = [Anchor::new(), Anchor::new(), Anchor::new()];
+        for (token, call) in (1..).zip(&calls) {
+            call.mark(token);
+        }
+        // SAFETY: each anchor was marked above.
+        let [deepest, nested, outer] = calls
+            .each_ref()
+            .map(|call| at(unsafe { call.holder_mark() }, 1, 0));
         // SAFETY: this thread owns `locals`; the refs of abandoned calls
         // are forgotten (their frames are "gone") before the values are
-        // freed.
+        // taken again.
         unsafe {
-            let outer = locals.get(&KEY, 1, 0, 1).unwrap();
-            let message = locals.get(&KEY, 2, 0, 1).err().unwrap().into_message();
+            let held = locals.get(&KEY, 1, 0, outer, &stack).unwrap();
+            let message = locals
+                .get(&KEY, 2, 0, nested, &stack)
+                .err()
+                .unwrap()
+                .into_message();
             assert!(
                 message.contains("already in use by an outer call"),
                 "{message}"
             );
-            assert!(locals.get(&OTHER, 2, 0, 1).is_ok(), "another type is free");
-            drop(outer);
-            assert!(locals.get(&KEY, 2, 0, 1).is_ok(), "free again once dropped");
+            assert!(
+                locals.get(&KEY, 1, 0, outer, &stack).is_err(),
+                "the holder asking again"
+            );
+            assert!(
+                locals.get(&OTHER, 2, 0, nested, &stack).is_ok(),
+                "another type is free"
+            );
+            drop(held);
+            assert!(
+                locals.get(&KEY, 2, 0, nested, &stack).is_ok(),
+                "free again once dropped"
+            );
 
-            // Held at depths 1 and 2, then both calls are abandoned.
-            core::mem::forget(locals.get(&KEY, 2, 0, 1).unwrap());
-            core::mem::forget(locals.get(&OTHER, 1, 0, 1).unwrap());
-            assert!(locals.get(&KEY, 3, 0, 1).is_err());
-            locals.free_held_below(1);
+            // Held by the nested call, which is then abandoned.
+            core::mem::forget(locals.get(&KEY, 2, 0, nested, &stack).unwrap());
             assert!(
-                locals.get(&KEY, 2, 0, 1).is_ok(),
-                "the call at depth 2 is gone"
+                locals.get(&KEY, 3, 0, deepest, &stack).is_err(),
+                "below the holder with its token in place: it may be running"
             );
+            let value = locals
+                .get(&KEY, 1, 0, outer, &stack)
+                .expect("a call above the holder on the thread's stack: the holder is gone");
+            assert_eq!((value.binds, value.releases), (1, 0), "still bound, once");
+            drop(value);
+
+            // Held by the nested call again, whose frame is then reused.
+            core::mem::forget(locals.get(&KEY, 2, 0, nested, &stack).unwrap());
+            calls[1].mark(99);
             assert!(
-                locals.get(&OTHER, 2, 0, 1).is_err(),
-                "the call at depth 1 still holds it"
+                locals.get(&KEY, 3, 0, deepest, &stack).is_ok(),
+                "its token was overwritten: the holder is gone"
             );
-            locals.free_held_below(0);
-            let other = locals.get(&OTHER, 1, 0, 1).unwrap();
+            let other = locals.get(&OTHER, 1, 0, outer, &stack).unwrap();
             assert_eq!(other.binds, 1, "freeing a held value keeps it bound");
         }
     }
 
     #[test]
-    fn a_hold_left_under_an_earlier_outermost_call_or_deeper_is_stale() {
+    fn a_hold_below_an_outermost_call_that_is_over_is_stale() {
+        static KEY: LocalKey<Numbered<12>> = LocalKey::new();
+        let locals = Locals::new();
+        let stack = ThreadStack::new();
+        // `calls[2]` the outermost call, `calls[1]` a call nested in it that
+        // holds the value and is abandoned, `calls[0]` a call below both
+        // (its token is not overwritten).
+        let calls = [Anchor::new(), Anchor::new(), Anchor::new()];
+        for (token, call) in (1..).zip(&calls) {
+            call.mark(token);
+        }
+        // SAFETY: each anchor was marked above.
+        let [deepest, nested, outer] = calls.each_ref().map(|call| unsafe { call.holder_mark() });
+        let outer_address = outer.address();
+        // SAFETY: this thread owns `locals`; the forgotten ref stands for
+        // the abandoned call.
+        unsafe {
+            core::mem::forget(
+                locals
+                    .get(&KEY, 2, 0, at(nested, 1, outer_address), &stack)
+                    .unwrap(),
+            );
+            assert!(
+                locals
+                    .get(&KEY, 3, 0, at(deepest, 1, outer_address), &stack)
+                    .is_err(),
+                "under the same outermost call, the holder may be running"
+            );
+            assert!(
+                locals.get(&KEY, 3, 0, at(deepest, 2, 0), &stack).is_ok(),
+                "under the next outermost call: the one it ran under is over"
+            );
+        }
+        // Held the same way, but the outermost call ran on another stack:
+        // its return alone does not tell (the holder may be suspended).
+        let elsewhere = Box::new(Anchor::new());
+        let elsewhere = elsewhere.mark(7).address();
+        // SAFETY: as above.
+        unsafe {
+            core::mem::forget(
+                locals
+                    .get(&KEY, 2, 0, at(nested, 3, elsewhere), &stack)
+                    .unwrap(),
+            );
+            assert!(locals.get(&KEY, 3, 0, at(deepest, 4, 0), &stack).is_err());
+        }
+    }
+
+    #[test]
+    fn a_hold_on_another_stack_is_kept_until_its_ref_drops_or_all_are_freed() {
         static KEY: LocalKey<Numbered<9>> = LocalKey::new();
         static OTHER: LocalKey<Numbered<10>> = LocalKey::new();
         let locals = Locals::new();
-        // SAFETY: this thread owns `locals`; the refs forgotten below stand
-        // for calls abandoned by `longjmp`, whose frames are gone.
+        let stack = ThreadStack::new();
+        let caller = Anchor::new();
+        caller.mark(1);
+        // A call suspended on a coroutine stack: off the thread's stack.
+        let elsewhere = Box::new(Anchor::new());
+        elsewhere.mark(2);
+        // SAFETY: both anchors were marked above.
+        let (caller, suspended) = unsafe { (caller.holder_mark(), elsewhere.holder_mark()) };
+        // Under an outermost call on this stack, which then returns.
+        let outer = Anchor::new();
+        let outer_address = outer.mark(9).address();
+        let (caller, suspended) = (
+            at(caller, 2, outer_address),
+            at(suspended, 1, outer_address),
+        );
+        // SAFETY: this thread owns `locals`; the forgotten refs stand for a
+        // suspended call and, at `release_all`, for calls that are gone.
         unsafe {
-            // Held at depth 2 under outermost call 5, then abandoned.
-            core::mem::forget(locals.get(&KEY, 2, 0, 5).unwrap());
-            let message = locals.get(&KEY, 3, 0, 5).err().unwrap().into_message();
-            assert!(message.contains("already in use"), "{message}");
+            let held = locals.get(&KEY, 2, 0, suspended, &stack).unwrap();
+            elsewhere.mark(3);
+            let message = locals
+                .get(&KEY, 1, 0, caller, &stack)
+                .err()
+                .unwrap()
+                .into_message();
             assert!(
-                locals.get(&KEY, 2, 0, 5).is_err(),
-                "at its own depth under the same outermost call, it may be the caller's"
+                message.contains("already in use"),
+                "a holder off the thread's stack is never taken for gone: {message}"
             );
-            let value = locals
-                .get(&KEY, 3, 0, 6)
-                .expect("stale under outermost call 6");
-            assert_eq!((value.binds, value.releases), (1, 0), "still bound, once");
-            drop(value);
-            // Held at depth 3, and looked up at depth 2 under the same
-            // outermost call: the call at depth 3 is gone.
-            core::mem::forget(locals.get(&OTHER, 3, 0, 7).unwrap());
-            assert!(locals.get(&OTHER, 3, 0, 7).is_err());
+            drop(held);
             assert!(
-                locals.get(&OTHER, 2, 0, 7).is_ok(),
-                "deeper than the caller"
+                locals.get(&KEY, 1, 0, caller, &stack).is_ok(),
+                "free once its ref drops"
             );
-            // `release_all` runs with no call: a stale hold is released too.
-            core::mem::forget(locals.get(&OTHER, 2, 0, 8).unwrap());
+            // `release_all` runs with no call: every hold is stale then.
+            core::mem::forget(locals.get(&OTHER, 2, 0, suspended, &stack).unwrap());
             locals.release_all();
-            assert!(!locals.has_values(), "the stale hold's value was released");
-            let other = locals.get(&OTHER, 1, 0, 9).unwrap();
+            assert!(!locals.has_values(), "the held value was released");
+            let other = locals.get(&OTHER, 1, 0, caller, &stack).unwrap();
             assert_eq!((other.binds, other.releases), (2, 1));
+        }
+    }
+
+    #[test]
+    fn a_hold_through_the_state_is_not_found_by_the_fast_path() {
+        static KEY: LocalKey<Numbered<11>> = LocalKey::new();
+        let locals = Locals::new();
+        let stack = ThreadStack::new();
+        let call = Anchor::new();
+        call.mark(1);
+        // SAFETY: marked above.
+        let me = at(unsafe { call.holder_mark() }, 1, 0);
+        // SAFETY: this thread owns `locals`; the ref is dropped at the end.
+        unsafe {
+            drop(locals.get(&KEY, 1, 0, me, &stack).unwrap());
+            let (_, value) = locals.get_ready(&KEY).expect("bound and free");
+            drop(value);
+            assert!(locals.get_ready(&KEY).is_some(), "remembered");
+            // A call the runtime may no longer record holds it (suspended
+            // on another stack): an idle context's next call must not get
+            // it.
+            let held = locals.get(&KEY, 2, 0, me, &stack).unwrap();
+            assert!(locals.get_ready(&KEY).is_none(), "held, so not ready");
+            drop(held);
+            assert!(locals.get_ready(&KEY).is_some(), "ready once its ref drops");
         }
     }
 
@@ -1049,12 +1241,17 @@ mod tests {
         static KEY: LocalKey<Numbered<7>> = LocalKey::new();
         static OTHER: LocalKey<Numbered<8>> = LocalKey::new();
         let locals = Locals::new();
+        let stack = ThreadStack::new();
+        let call = Anchor::new();
+        call.mark(1);
+        // SAFETY: marked above.
+        let me = at(unsafe { call.holder_mark() }, 1, 0);
         // SAFETY: this thread owns `locals`, and no call runs on it between
         // the lookups (each `LocalRef` is dropped at once).
         unsafe {
             assert!(locals.get_ready(&KEY).is_none(), "no value yet");
-            drop(locals.get(&KEY, 1, 0, 1).unwrap());
-            drop(locals.get(&OTHER, 1, 0, 1).unwrap());
+            drop(locals.get(&KEY, 1, 0, me, &stack).unwrap());
+            drop(locals.get(&OTHER, 1, 0, me, &stack).unwrap());
             let (entry, value) = locals.get_ready(&KEY).expect("bound and free");
             let index = held_in(entry);
             assert_ne!(index, 0, "an index is assigned");
@@ -1062,10 +1259,14 @@ mod tests {
             drop(value);
             // While the outermost call holds it through the entry word, a
             // nested call is refused it, though its state says `READY`.
-            let message = locals.get(&KEY, 2, index, 1).err().unwrap().into_message();
+            let message = locals
+                .get(&KEY, 2, index, me, &stack)
+                .err()
+                .unwrap()
+                .into_message();
             assert!(message.contains("already in use"), "{message}");
             assert!(
-                locals.get(&OTHER, 2, index, 1).is_ok(),
+                locals.get(&OTHER, 2, index, me, &stack).is_ok(),
                 "another type is free"
             );
             assert_eq!(locals.get_ready(&KEY).expect("remembered").0, entry);
@@ -1074,12 +1275,12 @@ mod tests {
                 locals.get_ready(&KEY).is_none(),
                 "released, so not ready, although it was the last one found"
             );
-            drop(locals.get(&KEY, 1, 0, 1).unwrap());
+            drop(locals.get(&KEY, 1, 0, me, &stack).unwrap());
             let (_, value) = locals.get_ready(&KEY).expect("bound again");
             assert_eq!((value.binds, value.releases), (2, 1));
             drop(value);
             // Another type's lookup replaces the remembered one.
-            drop(locals.get(&OTHER, 1, 0, 1).unwrap());
+            drop(locals.get(&OTHER, 1, 0, me, &stack).unwrap());
             let (_, other) = locals.get_ready(&OTHER).expect("bound again");
             assert_eq!((other.binds, other.releases), (2, 1));
         }
@@ -1090,21 +1291,26 @@ mod tests {
         static A: LocalKey<Numbered<5>> = LocalKey::new();
         static B: LocalKey<Numbered<6>> = LocalKey::new();
         let locals = Locals::new();
+        let stack = ThreadStack::new();
+        let call = Anchor::new();
+        call.mark(1);
+        // SAFETY: marked above.
+        let me = at(unsafe { call.holder_mark() }, 1, 0);
         // SAFETY: this thread owns `locals`; no `LocalRef` is alive across
         // `release_all`.
         unsafe {
             assert!(!locals.has_values());
-            drop(locals.get(&A, 1, 0, 1).unwrap());
+            drop(locals.get(&A, 1, 0, me, &stack).unwrap());
             assert!(locals.has_values());
             locals.release_all();
             assert!(!locals.has_values(), "nothing is bound after release_all");
             locals.release_all();
-            let a = locals.get(&A, 1, 0, 1).unwrap();
+            let a = locals.get(&A, 1, 0, me, &stack).unwrap();
             assert_eq!((a.binds, a.releases), (2, 1));
             drop(a);
             // `B` was never used: it has no value to release.
-            drop(locals.get(&B, 1, 0, 1).unwrap());
-            let b = locals.get(&B, 1, 0, 1).unwrap();
+            drop(locals.get(&B, 1, 0, me, &stack).unwrap());
+            let b = locals.get(&B, 1, 0, me, &stack).unwrap();
             assert_eq!((b.binds, b.releases), (1, 0));
         }
     }

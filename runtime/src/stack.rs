@@ -71,6 +71,30 @@ impl Anchor {
             token,
         }
     }
+
+    /// The mark of the running call whose anchor this is, for a
+    /// `#[local]` value it takes through the slot's state (see
+    /// [`Mark::holder_is_gone`]). The token goes to memory again with a
+    /// volatile write: the compiler may have dropped the call's own write
+    /// (see `context::Running`), and the hold is checked against it by
+    /// calls the compiler does not see coming (a signal handler's).
+    ///
+    /// # Safety
+    ///
+    /// [`mark`](Anchor::mark) wrote the anchor (its call entered).
+    #[inline(always)]
+    pub(crate) unsafe fn holder_mark(&self) -> Mark {
+        let word = self.0.get().cast::<u64>();
+        // SAFETY: `mark` initialised the word (caller obligation); it is
+        // this anchor's own, in a live frame.
+        let token = unsafe { word.read() };
+        // SAFETY: as above.
+        unsafe { word.write_volatile(token) };
+        Mark {
+            address: word.expose_provenance(),
+            token,
+        }
+    }
 }
 
 /// Where a running call's anchor is, and the token it wrote there.
@@ -114,6 +138,37 @@ impl Mark {
     }
 }
 
+impl Mark {
+    /// True when the call that made this mark, and took a `#[local]`
+    /// value through the slot's state, certainly has no frame left, seen
+    /// from a running call marked `current` that asks for the value.
+    ///
+    /// A hold outlives the record of its call: a call that returns forgets
+    /// the calls recorded deeper than it, and on one thread with several
+    /// stacks a call it forgets may be suspended rather than gone (green
+    /// threads: a callback on one coroutine stack returns while one that
+    /// started after it on another is suspended). So the holder is judged
+    /// by its own mark alone, and only where its word can be read whatever
+    /// happened since: on the thread's own stack, which stays mapped. There
+    /// it is gone when it lies below `current` on that stack (a running
+    /// call's frame is above every frame the thread has since left), or
+    /// when its token was overwritten. A holder on another stack is kept:
+    /// its value is "already in use" until its `LocalRef` drops or the
+    /// thread exits.
+    pub(crate) fn holder_is_gone(self, current: Mark, stack: &ThreadStack) -> bool {
+        if !stack.contains(self.address) {
+            return false;
+        }
+        if stack.contains(current.address) && self.address < current.address {
+            return true;
+        }
+        crate::valgrind::mark_defined(self.address, 8);
+        // SAFETY: an anchor's address on the thread's own stack, which
+        // stays mapped while the thread runs; 8-byte aligned (an `u64`).
+        unsafe { read_word(self.address) != self.token }
+    }
+}
+
 /// How many of the calls recorded as running (`recorded`, outermost first)
 /// may still be running, seen from a new call marked `current`: the calls
 /// before the first one that is certainly gone. A call nested in a gone
@@ -149,7 +204,7 @@ impl ThreadStack {
         self.0.set(None);
     }
 
-    fn contains(&self, address: usize) -> bool {
+    pub(crate) fn contains(&self, address: usize) -> bool {
         let (low, high) = match self.0.get() {
             Some(bounds) => bounds,
             None => {

@@ -252,6 +252,65 @@ static void *suspended_thread(void *raw) {
     return NULL;
 }
 
+/* --- callbacks that finish out of order (green threads) ------------------ */
+
+/* Two coroutines on one thread: a callback on X (`nest`) switches to Y,
+ * whose callback (`hold_token`) takes the thread's Token and switches back
+ * to X while holding it; the callback on X then returns first, and the
+ * thread's own stack calls in while the one on Y is still suspended. */
+static ucontext_t green_thread, green_x, green_y;
+static int64_t green_held;
+
+static int64_t green_back_to_x(int32_t depth) {
+    (void)depth;
+    CHECK(swapcontext(&green_y, &green_x) == 0, "swapcontext");
+    return 0;
+}
+
+static void green_y_main(void) { green_held = lib.hold_token(1, green_back_to_x); }
+
+static int64_t green_to_y(int32_t depth) {
+    (void)depth;
+    CHECK(swapcontext(&green_x, &green_y) == 0, "swapcontext");
+    return 0;
+}
+
+static void green_x_main(void) {
+    int64_t nested = lib.nest(1, green_to_y);
+    CHECK(nested == 0, "nest returned %" PRId64, nested);
+}
+
+static void *interleaved_thread(void *raw) {
+    int kib = *(int *)raw;
+    size_t size = (size_t)kib * 1024;
+    int64_t own = lib.token();
+    CHECK(own > 0, "token() failed");
+    void *x_stack = map_below((uintptr_t)&own, size);
+    void *y_stack = map_below((uintptr_t)&own, size);
+    make_coroutine(&green_y, y_stack, size, &green_thread, green_y_main);
+    make_coroutine(&green_x, x_stack, size, &green_thread, green_x_main);
+    /* X runs `nest`, which switches to Y, whose `hold_token` switches back
+     * to X; `nest` returns and X ends (back here). */
+    CHECK(swapcontext(&green_thread, &green_x) == 0, "swapcontext");
+    int64_t during = lib.token();
+    fixture_last_error(&lib, message, sizeof message);
+    printf("token_while_outliving=%" PRId64 "\n", during);
+    printf("error_while_outliving=%s\n", message);
+    CHECK(lib.plain(1) == 2, "a callback without #[local] failed meanwhile");
+    /* Resumes Y: `hold_token` returns, and Y ends (back here). */
+    CHECK(swapcontext(&green_thread, &green_y) == 0, "swapcontext");
+    printf("outliving_result_is_own=%d\n", green_held == own);
+    int64_t after = lib.token();
+    printf("token_after_outliving_is_own=%d\n", after == own);
+    CHECK(munmap(x_stack, size) == 0 && munmap(y_stack, size) == 0, "munmap");
+    return NULL;
+}
+
+static void interleaved(int kib) {
+    pthread_t id = fixture_spawn(interleaved_thread, &kib, 0);
+    fixture_join(id);
+}
+
 static void suspended(int kib) {
     pthread_t id = fixture_spawn(suspended_thread, &kib, 0);
     fixture_join(id);
@@ -287,6 +346,12 @@ int main(int argc, char **argv) {
         swapcontext_stack(size > 0 ? size : 64);
 #else
         FAIL("swapcontext: this C library has none");
+#endif
+    } else if (strcmp(mode, "interleaved") == 0) {
+#ifdef HAVE_SWAPCONTEXT
+        interleaved(size > 0 ? size : 64);
+#else
+        FAIL("interleaved: this C library has no swapcontext");
 #endif
     } else if (strcmp(mode, "suspended") == 0) {
 #ifdef HAVE_SWAPCONTEXT
