@@ -75,9 +75,11 @@ fn a_call_suspended_on_a_coroutine_stack_keeps_its_local_value() {
 }
 
 /// Callbacks on one thread that finish out of order (green threads on
-/// coroutine stacks): a callback on one coroutine holds its `#[local]`
-/// value while the callback it started under, on another, returns first.
-/// The suspended call still runs: its value stays held until it returns.
+/// coroutine stacks): a callback holds its `#[local]` value, suspended,
+/// while the callback it started under, on another stack, returns first
+/// (a nested one on a coroutine; then the outermost one, on a coroutine,
+/// with the holder on the thread's own stack). The suspended call still
+/// runs: its value stays held until it returns.
 #[test]
 fn a_suspended_call_outliving_the_call_it_started_under_keeps_its_local_value() {
     let outcome = depth(&["interleaved", "64"]);
@@ -90,4 +92,18 @@ fn a_suspended_call_outliving_the_call_it_started_under_keeps_its_local_value() 
         1.0,
         "{outcome}"
     );
+    // The other order: the thread's outermost call, on a coroutine,
+    // returns while the callback it started on the thread's own stack is
+    // suspended holding the value.
+    assert_eq!(
+        outcome.number("token_after_outermost_returned"),
+        -1.0,
+        "{outcome}"
+    );
+    let error = outcome
+        .get("error_after_outermost_returned")
+        .unwrap_or_default();
+    assert!(error.contains("already in use"), "{outcome}");
+    assert_eq!(outcome.number("inner_result_is_own"), 1.0, "{outcome}");
+    assert_eq!(outcome.number("token_after_inner_is_own"), 1.0, "{outcome}");
 }

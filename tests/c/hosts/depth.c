@@ -280,6 +280,35 @@ static void green_x_main(void) {
     CHECK(nested == 0, "nest returned %" PRId64, nested);
 }
 
+/* The other order: the thread's outermost callback, on Y (`nest`),
+ * switches to the thread's own stack, whose callback (`hold_token`) takes
+ * the Token and switches back to Y; `nest` returns first, and Y calls in
+ * while the callback on the thread's stack is suspended. */
+static ucontext_t first_y, first_y_again, first_thread, first_inner;
+static int64_t first_during;
+static char first_message[256];
+
+static int64_t first_inner_to_y(int32_t depth) {
+    (void)depth;
+    CHECK(swapcontext(&first_inner, &first_y) == 0, "swapcontext");
+    return 0;
+}
+
+static int64_t first_y_to_thread(int32_t depth) {
+    (void)depth;
+    CHECK(swapcontext(&first_y, &first_thread) == 0, "swapcontext");
+    return 0;
+}
+
+static void first_y_main(void) {
+    int64_t nested = lib.nest(1, first_y_to_thread);
+    CHECK(nested == 0, "nest returned %" PRId64, nested);
+    first_during = lib.token();
+    fixture_last_error(&lib, first_message, sizeof first_message);
+    /* Back into `hold_token` on the thread's stack, for good. */
+    CHECK(swapcontext(&first_y_again, &first_inner) == 0, "swapcontext");
+}
+
 static void *interleaved_thread(void *raw) {
     int kib = *(int *)raw;
     size_t size = (size_t)kib * 1024;
@@ -302,6 +331,15 @@ static void *interleaved_thread(void *raw) {
     printf("outliving_result_is_own=%d\n", green_held == own);
     int64_t after = lib.token();
     printf("token_after_outliving_is_own=%d\n", after == own);
+    /* Y runs `nest`, which switches back here; `hold_token` switches to
+     * Y, where `nest` returns and Y calls in, then back into it. */
+    make_coroutine(&first_y, y_stack, size, &green_thread, first_y_main);
+    CHECK(swapcontext(&first_thread, &first_y) == 0, "swapcontext");
+    int64_t inner = lib.hold_token(1, first_inner_to_y);
+    printf("token_after_outermost_returned=%" PRId64 "\n", first_during);
+    printf("error_after_outermost_returned=%s\n", first_message);
+    printf("inner_result_is_own=%d\n", inner == own);
+    printf("token_after_inner_is_own=%d\n", lib.token() == own);
     CHECK(munmap(x_stack, size) == 0 && munmap(y_stack, size) == 0, "munmap");
     return NULL;
 }
