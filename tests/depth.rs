@@ -83,27 +83,41 @@ fn a_call_suspended_on_a_coroutine_stack_keeps_its_local_value() {
 #[test]
 fn a_suspended_call_outliving_the_call_it_started_under_keeps_its_local_value() {
     let outcome = depth(&["interleaved", "64"]);
-    assert_eq!(outcome.number("token_while_outliving"), -1.0, "{outcome}");
-    let error = outcome.get("error_while_outliving").unwrap_or_default();
-    assert!(error.contains("already in use"), "{outcome}");
-    assert_eq!(outcome.number("outliving_result_is_own"), 1.0, "{outcome}");
-    assert_eq!(
-        outcome.number("token_after_outliving_is_own"),
-        1.0,
-        "{outcome}"
-    );
+    // Asked for by `token` (the line's name), the value was refused with
+    // "already in use" (the `error` line's text).
+    let refused = |token: &str, error: &str| {
+        assert_eq!(outcome.number(token), -1.0, "{outcome}");
+        let message = outcome.get(error).unwrap_or_default();
+        assert!(message.contains("already in use"), "{outcome}");
+    };
+    let yes = |line: &str| assert_eq!(outcome.number(line), 1.0, "{outcome}");
+    refused("token_while_outliving", "error_while_outliving");
+    yes("outliving_result_is_own");
+    yes("token_after_outliving_is_own");
     // The other order: the thread's outermost call, on a coroutine,
     // returns while the callback it started on the thread's own stack is
     // suspended holding the value.
+    refused(
+        "token_after_outermost_returned",
+        "error_after_outermost_returned",
+    );
+    yes("inner_result_is_own");
+    yes("token_after_inner_is_own");
+    // Per call: the outermost call's return keeps the context on the
+    // thread while the value is held, until the thread exits.
+    refused(
+        "per_call_token_while_outliving",
+        "per_call_error_while_outliving",
+    );
+    yes("per_call_held_is_after");
     assert_eq!(
-        outcome.number("token_after_outermost_returned"),
-        -1.0,
+        outcome.number("per_call_bound_after_exit"),
+        0.0,
         "{outcome}"
     );
-    let error = outcome
-        .get("error_after_outermost_returned")
-        .unwrap_or_default();
-    assert!(error.contains("already in use"), "{outcome}");
-    assert_eq!(outcome.number("inner_result_is_own"), 1.0, "{outcome}");
-    assert_eq!(outcome.number("token_after_inner_is_own"), 1.0, "{outcome}");
+    assert_eq!(
+        outcome.number("per_call_binds"),
+        outcome.number("per_call_releases"),
+        "{outcome}"
+    );
 }

@@ -191,6 +191,28 @@ impl Context {
         }
     }
 
+    /// True when a call that may still run holds a `#[local]` value of
+    /// the context, now that its outermost call returned: a callback that
+    /// started inside it on another stack of the thread and is suspended
+    /// there (see `Locals::held_past_the_outermost_call`).
+    ///
+    /// # Safety
+    ///
+    /// The caller is the context's owner, as its outermost call returns.
+    pub(crate) unsafe fn held_past_the_outermost_call(&self) -> bool {
+        // SAFETY: forwarded caller obligation.
+        unsafe { self.locals.held_past_the_outermost_call(&self.stack) }
+    }
+
+    /// Keeps a per-call context on its thread as a bound one.
+    ///
+    /// # Safety
+    ///
+    /// The caller is the context's owner.
+    pub(crate) unsafe fn keep_bound(&self) {
+        self.per_call.set(false);
+    }
+
     /// Resets a context whose thread does not exist in this `fork` child.
     ///
     /// # Safety

@@ -432,6 +432,14 @@ impl Holder {
         outer_address: 0,
     };
 
+    /// Asking from outside every call, once the outermost call is over:
+    /// no mark of its own, and under no outermost call.
+    const OVER: Holder = Holder {
+        call: Mark::new(0, 0),
+        outermost: u64::MAX,
+        outer_address: 0,
+    };
+
     /// True when this call, which took a value through the slot's state,
     /// certainly has no frame left, seen from the running call `asking`
     /// (on the thread whose stack is `stack`):
@@ -824,6 +832,29 @@ impl Locals {
         }
     }
 
+    /// True when a value is held through its state by a call that may
+    /// still run once the outermost call is over: one that is not
+    /// certainly gone (`Holder::is_gone`), such as a callback suspended on
+    /// another stack of the thread (green threads).
+    ///
+    /// # Safety
+    ///
+    /// Only the thread that owns the context may call this, with its
+    /// `stack`, as its outermost call returns.
+    #[cold]
+    pub(crate) unsafe fn held_past_the_outermost_call(&self, stack: &ThreadStack) -> bool {
+        // SAFETY: owning thread (caller obligation); a short borrow with no
+        // user code inside.
+        unsafe { &*self.table.get() }.iter().any(|&head| {
+            // SAFETY: a live slot or a sentinel, only read; a sentinel's
+            // state is never a depth.
+            unsafe {
+                (1..=DEEPEST).contains(&(*head).state)
+                    && !(*head).holder.is_gone(Holder::OVER, stack)
+            }
+        })
+    }
+
     /// Frees every value held by a call through its state: those calls are
     /// gone, so their `&mut` borrows can never be used again. The one the
     /// outermost call holds through the context's entry word is the
@@ -1046,6 +1077,8 @@ mod tests {
         }
     }
 
+    // The thread's stack bounds are looked up on Linux only.
+    #[cfg(target_os = "linux")]
     #[test]
     fn a_held_value_is_in_use_until_its_ref_drops_or_its_call_is_gone() {
         static KEY: LocalKey<Numbered<3>> = LocalKey::new();
@@ -1114,6 +1147,8 @@ mod tests {
         }
     }
 
+    // The thread's stack bounds are looked up on Linux only.
+    #[cfg(target_os = "linux")]
     #[test]
     fn a_hold_below_an_outermost_call_that_is_over_is_stale() {
         static KEY: LocalKey<Numbered<12>> = LocalKey::new();
@@ -1160,6 +1195,34 @@ mod tests {
                     .unwrap(),
             );
             assert!(locals.get(&KEY, 3, 0, at(deepest, 4, 0), &stack).is_err());
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    #[test]
+    fn without_the_stack_bounds_a_hold_is_kept_until_its_ref_drops() {
+        static KEY: LocalKey<Numbered<13>> = LocalKey::new();
+        let locals = Locals::new();
+        let stack = ThreadStack::new();
+        let calls = [Anchor::new(), Anchor::new()];
+        for (token, call) in (1..).zip(&calls) {
+            call.mark(token);
+        }
+        // SAFETY: each anchor was marked above.
+        let [nested, outer] = calls
+            .each_ref()
+            .map(|call| at(unsafe { call.holder_mark() }, 1, 0));
+        // SAFETY: this thread owns `locals`; the forgotten ref stands for
+        // an abandoned call.
+        unsafe {
+            core::mem::forget(locals.get(&KEY, 2, 0, nested, &stack).unwrap());
+            calls[0].mark(99);
+            assert!(
+                locals
+                    .get(&KEY, 1, 0, at(outer.call, 2, 0), &stack)
+                    .is_err(),
+                "neither its place nor its token can be trusted without the bounds"
+            );
         }
     }
 

@@ -149,10 +149,12 @@ impl Mark {
     /// threads: a callback on one coroutine stack returns while one that
     /// started after it on another is suspended). So the holder is judged
     /// by its own mark alone, and only where its word can be read whatever
-    /// happened since: on the thread's own stack, which stays mapped. There
-    /// it is gone when it lies below `current` on that stack (a running
+    /// happened since: on the thread's own stack, which stays mapped (a
+    /// coroutine's stack may have been freed with the coroutine). There it
+    /// is gone when it lies below `current` on that stack (a running
     /// call's frame is above every frame the thread has since left), or
-    /// when its token was overwritten. A holder on another stack is kept:
+    /// when its token was overwritten. A holder elsewhere, or anywhere
+    /// where the thread's stack bounds are unknown (off Linux), is kept:
     /// its value is "already in use" until its `LocalRef` drops or the
     /// thread exits.
     pub(crate) fn holder_is_gone(self, current: Mark, stack: &ThreadStack) -> bool {

@@ -422,6 +422,20 @@ pub(crate) unsafe fn release_at_exit() {
 #[inline(never)]
 #[allow(improper_ctypes_definitions, reason = "called from Rust only")]
 unsafe extern "C" fn release(node: &'static ContextNode) {
+    // SAFETY: this thread owns `node`, whose outermost call returned (or
+    // the thread is exiting: then no value is held any more).
+    if unsafe { node.value.locals.has_values() && node.value.held_past_the_outermost_call() }
+        && ptr::eq(tls::get(), node)
+    {
+        // A callback that started inside the outermost call on another
+        // stack is suspended there holding a value: releasing would hand
+        // the value, and the context, to others while that call may
+        // resume. The context stays attached, as a bound one, until the
+        // thread exits (its exit hook is armed: `attach_slow`).
+        // SAFETY: this thread owns `node`.
+        unsafe { node.value.keep_bound() };
+        return;
+    }
     // Counted first, while this call still owns `node`: as in
     // `release_cached`, a cached context may be taken by a callback
     // from a signal handler, which counts on it too.

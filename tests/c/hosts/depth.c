@@ -254,12 +254,14 @@ static void *suspended_thread(void *raw) {
 
 /* --- callbacks that finish out of order (green threads) ------------------ */
 
-/* Two coroutines on one thread: a callback on X (`nest`) switches to Y,
- * whose callback (`hold_token`) takes the thread's Token and switches back
- * to X while holding it; the callback on X then returns first, and the
- * thread's own stack calls in while the one on Y is still suspended. */
+/* Two coroutines on one thread: a callback on X (`nest`, or
+ * `nest_per_call` with `green_per_call`) switches to Y, whose callback
+ * (`hold_token`) takes the thread's Token and switches back to X while
+ * holding it; the callback on X then returns first, and the thread's own
+ * stack calls in while the one on Y is still suspended. */
 static ucontext_t green_thread, green_x, green_y;
 static int64_t green_held;
+static int green_per_call;
 
 static int64_t green_back_to_x(int32_t depth) {
     (void)depth;
@@ -276,8 +278,22 @@ static int64_t green_to_y(int32_t depth) {
 }
 
 static void green_x_main(void) {
-    int64_t nested = lib.nest(1, green_to_y);
+    int64_t nested = green_per_call ? lib.nest_per_call(1, green_to_y) : lib.nest(1, green_to_y);
     CHECK(nested == 0, "nest returned %" PRId64, nested);
+}
+
+/* Runs X and Y on the stacks given until the callback on X returned, then
+ * asks for the Token (per call with `green_per_call`) into `*during` and
+ * `error` while Y's holds it, then resumes Y until it ends. */
+static void outlive(void *x_stack, void *y_stack, size_t size, int64_t *during,
+                    char error[256]) {
+    make_coroutine(&green_y, y_stack, size, &green_thread, green_y_main);
+    make_coroutine(&green_x, x_stack, size, &green_thread, green_x_main);
+    CHECK(swapcontext(&green_thread, &green_x) == 0, "swapcontext");
+    *during = green_per_call ? lib.token_per_call() : lib.token();
+    fixture_last_error(&lib, error, 256);
+    CHECK(lib.plain(1) == 2, "a callback without #[local] failed meanwhile");
+    CHECK(swapcontext(&green_thread, &green_y) == 0, "swapcontext");
 }
 
 /* The other order: the thread's outermost callback, on Y (`nest`),
@@ -316,18 +332,10 @@ static void *interleaved_thread(void *raw) {
     CHECK(own > 0, "token() failed");
     void *x_stack = map_below((uintptr_t)&own, size);
     void *y_stack = map_below((uintptr_t)&own, size);
-    make_coroutine(&green_y, y_stack, size, &green_thread, green_y_main);
-    make_coroutine(&green_x, x_stack, size, &green_thread, green_x_main);
-    /* X runs `nest`, which switches to Y, whose `hold_token` switches back
-     * to X; `nest` returns and X ends (back here). */
-    CHECK(swapcontext(&green_thread, &green_x) == 0, "swapcontext");
-    int64_t during = lib.token();
-    fixture_last_error(&lib, message, sizeof message);
+    int64_t during;
+    outlive(x_stack, y_stack, size, &during, message);
     printf("token_while_outliving=%" PRId64 "\n", during);
     printf("error_while_outliving=%s\n", message);
-    CHECK(lib.plain(1) == 2, "a callback without #[local] failed meanwhile");
-    /* Resumes Y: `hold_token` returns, and Y ends (back here). */
-    CHECK(swapcontext(&green_thread, &green_y) == 0, "swapcontext");
     printf("outliving_result_is_own=%d\n", green_held == own);
     int64_t after = lib.token();
     printf("token_after_outliving_is_own=%d\n", after == own);
@@ -344,9 +352,35 @@ static void *interleaved_thread(void *raw) {
     return NULL;
 }
 
+/* Per call: the same on a thread that never bound, where the callback on
+ * X (`nest_per_call`) releasing its context would release the Token. */
+static void *interleaved_per_call_thread(void *raw) {
+    int kib = *(int *)raw;
+    size_t size = (size_t)kib * 1024;
+    int here = 0;
+    void *x_stack = map_below((uintptr_t)&here, size);
+    void *y_stack = map_below((uintptr_t)&here, size);
+    green_per_call = 1;
+    int64_t during;
+    outlive(x_stack, y_stack, size, &during, message);
+    printf("per_call_token_while_outliving=%" PRId64 "\n", during);
+    printf("per_call_error_while_outliving=%s\n", message);
+    printf("per_call_held_is_after=%d\n",
+           green_held > 0 && green_held == lib.token_per_call());
+    CHECK(munmap(x_stack, size) == 0 && munmap(y_stack, size) == 0, "munmap");
+    return NULL;
+}
+
 static void interleaved(int kib) {
     pthread_t id = fixture_spawn(interleaved_thread, &kib, 0);
     fixture_join(id);
+    fixture_stats_t before = fixture_wait_bound(&lib, 0, 10);
+    id = fixture_spawn(interleaved_per_call_thread, &kib, 0);
+    fixture_join(id);
+    fixture_stats_t after = fixture_wait_bound(&lib, 0, 10);
+    printf("per_call_bound_after_exit=%" PRIu64 "\n", after.contexts_bound);
+    printf("per_call_binds=%" PRIu64 "\nper_call_releases=%" PRIu64 "\n",
+           after.binds - before.binds, after.releases - before.releases);
 }
 
 static void suspended(int kib) {
