@@ -322,9 +322,11 @@ impl Context {
     /// a signal handler, and must leave the release to it.)
     ///
     /// Calls nested in this one that were abandoned may have left values
-    /// held in their slots' states: those holds name this outermost call,
-    /// which is over, so a lookup finds them stale and takes the values
-    /// (`Locals::get`). Not looking here leaves nothing after the body but
+    /// held in their slots' states. Each such hold records its holder and
+    /// this outermost call, so a lookup takes the value once the holder is
+    /// certainly gone (`Holder::is_gone`): by its own mark, or because it
+    /// lies below this call on the thread's own stack and this call is
+    /// over. Not looking here leaves nothing after the body but
     /// one store: the call's records are dead stores where the body reaches
     /// nothing (see `Running`), and the depth is not read back.
     ///

@@ -25,18 +25,20 @@
 //! ([`Locals::get_ready`]): a callback called again and again finds its
 //! value with one compare of the key's word, without the table, the slot
 //! or its state; the lookup of another value is laid out of line. The
-//! remembered value is always bound and either `READY` or held by a call
-//! recorded as running, which the fast path (an idle context) never sees,
-//! or by a call that is gone (a stale hold, below); releasing the value
-//! forgets it.
+//! remembered value is always bound and either `READY` or held through
+//! the entry word by a call recorded as running, which the fast path (an
+//! idle context) never sees: a hold through the slot's state forgets it,
+//! and so does releasing the value.
 //!
-//! A hold through the slot's state records the mark of the call that took
-//! it (`stack::Mark`). It ends when that call's `LocalRef` drops, or when
-//! a lookup finds the call certainly gone by its mark
-//! (`Mark::holder_is_gone`): the hold is *stale* and the value is taken.
-//! Nothing else frees it while the thread runs, not even the return of a
-//! call it started under: on one thread with several stacks, the holder
-//! may be suspended on another stack rather than gone ([`Locals::get`]).
+//! A hold through the slot's state records the call that took it and the
+//! outermost call it ran under ([`Holder`]). It ends when that call's
+//! `LocalRef` drops, or when a lookup finds the call certainly gone
+//! (`Holder::is_gone`): by its own mark (`stack::Mark`), or because it
+//! lies on the thread's own stack below that outermost call, which is
+//! over. The hold is then *stale* and the value is taken. Nothing else
+//! frees it while the thread runs, not even the return of a call it
+//! started under on another stack: on one thread with several stacks, the
+//! holder may be suspended there rather than gone ([`Locals::get`]).
 //!
 //! # Atomic orderings
 //!

@@ -9,6 +9,10 @@
  *   depth FIXTURE swapcontext KIB      callbacks from a makecontext() stack of
  *                                      KIB KiB, interleaved with the thread's
  *                                      own stack
+ *   depth FIXTURE green-storm ROUNDS   tasks on coroutine stacks switched at
+ *                                      random inside and outside callbacks
+ *                                      that hold a #[local] value: never two
+ *                                      holders at once
  *   depth FIXTURE suspended KIB        a callback holding its #[local] value
  *                                      suspended on a KIB KiB coroutine stack
  *                                      below the thread's own, which calls in
@@ -383,6 +387,147 @@ static void interleaved(int kib) {
            after.binds - before.binds, after.releases - before.releases);
 }
 
+/* --- a green-thread scheduler, at random -------------------------------- */
+
+/* Tasks on coroutine stacks of one thread, switched at random: inside
+ * callbacks that hold the Token (`hold_token_alone`, which tells whether
+ * it had the value to itself), inside plain callbacks, inside calls nested
+ * in those, and outside callbacks; resumed from the thread's own stack,
+ * from a callback there, or from one holding the Token there. Callbacks
+ * finish in whatever order the switches make. */
+#define GREEN_TASKS 6
+#define GREEN_STEPS 100
+
+typedef struct {
+    ucontext_t self;
+    ucontext_t *resumer;
+    void *stack;
+    int done;
+} green_task;
+
+static green_task tasks[GREEN_TASKS];
+static green_task *running_task;
+static uint64_t green_seed;
+static long green_alone, green_aliased, green_refused, green_failed;
+
+static unsigned green_random(unsigned below) {
+    green_seed = green_seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (unsigned)(green_seed >> 33) % below;
+}
+
+static void green_count(int64_t result) {
+    if (result == 1) {
+        green_alone++;
+    } else if (result == 0) {
+        green_aliased++;
+    } else if (result == -2 && (fixture_last_error(&lib, message, sizeof message),
+                                strstr(message, "already in use") != NULL)) {
+        green_refused++;
+    } else {
+        green_failed++;
+    }
+}
+
+/* The running task switches back to whoever resumed it. */
+static int64_t green_yield(int32_t depth) {
+    (void)depth;
+    green_task *task = running_task;
+    CHECK(swapcontext(&task->self, task->resumer) == 0, "swapcontext");
+    return 0;
+}
+
+static int64_t green_hold_and_yield(int32_t depth) {
+    (void)depth;
+    green_count(lib.hold_token_alone(green_yield));
+    return 0;
+}
+
+static void green_task_main(void) {
+    for (int step = 0; step < GREEN_STEPS; step++) {
+        switch (green_random(5)) {
+        case 0: green_count(lib.hold_token_alone(green_yield)); break;
+        case 1: CHECK(lib.nest(1, green_yield) == 0, "nest failed"); break;
+        case 2: CHECK(lib.nest(1, green_hold_and_yield) == 0, "nest failed"); break;
+        case 3: green_count(lib.hold_token_alone(NULL)); break;
+        default: green_yield(0); break;
+        }
+    }
+    running_task->done = 1;
+    for (;;) green_yield(0); /* never resumed again */
+}
+
+static green_task *green_pick(void) {
+    int left = 0;
+    for (int i = 0; i < GREEN_TASKS; i++) left += !tasks[i].done;
+    if (left == 0) return NULL;
+    int skip = (int)green_random((unsigned)left);
+    for (int i = 0; i < GREEN_TASKS; i++) {
+        if (!tasks[i].done && skip-- == 0) return &tasks[i];
+    }
+    return NULL;
+}
+
+/* Runs a task until it switches back, from wherever this is called. */
+static int64_t green_run_one(int32_t depth) {
+    (void)depth;
+    green_task *task = green_pick();
+    if (task == NULL) return 0;
+    ucontext_t here;
+    task->resumer = &here;
+    running_task = task;
+    CHECK(swapcontext(&here, &task->self) == 0, "swapcontext");
+    return 0;
+}
+
+static void *green_storm_thread(void *raw) {
+    size_t size = 256 * 1024;
+    int here = 0;
+    for (int i = 0; i < GREEN_TASKS; i++) {
+        /* Half below the thread's stack, half wherever malloc puts them. */
+        tasks[i].stack = i % 2 ? malloc(size) : map_below((uintptr_t)&here, size);
+        CHECK(tasks[i].stack != NULL, "out of memory");
+        tasks[i].done = 0;
+        make_coroutine(&tasks[i].self, tasks[i].stack, size, NULL, green_task_main);
+    }
+    while (green_pick() != NULL) {
+        switch (green_random(4)) {
+        case 0: green_run_one(0); break;
+        case 1: CHECK(lib.nest(1, green_run_one) == 0, "nest failed"); break;
+        case 2: green_count(lib.hold_token_alone(green_run_one)); break;
+        default: green_count(lib.hold_token_alone(NULL)); break;
+        }
+    }
+    /* Every task ended outside callbacks: the value is free again. */
+    int64_t last = lib.hold_token_alone(NULL);
+    *(int64_t *)raw = last;
+    for (int i = 0; i < GREEN_TASKS; i++) {
+        if (i % 2) {
+            free(tasks[i].stack);
+        } else {
+            CHECK(munmap(tasks[i].stack, size) == 0, "munmap");
+        }
+    }
+    return NULL;
+}
+
+static void green_storm(int rounds) {
+    fixture_stats_t before = fixture_wait_bound(&lib, 0, 10);
+    long free_at_end = 0;
+    for (int round = 0; round < rounds; round++) {
+        green_seed = (uint64_t)round + 1;
+        int64_t last = 0;
+        pthread_t id = fixture_spawn(green_storm_thread, &last, 0);
+        fixture_join(id);
+        free_at_end += last == 1;
+    }
+    fixture_stats_t after = fixture_wait_bound(&lib, 0, 10);
+    printf("rounds=%d\nfree_at_end=%ld\n", rounds, free_at_end);
+    printf("alone=%ld\naliased=%ld\nrefused=%ld\nfailed=%ld\n", green_alone, green_aliased,
+           green_refused, green_failed);
+    printf("bound_after=%" PRIu64 "\nbinds=%" PRIu64 "\nreleases=%" PRIu64 "\n",
+           after.contexts_bound, after.binds - before.binds, after.releases - before.releases);
+}
+
 static void suspended(int kib) {
     pthread_t id = fixture_spawn(suspended_thread, &kib, 0);
     fixture_join(id);
@@ -400,6 +545,33 @@ static void swapcontext_stack(int kib) {
 }
 #endif
 
+/* Runs `mode` if it is one of the modes that switch stacks with
+ * ucontext (built where the C library has swapcontext); false otherwise. */
+static int run_ucontext_mode(const char *mode, int size) {
+#ifdef HAVE_SWAPCONTEXT
+    static const struct {
+        const char *name;
+        void (*run)(int size);
+        int size;
+    } modes[] = {
+        {"swapcontext", swapcontext_stack, 64},
+        {"suspended", suspended, 64},
+        {"interleaved", interleaved, 64},
+        {"green-storm", green_storm, 20},
+    };
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        if (strcmp(mode, modes[i].name) == 0) {
+            modes[i].run(size > 0 ? size : modes[i].size);
+            return 1;
+        }
+    }
+#else
+    (void)mode;
+    (void)size;
+#endif
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const char *path = fixture_path_arg(argc, argv);
     const char *mode = argc > 2 ? argv[2] : "nest";
@@ -413,26 +585,13 @@ int main(int argc, char **argv) {
         nest(size > 0 ? size : 1000);
     } else if (strcmp(mode, "small-stack") == 0) {
         small_stack(size > 0 ? size : 64);
-    } else if (strcmp(mode, "swapcontext") == 0) {
+    } else if (!run_ucontext_mode(mode, size)) {
 #ifdef HAVE_SWAPCONTEXT
-        swapcontext_stack(size > 0 ? size : 64);
-#else
-        FAIL("swapcontext: this C library has none");
-#endif
-    } else if (strcmp(mode, "interleaved") == 0) {
-#ifdef HAVE_SWAPCONTEXT
-        interleaved(size > 0 ? size : 64);
-#else
-        FAIL("interleaved: this C library has no swapcontext");
-#endif
-    } else if (strcmp(mode, "suspended") == 0) {
-#ifdef HAVE_SWAPCONTEXT
-        suspended(size > 0 ? size : 64);
-#else
-        FAIL("suspended: this C library has no swapcontext");
-#endif
-    } else {
         FAIL("unknown mode %s", mode);
+#else
+        FAIL("unknown mode %s (the stack-switching modes are not built: this C library has "
+             "no swapcontext)", mode);
+#endif
     }
     printf("result=ok\n");
     return 0;
