@@ -32,8 +32,12 @@ impl Counter {
         before
     }
 
+    /// The count so far.
+    #[inline]
     pub(crate) fn get(&self) -> u64 {
-        // Relaxed: a statistic.
+        // Relaxed: another thread reads a statistic, which needs only
+        // atomicity; the owner (for the tokens of its calls) reads its own
+        // last store.
         self.0.load(Ordering::Relaxed)
     }
 }

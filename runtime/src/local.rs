@@ -379,10 +379,10 @@ pub(crate) struct Locals {
     /// The key entry word ([`holding`] its index) of the value
     /// [`get_ready`](Locals::get_ready) found last, or [`NOTHING`]. While it
     /// is a key's, `last_slot` is the slot at that index, bound to the
-    /// thread, and `READY`, or held through the entry word by a call
-    /// recorded as running, or held by a call that is gone: a hold through
-    /// the slot's state forgets it ([`Locals::hold`]), since its call may
-    /// outlive its record, and the fast path runs on an idle context.
+    /// thread, and `READY` or held through the entry word by a call
+    /// recorded as running, which the fast path (an idle context) never
+    /// sees: a hold through the slot's state forgets it ([`Locals::hold`]),
+    /// since its call may outlive its record.
     /// [`release_each`](Locals::release_each) and
     /// [`abandon`](Locals::abandon), the only ways a bound value stops
     /// being bound or leaves the table, forget it first.
