@@ -103,6 +103,8 @@ step "threads: first calls together, short-lived threads"
 run threads burst 64
 run threads churn "$churn_threads" 32
 HOST_FILL_TLS=1 run threads churn 500 16
+step "fibers: callbacks on two fibers of a thread finishing out of order"
+run threads fibers
 step "init: early callers wait for a background init; a failed init"
 FIXTURE_INIT=slow run init slow
 FIXTURE_INIT=fail run init fail

@@ -4,6 +4,9 @@
  *                                        call at the same instant
  *   threads FIXTURE churn TOTAL WAVE     TOTAL short-lived threads, WAVE
  *                                        alive at a time, 2-4 calls each
+ *   threads FIXTURE fibers               callbacks on two fibers of a thread
+ *                                        finishing out of order, one holding
+ *                                        the thread's #[local] Token
  *
  * With HOST_FILL_TLS set, the host first takes the 64 TLS indexes the TEB
  * holds inline, so the runtime's slot lives in the expansion block.
@@ -127,6 +130,76 @@ static void fill_tls_slots(void) {
     printf("tls_expansion=1\n");
 }
 
+/* --- fibers ------------------------------------------------------------ */
+
+/* A callback on fiber X (`nest`) switches to fiber Y, whose callback
+ * (`hold_token_alone`) takes the Token and switches back to X while
+ * holding it; the callback on X returns first, and the thread's own fiber
+ * calls in while the one on Y is suspended: the Token must be refused,
+ * then Y's callback must find it had the Token to itself. */
+static void *main_fiber, *fiber_x, *fiber_y;
+static int64_t fiber_held;
+
+static int64_t fiber_back_to_x(int32_t depth) {
+    (void)depth;
+    SwitchToFiber(fiber_x);
+    return 0;
+}
+
+static VOID WINAPI fiber_y_main(void *unused) {
+    (void)unused;
+    fiber_held = lib.hold_token_alone(fiber_back_to_x);
+    SwitchToFiber(main_fiber); /* never resumed */
+}
+
+static int64_t fiber_to_y(int32_t depth) {
+    (void)depth;
+    SwitchToFiber(fiber_y);
+    return 0;
+}
+
+static VOID WINAPI fiber_x_main(void *unused) {
+    (void)unused;
+    CHECK(lib.nest(1, fiber_to_y) == 0, "nest failed");
+    SwitchToFiber(main_fiber); /* never resumed */
+}
+
+static DWORD WINAPI fibers_thread(void *unused) {
+    (void)unused;
+    main_fiber = ConvertThreadToFiber(NULL);
+    CHECK(main_fiber, "ConvertThreadToFiber: error %lu", GetLastError());
+    int64_t own = lib.token();
+    CHECK(own > 0, "token() failed");
+    fiber_x = CreateFiber(0, fiber_x_main, NULL);
+    fiber_y = CreateFiber(0, fiber_y_main, NULL);
+    CHECK(fiber_x && fiber_y, "CreateFiber: error %lu", GetLastError());
+    SwitchToFiber(fiber_x);
+    char message[256];
+    int64_t during = lib.token();
+    fixture_last_error(&lib, message, sizeof message);
+    CHECK(during == -1 && strstr(message, "already in use"),
+          "the Token held on the suspended fiber was handed out: %" PRId64 " (%s)", during,
+          message);
+    SwitchToFiber(fiber_y);
+    CHECK(fiber_held == 1, "the suspended callback did not have the Token to itself: %" PRId64,
+          fiber_held);
+    CHECK(lib.token() == own, "the Token is not free once its holder returned");
+    DeleteFiber(fiber_x);
+    DeleteFiber(fiber_y);
+    CHECK(ConvertFiberToThread(), "ConvertFiberToThread: error %lu", GetLastError());
+    return 0;
+}
+
+static void fibers(void) {
+    HANDLE thread = CreateThread(NULL, 0, fibers_thread, NULL, 0, NULL);
+    CHECK(thread, "CreateThread: error %lu", GetLastError());
+    CHECK(WaitForSingleObject(thread, INFINITE) == WAIT_OBJECT_0, "wait");
+    CloseHandle(thread);
+    fixture_stats_t after = fixture_wait_bound(&lib, 0, 10);
+    CHECK(after.contexts_bound == 0, "%" PRIu64 " contexts still bound", after.contexts_bound);
+    printf("fibers_out_of_order=1\n");
+}
+
 int main(int argc, char **argv) {
     const char *path = fixture_path_arg(argc, argv);
     if (getenv("HOST_FILL_TLS")) fill_tls_slots();
@@ -136,8 +209,10 @@ int main(int argc, char **argv) {
         burst(atoi(argv[3]));
     } else if (argc == 5 && strcmp(argv[2], "churn") == 0) {
         churn(atoi(argv[3]), atoi(argv[4]));
+    } else if (argc == 3 && strcmp(argv[2], "fibers") == 0) {
+        fibers();
     } else {
-        FAIL("usage: threads FIXTURE burst N | churn TOTAL WAVE");
+        FAIL("usage: threads FIXTURE burst N | churn TOTAL WAVE | fibers");
     }
     puts("ok");
     return 0;

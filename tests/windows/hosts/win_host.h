@@ -35,6 +35,7 @@ typedef struct {
 } fixture_stats_t;
 
 typedef int64_t (*fixture_init_hook_fn)(void);
+typedef int64_t (*fixture_reenter_fn)(int32_t depth);
 
 /* The fixture functions the Windows hosts use. */
 typedef struct {
@@ -54,6 +55,8 @@ typedef struct {
     int32_t (*plain)(int32_t value);
     int32_t (*fail)(int32_t code);
     int32_t (*panic)(int32_t kind);
+    int64_t (*nest)(int32_t depth, fixture_reenter_fn reenter);
+    int64_t (*hold_token_alone)(fixture_reenter_fn reenter);
 } fixture;
 
 #define FAIL(...) fixture_fail_at(__FILE__, __LINE__, __VA_ARGS__)
@@ -107,6 +110,8 @@ static inline void fixture_open(fixture *f, const char *path) {
     FIXTURE_SYM(f, plain);
     FIXTURE_SYM(f, fail);
     FIXTURE_SYM(f, panic);
+    FIXTURE_SYM(f, nest);
+    FIXTURE_SYM(f, hold_token_alone);
 }
 
 static inline const char *fixture_path_arg(int argc, char **argv) {
