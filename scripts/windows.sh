@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Cross-builds callgate for x86_64-pc-windows-gnu and runs the Windows tests
 # under wine: the runtime with warnings as errors, the test fixture as a DLL,
-# and the C hosts of tests/windows/hosts (mingw-w64) that load it.
+# and the C hosts of tests/windows/hosts (mingw-w64) that load it. The
+# runtime is also checked (clippy, not run) for the x86-64 and ARM64 MSVC
+# targets.
 #
 #   scripts/windows.sh          the CI-sized run
 #   scripts/windows.sh --full   50 000 short-lived threads instead of 10 000
@@ -48,6 +50,15 @@ done
 
 step "the runtime and the fixture DLL for $TARGET, warnings as errors"
 RUSTFLAGS="-D warnings" cargo clippy -p callgate --target "$TARGET" --quiet -- -D warnings
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p callgate --target "$TARGET" --quiet
+
+step "the runtime for the MSVC targets (compiled, not run), warnings as errors"
+for msvc in x86_64-pc-windows-msvc aarch64-pc-windows-msvc; do
+    if ! rustup target list --installed | grep -qx "$msvc"; then
+        rustup target add "$msvc"
+    fi
+    RUSTFLAGS="-D warnings" cargo clippy -p callgate --target "$msvc" --quiet -- -D warnings
+done
 RUSTFLAGS="-D warnings" cargo build -p callgate-fixture --target "$TARGET" --release --quiet
 
 step "the C hosts and the ProcessPrng shim (mingw-w64)"
@@ -105,6 +116,8 @@ run threads churn "$churn_threads" 32
 HOST_FILL_TLS=1 run threads churn 500 16
 step "fibers: callbacks on two fibers of a thread finishing out of order"
 run threads fibers
+step "fibers: deleting a suspended fiber that carries a thread's exit hook"
+run threads fiber-delete
 step "init: early callers wait for a background init; a failed init"
 FIXTURE_INIT=slow run init slow
 FIXTURE_INIT=fail run init fail

@@ -62,6 +62,12 @@ pub(crate) fn discard() {
     }
 }
 
+/// True when the calling thread has a message (for its exit hook).
+#[cfg(windows)]
+pub(crate) fn is_set() -> bool {
+    !LAST_ERROR.with(Cell::get).is_null()
+}
+
 /// The calling thread's last error message, if any.
 ///
 /// Set when a callback on this thread returned its fallback value (an `Err`,

@@ -96,6 +96,14 @@ pub(crate) fn serves(value: *const ContextNode) -> bool {
     }
 }
 
+/// True when a context serves the calling thread or is cached for it:
+/// something its exit hook must hand back.
+#[cfg(windows)]
+pub(crate) fn holds_context() -> bool {
+    let seen = tls::get();
+    serves(seen) || cached(seen).is_some()
+}
+
 /// The context cached in the slot's `value`, if it holds one.
 #[inline]
 fn cached(value: *const ContextNode) -> Option<&'static ContextNode> {

@@ -9,17 +9,29 @@
 //! moved their per-thread detach to for this reason). Only FLS has a
 //! callback at all: `TlsAlloc` slots have none.
 //!
-//! FLS is per fiber, the context slot per thread. The callback acts only
-//! when the calling thread's context slot holds the node it was given: the
-//! thread's current fiber exiting with the thread, or a fiber of the thread
-//! deleted while the thread goes on (the thread is then served per call
-//! from there on, which is correct if slower). `FlsFree` and `DeleteFiber`
-//! from another thread run the callback on *that* thread for a value that
-//! is not its own; then nothing is done and the context stays bound to the
-//! thread that owns it.
+//! FLS is per fiber, the context slot per thread. The value stored marks
+//! the fiber it was stored on ([`fiber_mark`]: the fiber's address, or an
+//! address of the thread's own while it is not a fiber), so no two fibers
+//! hold the same value. The callback runs on the thread that makes a
+//! fiber's data go away, with that data's value; it tells two cases apart:
 //!
-//! The four functions are declared here rather than taken from a bindings
-//! crate: four signatures of `kernel32`, which std links already, do not
+//! - the data is the running fiber's (`FlsGetValue` returns the same
+//!   value, or the value marks the running fiber): the thread exits (or
+//!   deleted its running fiber, which exits it). Its context is released
+//!   and its last error freed;
+//! - the data is another fiber's: a suspended fiber deleted with
+//!   `DeleteFiber`, by this thread or by another. The calling thread goes
+//!   on and keeps its context (a callback suspended on another of its
+//!   fibers may hold one of its values); if the deleted fiber carried its
+//!   exit hook, the running fiber is armed instead.
+//!
+//! A thread whose armed fiber is deleted by *another* thread loses its
+//! exit hook until its next call that arms one (an attach or a failure on
+//! a fiber with no value); a bound thread's fast path arms nothing, so it
+//! may keep its context after it exits (README, Platforms).
+//!
+//! The six functions are declared here rather than taken from a bindings
+//! crate: six signatures of `kernel32`, which std links already, do not
 //! justify a dependency.
 
 use core::ffi::c_void;
@@ -46,6 +58,7 @@ unsafe extern "system" {
     fn FlsGetValue(index: u32) -> *mut c_void;
     fn FlsSetValue(index: u32, data: *const c_void) -> i32;
     fn GetModuleHandleExW(flags: u32, name: *const u16, module: *mut *mut c_void) -> i32;
+    fn IsThreadAFiber() -> i32;
 }
 
 /// The FLS index + 1, 0 before it exists, or [`NO_INDEX`].
@@ -55,26 +68,79 @@ static INDEX: AtomicUsize = AtomicUsize::new(0);
 const NO_INDEX: usize = usize::MAX;
 static PIN: Once = Once::new();
 
-/// The FLS value of a thread that is not bound but has a last-error message
-/// to free at exit.
-static ERROR_ONLY: u8 = 0;
-
-fn error_only() -> *const c_void {
-    (&raw const ERROR_ONLY).cast()
-}
-
 /// Makes sure the thread's exit callback runs even if the thread is not
 /// bound: to free its last-error message, or to release a per-call context
-/// whose outermost call never returned. A no-op if it is armed already.
+/// whose outermost call never returned. A no-op if the running fiber is
+/// armed already.
 #[cold]
 pub(crate) fn arm_exit_hook() {
     let Some(index) = index() else { return };
+    arm(index);
+}
+
+/// Stores the running fiber's mark in its FLS slot unless it holds one.
+fn arm(index: u32) {
     // SAFETY: `index` is a live FLS index from `index()`, never freed
     // once published.
     if unsafe { FlsGetValue(index) }.is_null() {
-        set_value(index, error_only());
+        set_value(index, fiber_mark());
         PIN.call_once(pin_this_module);
     }
+}
+
+/// The FLS value that marks the running fiber: its address (unique while
+/// it lives, and no two threads run one fiber at once), or while the
+/// thread is not a fiber the address of a thread-local of its own (unique
+/// among live threads, and neither kind of address is the other).
+fn fiber_mark() -> *const c_void {
+    thread_local! {
+        static MARK: u8 = const { 0 };
+    }
+    match running_fiber() {
+        Some(fiber) => fiber,
+        None => MARK.with(|mark| ptr::from_ref(mark).cast()),
+    }
+}
+
+/// The running fiber, or `None` while the thread is not a fiber (or on an
+/// architecture whose TEB layout is not read here: then every fiber of a
+/// thread shares the thread's mark).
+fn running_fiber() -> Option<*const c_void> {
+    // SAFETY: no preconditions; reads a flag of the thread's TEB.
+    if unsafe { IsThreadAFiber() } == 0 {
+        return None;
+    }
+    fiber_data()
+}
+
+/// The TEB's `NT_TIB::FiberData`: the running fiber's address once the
+/// thread is a fiber. What `GetCurrentFiber` reads (an inline function of
+/// `winnt.h`, not an export).
+#[cfg(target_arch = "x86_64")]
+fn fiber_data() -> Option<*const c_void> {
+    let fiber: *const c_void;
+    // SAFETY: a load from the calling thread's own TEB, which `gs` points
+    // to on x86-64 Windows; `FiberData` is at 0x20 in `NT_TIB`.
+    unsafe {
+        core::arch::asm!("mov {}, gs:[0x20]", out(reg) fiber, options(nostack, readonly, preserves_flags));
+    }
+    Some(fiber)
+}
+
+#[cfg(target_arch = "aarch64")]
+fn fiber_data() -> Option<*const c_void> {
+    let fiber: *const c_void;
+    // SAFETY: a load from the calling thread's own TEB, which `x18` points
+    // to on ARM64 Windows; `FiberData` is at 0x20 in `NT_TIB`.
+    unsafe {
+        core::arch::asm!("ldr {}, [x18, #0x20]", out(reg) fiber, options(nostack, readonly, preserves_flags));
+    }
+    Some(fiber)
+}
+
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+fn fiber_data() -> Option<*const c_void> {
+    None
 }
 
 /// True when threads have an exit hook: the FLS index exists, or has just
@@ -84,15 +150,14 @@ pub(crate) fn exit_hook_ready() -> bool {
     index().is_some()
 }
 
-/// Stores `node`, the context just bound to the calling thread, in the FLS
-/// slot, so `on_fiber_exit` releases it when the thread exits. Called only
-/// once [`exit_hook_ready`] returned true.
-pub(crate) fn register_exit_hook(node: &'static ContextNode) {
+/// Arms the running fiber, so `on_fiber_exit` releases `_node`, the
+/// context just bound to the calling thread, when the thread exits.
+/// Called only once [`exit_hook_ready`] returned true.
+pub(crate) fn register_exit_hook(_node: &'static ContextNode) {
     let Some(index) = index() else {
         unreachable!("a thread was bound without an exit hook")
     };
-    set_value(index, (node as *const ContextNode).cast());
-    PIN.call_once(pin_this_module);
+    arm(index);
 }
 
 /// No `fork` on Windows.
@@ -172,22 +237,27 @@ fn alloc_index() -> usize {
     }
 }
 
-/// The FLS callback: a fiber holding a value of ours is going away — the
-/// thread exits, or the fiber is deleted.
+/// The FLS callback: a fiber's data holding a value of ours goes away —
+/// the thread exits, or a fiber is deleted (module docs).
 unsafe extern "system" fn on_fiber_exit(value: *const c_void) {
     if value.is_null() {
         return;
     }
-    if !ptr::eq(value, error_only()) && !ptr::eq(crate::tls::get(), value.cast::<ContextNode>()) {
-        // Another thread deletes a fiber (or frees the index) that holds a
-        // context it does not own; the owner keeps it (module docs).
+    let Some(index) = index() else { return };
+    // SAFETY: `index` is a live FLS index (a value was stored in it).
+    let running = unsafe { FlsGetValue(index) };
+    if !ptr::eq(running, value) && running_fiber() != Some(value) {
+        // Another fiber's data: the thread goes on with what it has.
+        if running.is_null() && (crate::thread::holds_context() || crate::last_error::is_set()) {
+            arm(index);
+        }
         return;
     }
     crate::last_error::discard();
-    // SAFETY: this thread's fiber is going away, and the context its slot
-    // holds, if any, is what the FLS value was armed for. No callback runs
-    // on it (an FLS callback runs outside every callback: a thread cannot
-    // exit or delete its running fiber from inside one).
+    // SAFETY: the running fiber's data is going away, so this thread is
+    // exiting (`DeleteFiber` of the running fiber exits the thread). No
+    // callback runs on its context but one that called `ExitThread`, which
+    // never returns: `release_at_exit` forgets such calls.
     unsafe { crate::thread::release_at_exit() };
 }
 

@@ -7,6 +7,9 @@
  *   threads FIXTURE fibers               callbacks on two fibers of a thread
  *                                        finishing out of order, one holding
  *                                        the thread's #[local] Token
+ *   threads FIXTURE fiber-delete         DeleteFiber of a suspended fiber that
+ *                                        carries a thread's exit hook, by the
+ *                                        same thread and by another one
  *
  * With HOST_FILL_TLS set, the host first takes the 64 TLS indexes the TEB
  * holds inline, so the runtime's slot lives in the expansion block.
@@ -132,6 +135,21 @@ static void fill_tls_slots(void) {
 
 /* --- fibers ------------------------------------------------------------ */
 
+/* While a callback suspended on `holder` holds the Token, the running
+ * fiber must be refused it; then `holder` resumes, and its callback must
+ * find it had the Token to itself (`*held`, set when it returns). */
+static void resume_holder(void *holder, const int64_t *held) {
+    char message[256];
+    int64_t during = lib.token();
+    fixture_last_error(&lib, message, sizeof message);
+    CHECK(during == -1 && strstr(message, "already in use"),
+          "the Token held on the suspended fiber was handed out: %" PRId64 " (%s)", during,
+          message);
+    SwitchToFiber(holder);
+    CHECK(*held == 1, "the suspended callback did not have the Token to itself: %" PRId64,
+          *held);
+}
+
 /* A callback on fiber X (`nest`) switches to fiber Y, whose callback
  * (`hold_token_alone`) takes the Token and switches back to X while
  * holding it; the callback on X returns first, and the thread's own fiber
@@ -174,15 +192,7 @@ static DWORD WINAPI fibers_thread(void *unused) {
     fiber_y = CreateFiber(0, fiber_y_main, NULL);
     CHECK(fiber_x && fiber_y, "CreateFiber: error %lu", GetLastError());
     SwitchToFiber(fiber_x);
-    char message[256];
-    int64_t during = lib.token();
-    fixture_last_error(&lib, message, sizeof message);
-    CHECK(during == -1 && strstr(message, "already in use"),
-          "the Token held on the suspended fiber was handed out: %" PRId64 " (%s)", during,
-          message);
-    SwitchToFiber(fiber_y);
-    CHECK(fiber_held == 1, "the suspended callback did not have the Token to itself: %" PRId64,
-          fiber_held);
+    resume_holder(fiber_y, &fiber_held);
     CHECK(lib.token() == own, "the Token is not free once its holder returned");
     DeleteFiber(fiber_x);
     DeleteFiber(fiber_y);
@@ -200,6 +210,149 @@ static void fibers(void) {
     printf("fibers_out_of_order=1\n");
 }
 
+/* --- deleting fibers ---------------------------------------------------- */
+
+/* The thread makes its first call on fiber X (it binds there); a callback
+ * on fiber Y holds the Token and switches back to the thread's own fiber,
+ * which deletes X. The context must stay bound, with the Token held by
+ * the suspended callback: deleting a suspended fiber is not the thread's
+ * exit. */
+static void *del_main, *del_x, *del_y;
+static int64_t del_own, del_held;
+
+static int64_t del_back_to_main(int32_t depth) {
+    (void)depth;
+    SwitchToFiber(del_main);
+    return 0;
+}
+
+static VOID WINAPI del_x_main(void *unused) {
+    (void)unused;
+    del_own = lib.token();
+    for (;;) SwitchToFiber(del_main); /* deleted while suspended here */
+}
+
+static VOID WINAPI del_y_main(void *unused) {
+    (void)unused;
+    del_held = lib.hold_token_alone(del_back_to_main);
+    for (;;) SwitchToFiber(del_main);
+}
+
+static DWORD WINAPI delete_binding_fiber(void *unused) {
+    (void)unused;
+    del_main = ConvertThreadToFiber(NULL);
+    CHECK(del_main, "ConvertThreadToFiber: error %lu", GetLastError());
+    del_x = CreateFiber(0, del_x_main, NULL);
+    del_y = CreateFiber(0, del_y_main, NULL);
+    CHECK(del_x && del_y, "CreateFiber: error %lu", GetLastError());
+    SwitchToFiber(del_x);
+    CHECK(del_own > 0, "token() on fiber X failed");
+    SwitchToFiber(del_y);
+    fixture_stats_t before = fixture_snapshot(&lib);
+    DeleteFiber(del_x);
+    fixture_stats_t after = fixture_snapshot(&lib);
+    CHECK(after.releases == before.releases && after.token_releases == before.token_releases,
+          "deleting the suspended fiber the thread bound on released its context (releases "
+          "%" PRIu64 " -> %" PRIu64 ", Token releases %" PRIu64 " -> %" PRIu64 ")",
+          before.releases, after.releases, before.token_releases, after.token_releases);
+    resume_holder(del_y, &del_held);
+    CHECK(lib.token() == del_own, "the thread is no longer served by the context it bound");
+    fixture_stats_t end = fixture_snapshot(&lib);
+    CHECK(end.binds == before.binds, "the thread bound again (%" PRIu64 " -> %" PRIu64 ")",
+          before.binds, end.binds);
+    DeleteFiber(del_y);
+    CHECK(ConvertFiberToThread(), "ConvertFiberToThread: error %lu", GetLastError());
+    return 0;
+}
+
+/* Thread T makes a per-call call on its fiber F (not bound: F carries
+ * T's exit hook for the cached context), then thread D, bound and with a
+ * last error of its own, deletes F. D must keep both; T, armed again by
+ * its next call, must hand its context back when it exits. */
+static void *t_main, *t_fiber;
+static HANDLE fiber_ready, fiber_deleted;
+
+static VOID WINAPI t_fiber_main(void *unused) {
+    (void)unused;
+    CHECK(lib.token_per_call() > 0, "token_per_call() on fiber F failed");
+    for (;;) SwitchToFiber(t_main);
+}
+
+static DWORD WINAPI fiber_owner(void *unused) {
+    (void)unused;
+    t_main = ConvertThreadToFiber(NULL);
+    CHECK(t_main, "ConvertThreadToFiber: error %lu", GetLastError());
+    t_fiber = CreateFiber(0, t_fiber_main, NULL);
+    CHECK(t_fiber, "CreateFiber: error %lu", GetLastError());
+    SwitchToFiber(t_fiber);
+    SetEvent(fiber_ready);
+    CHECK(WaitForSingleObject(fiber_deleted, INFINITE) == WAIT_OBJECT_0, "wait");
+    CHECK(lib.token_per_call() > 0, "token_per_call() after F was deleted failed");
+    CHECK(ConvertFiberToThread(), "ConvertFiberToThread: error %lu", GetLastError());
+    return 0;
+}
+
+static DWORD WINAPI fiber_deleter(void *unused) {
+    (void)unused;
+    int64_t own = lib.token();
+    CHECK(own > 0, "token() failed");
+    CHECK(lib.fail(9) == -1, "fail(9) did not fail");
+    CHECK(WaitForSingleObject(fiber_ready, INFINITE) == WAIT_OBJECT_0, "wait");
+    fixture_stats_t before = fixture_snapshot(&lib);
+    DeleteFiber(t_fiber);
+    fixture_stats_t after = fixture_snapshot(&lib);
+    CHECK(after.releases == before.releases,
+          "deleting another thread's fiber released a context (releases %" PRIu64 " -> %" PRIu64
+          ")",
+          before.releases, after.releases);
+    char message[256];
+    fixture_last_error(&lib, message, sizeof message);
+    CHECK(strcmp(message, "asked to fail with 9") == 0,
+          "deleting another thread's fiber freed this thread's last error (now `%s`)", message);
+    CHECK(lib.token() == own, "the deleting thread is no longer served by its context");
+    CHECK(fixture_snapshot(&lib).binds == before.binds, "the deleting thread bound again");
+    SetEvent(fiber_deleted);
+    return 0;
+}
+
+static void fiber_delete(void) {
+    fixture_stats_t start = fixture_snapshot(&lib);
+    HANDLE thread = CreateThread(NULL, 0, delete_binding_fiber, NULL, 0, NULL);
+    CHECK(thread, "CreateThread: error %lu", GetLastError());
+    fixture_join(thread);
+    fixture_stats_t same = fixture_wait_bound(&lib, start.contexts_bound, 10);
+    fixture_print_stats("same_thread: ", &same);
+    CHECK(same.contexts_bound == start.contexts_bound, "the context was not released at exit");
+    CHECK(same.releases == start.releases + 1 && same.binds == start.binds + 1,
+          "one bind and one release expected: binds +%" PRIu64 " releases +%" PRIu64,
+          same.binds - start.binds, same.releases - start.releases);
+    CHECK(same.token_releases == start.token_releases + 1, "the Token was not released once");
+    printf("delete_binding_fiber=1\n");
+
+    fiber_ready = CreateEventA(NULL, TRUE, FALSE, NULL);
+    fiber_deleted = CreateEventA(NULL, TRUE, FALSE, NULL);
+    CHECK(fiber_ready && fiber_deleted, "CreateEvent: error %lu", GetLastError());
+    HANDLE owner = CreateThread(NULL, 0, fiber_owner, NULL, 0, NULL);
+    HANDLE deleter = CreateThread(NULL, 0, fiber_deleter, NULL, 0, NULL);
+    CHECK(owner && deleter, "CreateThread: error %lu", GetLastError());
+    fixture_join(owner);
+    fixture_join(deleter);
+    fixture_stats_t cross = fixture_wait_bound(&lib, start.contexts_bound, 10);
+    fixture_print_stats("other_thread: ", &cross);
+    CHECK(cross.contexts_bound == start.contexts_bound, "%" PRIu64 " contexts still bound",
+          cross.contexts_bound);
+    CHECK(cross.binds == cross.releases, "binds %" PRIu64 " != releases %" PRIu64, cross.binds,
+          cross.releases);
+    CHECK(cross.token_binds == cross.token_releases, "Token binds %" PRIu64 " != releases %" PRIu64,
+          cross.token_binds, cross.token_releases);
+    CHECK(cross.contexts_free == cross.contexts_created,
+          "%" PRIu64 " of %" PRIu64 " contexts not back on the free list",
+          cross.contexts_created - cross.contexts_free, cross.contexts_created);
+    CloseHandle(fiber_ready);
+    CloseHandle(fiber_deleted);
+    printf("delete_other_threads_fiber=1\n");
+}
+
 int main(int argc, char **argv) {
     const char *path = fixture_path_arg(argc, argv);
     if (getenv("HOST_FILL_TLS")) fill_tls_slots();
@@ -211,8 +364,10 @@ int main(int argc, char **argv) {
         churn(atoi(argv[3]), atoi(argv[4]));
     } else if (argc == 3 && strcmp(argv[2], "fibers") == 0) {
         fibers();
+    } else if (argc == 3 && strcmp(argv[2], "fiber-delete") == 0) {
+        fiber_delete();
     } else {
-        FAIL("usage: threads FIXTURE burst N | churn TOTAL WAVE | fibers");
+        FAIL("usage: threads FIXTURE burst N | churn TOTAL WAVE | fibers | fiber-delete");
     }
     puts("ok");
     return 0;
