@@ -118,6 +118,8 @@ step "fibers: callbacks on two fibers of a thread finishing out of order"
 run threads fibers
 step "fibers: deleting a suspended fiber that carries a thread's exit hook"
 run threads fiber-delete
+step "ExitThread inside callbacks: bound, nested, holding the Token, per call"
+run threads exit-in-call
 step "init: early callers wait for a background init; a failed init"
 FIXTURE_INIT=slow run init slow
 FIXTURE_INIT=fail run init fail

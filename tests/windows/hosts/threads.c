@@ -10,6 +10,8 @@
  *   threads FIXTURE fiber-delete         DeleteFiber of a suspended fiber that
  *                                        carries a thread's exit hook, by the
  *                                        same thread and by another one
+ *   threads FIXTURE exit-in-call         ExitThread inside callbacks: bound,
+ *                                        nested, holding the Token, per call
  *
  * With HOST_FILL_TLS set, the host first takes the 64 TLS indexes the TEB
  * holds inline, so the runtime's slot lives in the expansion block.
@@ -353,6 +355,104 @@ static void fiber_delete(void) {
     printf("delete_other_threads_fiber=1\n");
 }
 
+/* --- ExitThread inside a callback ------------------------------------- */
+
+enum { EXIT_CODE = 7 };
+
+static int64_t exit_now(int32_t depth) {
+    (void)depth;
+    ExitThread(EXIT_CODE);
+}
+
+/* Nests through `nest` down to depth 0, then exits the thread there. */
+static int64_t nest_then_exit(int32_t depth) {
+    if (depth > 0) return lib.nest(depth, nest_then_exit);
+    ExitThread(EXIT_CODE);
+}
+
+static DWORD WINAPI exit_bound(void *unused) {
+    (void)unused;
+    CHECK(lib.token() > 0, "token() failed");
+    lib.nest(1, exit_now);
+    return 1; /* not reached */
+}
+
+static DWORD WINAPI exit_nested(void *unused) {
+    (void)unused;
+    CHECK(lib.token() > 0, "token() failed");
+    lib.nest(4, nest_then_exit);
+    return 1;
+}
+
+static DWORD WINAPI exit_holding_token(void *unused) {
+    (void)unused;
+    lib.hold_token(1, exit_now); /* the thread's first call */
+    return 1;
+}
+
+static DWORD WINAPI exit_per_call(void *unused) {
+    (void)unused;
+    lib.nest_per_call(1, exit_now);
+    return 1;
+}
+
+/* A thread whose context was released by an exit inside a call: the
+ * Token is free again, and held calls work. */
+static int64_t return_zero(int32_t depth) {
+    (void)depth;
+    return 0;
+}
+
+static DWORD WINAPI after_exits(void *unused) {
+    (void)unused;
+    int64_t token = lib.token();
+    CHECK(token > 0, "token() after the exits failed");
+    CHECK(lib.hold_token(1, return_zero) == token,
+          "the Token of a context released by an exit inside a call is not free");
+    return 0;
+}
+
+static void exit_in_call(void) {
+    static const struct {
+        const char *name;
+        LPTHREAD_START_ROUTINE start;
+    } cases[] = {
+        {"bound", exit_bound},
+        {"nested", exit_nested},
+        {"holding_token", exit_holding_token},
+        {"per_call", exit_per_call},
+    };
+    fixture_stats_t start = fixture_snapshot(&lib);
+    for (int round = 0; round < 8; round++) {
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            HANDLE thread = fixture_spawn(cases[i].start, NULL);
+            CHECK(WaitForSingleObject(thread, INFINITE) == WAIT_OBJECT_0, "wait");
+            DWORD code = 0;
+            GetExitCodeThread(thread, &code);
+            CloseHandle(thread);
+            CHECK(code == EXIT_CODE, "%s: the thread did not exit inside the call (code %lu)",
+                  cases[i].name, code);
+            fixture_stats_t s = fixture_wait_bound(&lib, start.contexts_bound, 10);
+            CHECK(s.contexts_bound == start.contexts_bound,
+                  "%s: the context of a thread that exited inside a call is still bound",
+                  cases[i].name);
+            CHECK(s.binds == s.releases, "%s: binds %" PRIu64 " != releases %" PRIu64,
+                  cases[i].name, s.binds, s.releases);
+            CHECK(s.token_binds == s.token_releases,
+                  "%s: Token binds %" PRIu64 " != releases %" PRIu64, cases[i].name,
+                  s.token_binds, s.token_releases);
+        }
+        HANDLE thread = fixture_spawn(after_exits, NULL);
+        fixture_join(thread);
+    }
+    fixture_stats_t end = fixture_wait_bound(&lib, start.contexts_bound, 10);
+    fixture_print_stats("", &end);
+    /* One context, reused by every thread (each ran alone). */
+    CHECK(end.contexts_created - start.contexts_created <= 1, "%" PRIu64 " contexts created",
+          end.contexts_created - start.contexts_created);
+    printf("exit_in_call=1\n");
+}
+
 int main(int argc, char **argv) {
     const char *path = fixture_path_arg(argc, argv);
     if (getenv("HOST_FILL_TLS")) fill_tls_slots();
@@ -366,8 +466,10 @@ int main(int argc, char **argv) {
         fibers();
     } else if (argc == 3 && strcmp(argv[2], "fiber-delete") == 0) {
         fiber_delete();
+    } else if (argc == 3 && strcmp(argv[2], "exit-in-call") == 0) {
+        exit_in_call();
     } else {
-        FAIL("usage: threads FIXTURE burst N | churn TOTAL WAVE | fibers | fiber-delete");
+        FAIL("usage: threads FIXTURE burst N | churn TOTAL WAVE | fibers | fiber-delete | exit-in-call");
     }
     puts("ok");
     return 0;

@@ -57,6 +57,8 @@ typedef struct {
     int32_t (*panic)(int32_t kind);
     int64_t (*nest)(int32_t depth, fixture_reenter_fn reenter);
     int64_t (*hold_token_alone)(fixture_reenter_fn reenter);
+    int64_t (*nest_per_call)(int32_t depth, fixture_reenter_fn reenter);
+    int64_t (*hold_token)(int32_t depth, fixture_reenter_fn reenter);
 } fixture;
 
 #define FAIL(...) fixture_fail_at(__FILE__, __LINE__, __VA_ARGS__)
@@ -112,6 +114,8 @@ static inline void fixture_open(fixture *f, const char *path) {
     FIXTURE_SYM(f, panic);
     FIXTURE_SYM(f, nest);
     FIXTURE_SYM(f, hold_token_alone);
+    FIXTURE_SYM(f, nest_per_call);
+    FIXTURE_SYM(f, hold_token);
 }
 
 static inline const char *fixture_path_arg(int argc, char **argv) {
