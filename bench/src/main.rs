@@ -43,6 +43,11 @@
 //! of dependent additions in C (`machine.calibration_ns`), takes turns with
 //! the call costs: where its samples spread, or many of its blocks run slow
 //! (`machine.slow_blocks_pct`), the machine changed speed during the run.
+//! The per-round differences `cthread.bound_minus_raw_ns` and
+//! `cthread.local_minus_bound_ns` are also split by that speed, block by
+//! block (`*_fast_ns`, `*_slow_ns`): the medians of the differences over
+//! the cycles whose calibration block ran within 15 % of the run's
+//! fastest so far, and over the others.
 //!
 //! The fixture builds are made with cargo on start (same profile as this
 //! binary); set `CALLGATE_BENCH_FIXTURE=/path/to/lib.so` to load another
@@ -477,17 +482,23 @@ fn measure(output: Output, rounds: usize, save_json: Option<&Path>) -> Result<()
         .zip(load::CpuClock::now())
         .map(|(start, end)| start.interference(&end, cpus));
 
+    // A row split by the machine's speed has no sample for a round in
+    // which no block ran at that speed (NaN), and none at all if no round
+    // had one: then the row is left out.
     let mut rows: Vec<Row> = plan
         .rows
         .specs()
         .iter()
         .zip(&samples)
-        .map(|(spec, samples)| Row {
-            key: spec.key.clone(),
-            place: spec.place.clone(),
-            unit: spec.unit,
-            summary: Summary::of(samples),
-            json: spec.json.clone(),
+        .filter_map(|(spec, samples)| {
+            let samples: Vec<f64> = samples.iter().copied().filter(|v| !v.is_nan()).collect();
+            (!samples.is_empty()).then(|| Row {
+                key: spec.key.clone(),
+                place: spec.place.clone(),
+                unit: spec.unit,
+                summary: Summary::of(&samples),
+                json: spec.json.clone(),
+            })
         })
         .collect();
     rows.extend(

@@ -62,7 +62,7 @@ const fn line(label: &'static str, unit: Unit, cells: Cells, go: Go) -> Line {
 }
 
 /// The main table's lines, in order.
-const LINES: [Line; 24] = [
+const LINES: [Line; 28] = [
     line(
         "calibration: a fixed chain of 100 dependent additions in C, ns",
         Unit::Plain,
@@ -100,6 +100,18 @@ const LINES: [Line; 24] = [
         Go::None,
     ),
     line(
+        "… block by block, in cycles where the calibration chain ran fast, per round, ns",
+        Unit::Plain,
+        Cells::Summary("cthread.bound_minus_raw_fast_ns"),
+        Go::None,
+    ),
+    line(
+        "… and where it ran slow, per round, ns",
+        Unit::Plain,
+        Cells::Summary("cthread.bound_minus_raw_slow_ns"),
+        Go::None,
+    ),
+    line(
         "… with `attach = per_call`, ns",
         Unit::Plain,
         Cells::Summary("cthread.per_call_ns"),
@@ -121,6 +133,18 @@ const LINES: [Line; 24] = [
         "… local − bound, per round, ns",
         Unit::Plain,
         Cells::Summary("cthread.local_minus_bound_ns"),
+        Go::None,
+    ),
+    line(
+        "… block by block, in cycles where the calibration chain ran fast, per round, ns",
+        Unit::Plain,
+        Cells::Summary("cthread.local_minus_bound_fast_ns"),
+        Go::None,
+    ),
+    line(
+        "… and where it ran slow, per round, ns",
+        Unit::Plain,
+        Cells::Summary("cthread.local_minus_bound_slow_ns"),
         Go::None,
     ),
     line(

@@ -1,6 +1,8 @@
 //! What the benchmark measures and how: the rows of the report and the jobs
 //! that fill them, one sample of each row per round.
 
+use std::cell::Cell;
+
 use crate::Callbacks;
 use crate::harness::{self, Block, Callback, IntFn};
 use crate::report::{NO_PLACE, Summary};
@@ -23,16 +25,20 @@ const FIRST_CALL_THREADS: usize = 200;
 const CHURN_THREADS: usize = 400;
 
 /// The rows measured for every [`Place`], in report order: key and unit.
-const PLACE_ROWS: [(&str, &str); 27] = [
+const PLACE_ROWS: [(&str, &str); 31] = [
     ("cthread.raw_ns", "ns"),
     ("cthread.raw_cstr_ns", "ns"),
     ("cthread.bound_ns", "ns"),
     ("cthread.bound_minus_raw_ns", "ns"),
+    ("cthread.bound_minus_raw_fast_ns", "ns"),
+    ("cthread.bound_minus_raw_slow_ns", "ns"),
     ("cthread.per_call_ns", "ns"),
     ("cthread.per_call_raw_ns", "ns"),
     ("cthread.per_call_minus_raw_ns", "ns"),
     ("cthread.local_ns", "ns"),
     ("cthread.local_minus_bound_ns", "ns"),
+    ("cthread.local_minus_bound_fast_ns", "ns"),
+    ("cthread.local_minus_bound_slow_ns", "ns"),
     ("cthread.cstr_ns", "ns"),
     ("cthread.closure_ns", "ns"),
     ("cthread.closure_concurrent_ns", "ns"),
@@ -152,8 +158,13 @@ enum Probe {
     /// Nanoseconds per call of each callback, on one thread, in blocks of
     /// the given number of calls taking turns: the median over the blocks.
     /// The first callback is the calibration chain; the first value is the
-    /// share of its blocks that ran slow, in percent.
-    Interleaved(Vec<(Callback, i64)>),
+    /// share of its blocks that ran slow, in percent. Then, for each pair
+    /// of callbacks (minuend, subtrahend), the median of their block by
+    /// block differences in the cycles whose calibration block ran fast,
+    /// and in those whose block ran slow (NaN where there was none): fast
+    /// is within [`SLOW_BLOCK`] of the fastest calibration block of the run
+    /// so far, which the cell keeps.
+    Interleaved(Vec<(Callback, i64)>, Vec<(usize, usize)>, Cell<f64>),
     /// Nanoseconds per call of each callback, on a thread of its own, in
     /// blocks taking turns, without the calibration chain: the median over
     /// the blocks. (A per-call callback on a thread that a bound one
@@ -200,7 +211,7 @@ impl Job {
     pub fn run(&self, rows: &Rows) -> Vec<f64> {
         let name = rows.name(self.rows[0]);
         match &self.probe {
-            Probe::Interleaved(callbacks) => {
+            Probe::Interleaved(callbacks, pairs, fastest_so_far) => {
                 let per_block = self.take_turns(rows, callbacks);
                 // The first callback is the calibration chain: the share
                 // of its blocks that ran slow says how much of the sample
@@ -213,7 +224,30 @@ impl Job {
                     .filter(|&&ns| ns > SLOW_BLOCK * fastest)
                     .count();
                 let mut values = vec![100.0 * slow as f64 / calibration.len() as f64];
+                // For the split differences, against the whole run so far:
+                // a sample taken all in a slow phase has no fast block.
+                fastest_so_far.set(fastest_so_far.get().min(fastest));
+                let fast: Vec<bool> = calibration
+                    .iter()
+                    .map(|&ns| ns <= SLOW_BLOCK * fastest_so_far.get())
+                    .collect();
                 values.extend(per_block.iter().map(|ns| Summary::of(ns).median));
+                for &(minuend, subtrahend) in pairs {
+                    for phase in [true, false] {
+                        let differences: Vec<f64> = per_block[minuend]
+                            .iter()
+                            .zip(&per_block[subtrahend])
+                            .zip(&fast)
+                            .filter(|&(_, &fast)| fast == phase)
+                            .map(|((a, b), _)| a - b)
+                            .collect();
+                        values.push(if differences.is_empty() {
+                            f64::NAN
+                        } else {
+                            Summary::of(&differences).median
+                        });
+                    }
+                }
                 values
             }
             Probe::Turns(callbacks) => self
@@ -498,6 +532,36 @@ pub fn plan(
         });
     }
 
+    // Block by block differences split by the calibration chain's speed
+    // in the same cycle: what a difference is while the machine runs fast,
+    // and while it runs slow, from one run.
+    let position = |row: usize| {
+        turns
+            .iter()
+            .position(|turn| turn.1 == row)
+            .expect("a row that takes turns")
+    };
+    let mut pairs = Vec::new();
+    let mut phase_rows = Vec::new();
+    for place in places {
+        let row = |key: &str| rows.find(key, place.name);
+        for (split, minuend, subtrahend) in [
+            (
+                "cthread.bound_minus_raw",
+                "cthread.bound_ns",
+                "cthread.raw_ns",
+            ),
+            (
+                "cthread.local_minus_bound",
+                "cthread.local_ns",
+                "cthread.bound_ns",
+            ),
+        ] {
+            pairs.push((position(row(minuend)), position(row(subtrahend))));
+            phase_rows.push(row(&format!("{split}_fast_ns")));
+            phase_rows.push(row(&format!("{split}_slow_ns")));
+        }
+    }
     let (callbacks, turn_rows): (Vec<_>, Vec<_>) = turns
         .into_iter()
         .map(|(callback, row, name)| ((callback, calls_taking(&name, callback, BLOCK_NS)), row))
@@ -505,8 +569,12 @@ pub fn plan(
     jobs.insert(
         0,
         Job {
-            probe: Probe::Interleaved(callbacks),
-            rows: [slow_blocks].into_iter().chain(turn_rows).collect(),
+            probe: Probe::Interleaved(callbacks, pairs, Cell::new(f64::INFINITY)),
+            rows: [slow_blocks]
+                .into_iter()
+                .chain(turn_rows)
+                .chain(phase_rows)
+                .collect(),
         },
     );
     Plan {
