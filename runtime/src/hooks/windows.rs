@@ -10,8 +10,8 @@
 //! callback at all: `TlsAlloc` slots have none.
 //!
 //! FLS is per fiber, the context slot per thread. The value stored marks
-//! the fiber it was stored on ([`fiber_mark`]: the fiber's address, or an
-//! address of the thread's own while it is not a fiber), so no two fibers
+//! the fiber it was stored on ([`fiber_mark`]: the fiber's address, or a
+//! number of the thread's own while it is not a fiber), so no two fibers
 //! hold the same value. The callback runs on the thread that makes a
 //! fiber's data go away, with that data's value; it tells two cases apart:
 //!
@@ -34,6 +34,7 @@
 //! crate: six signatures of `kernel32`, which std links already, do not
 //! justify a dependency.
 
+use core::cell::Cell;
 use core::ffi::c_void;
 use core::ptr;
 use std::sync::Once;
@@ -89,17 +90,31 @@ fn arm(index: u32) {
 }
 
 /// The FLS value that marks the running fiber: its address (unique while
-/// it lives, and no two threads run one fiber at once), or while the
-/// thread is not a fiber the address of a thread-local of its own (unique
-/// among live threads, and neither kind of address is the other).
+/// it lives, and no two threads run one fiber at once; the data that holds
+/// it goes away with it), or while the thread is not a fiber the thread's
+/// [`thread_mark`].
 fn fiber_mark() -> *const c_void {
+    running_fiber().unwrap_or_else(thread_mark)
+}
+
+/// The mark of the calling thread while it is not a fiber: an odd number,
+/// which no fiber's address is, taken once per thread from a process-wide
+/// count, so that no other thread, live or gone, has it. (The data it is
+/// stored in can outlive the thread: `ConvertThreadToFiber` hands the
+/// thread's data to the fiber it makes, which a thread exiting on another
+/// fiber leaves behind.)
+fn thread_mark() -> *const c_void {
     thread_local! {
-        static MARK: u8 = const { 0 };
+        static MARK: Cell<usize> = const { Cell::new(0) };
     }
-    match running_fiber() {
-        Some(fiber) => fiber,
-        None => MARK.with(|mark| ptr::from_ref(mark).cast()),
-    }
+    static MARKS: AtomicUsize = AtomicUsize::new(0);
+    MARK.with(|mark| {
+        if mark.get() == 0 {
+            // Relaxed: only the count's uniqueness matters.
+            mark.set(MARKS.fetch_add(1, Ordering::Relaxed) * 2 + 1);
+        }
+        ptr::without_provenance(mark.get())
+    })
 }
 
 /// The running fiber, or `None` while the thread is not a fiber (or on an
