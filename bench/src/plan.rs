@@ -368,6 +368,7 @@ pub fn plan(
         CALIBRATION.to_owned(),
     )];
     let mut jobs = Vec::new();
+    let (mut pairs, mut phase_rows) = (Vec::new(), Vec::new());
     for place in places {
         let c = place.callbacks;
         let row = |key: &str| rows.find(key, place.name);
@@ -388,24 +389,37 @@ pub fn plan(
         ] {
             turns.push((callback, row(key), rows.name(row(key))));
         }
-        // Rows that take turns on one thread, compared round by round.
+        // Rows that take turns on one thread, compared round by round, and
+        // block by block split by the calibration chain's speed in the
+        // same cycle: what a difference is while the machine runs fast,
+        // and while it runs slow, from one run.
+        let position = |row: usize| {
+            turns
+                .iter()
+                .position(|turn| turn.1 == row)
+                .expect("a row that takes turns")
+        };
         for (difference, minuend, subtrahend) in [
             (
-                "cthread.bound_minus_raw_ns",
+                "cthread.bound_minus_raw",
                 "cthread.bound_ns",
                 "cthread.raw_ns",
             ),
             (
-                "cthread.local_minus_bound_ns",
+                "cthread.local_minus_bound",
                 "cthread.local_ns",
                 "cthread.bound_ns",
             ),
         ] {
+            let (minuend, subtrahend) = (row(minuend), row(subtrahend));
             differences.push(Difference {
-                row: row(difference),
-                minuend: row(minuend),
-                subtrahend: row(subtrahend),
+                row: row(&format!("{difference}_ns")),
+                minuend,
+                subtrahend,
             });
+            pairs.push((position(minuend), position(subtrahend)));
+            phase_rows.push(row(&format!("{difference}_fast_ns")));
+            phase_rows.push(row(&format!("{difference}_slow_ns")));
         }
         let per_call = Callback::Int(c.per_call);
         let raw = Callback::Int(c.raw);
@@ -532,36 +546,6 @@ pub fn plan(
         });
     }
 
-    // Block by block differences split by the calibration chain's speed
-    // in the same cycle: what a difference is while the machine runs fast,
-    // and while it runs slow, from one run.
-    let position = |row: usize| {
-        turns
-            .iter()
-            .position(|turn| turn.1 == row)
-            .expect("a row that takes turns")
-    };
-    let mut pairs = Vec::new();
-    let mut phase_rows = Vec::new();
-    for place in places {
-        let row = |key: &str| rows.find(key, place.name);
-        for (split, minuend, subtrahend) in [
-            (
-                "cthread.bound_minus_raw",
-                "cthread.bound_ns",
-                "cthread.raw_ns",
-            ),
-            (
-                "cthread.local_minus_bound",
-                "cthread.local_ns",
-                "cthread.bound_ns",
-            ),
-        ] {
-            pairs.push((position(row(minuend)), position(row(subtrahend))));
-            phase_rows.push(row(&format!("{split}_fast_ns")));
-            phase_rows.push(row(&format!("{split}_slow_ns")));
-        }
-    }
     let (callbacks, turn_rows): (Vec<_>, Vec<_>) = turns
         .into_iter()
         .map(|(callback, row, name)| ((callback, calls_taking(&name, callback, BLOCK_NS)), row))
