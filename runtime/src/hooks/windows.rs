@@ -262,8 +262,10 @@ unsafe extern "system" fn on_fiber_exit(value: *const c_void) {
     // SAFETY: `index` is a live FLS index (a value was stored in it).
     let running = unsafe { FlsGetValue(index) };
     if !ptr::eq(running, value) && running_fiber() != Some(value) {
-        // Another fiber's data: the thread goes on with what it has.
-        if running.is_null() && (crate::thread::holds_context() || crate::last_error::is_set()) {
+        // Another fiber's data: the thread goes on with what it has, and
+        // arms its running fiber (unless it is armed) in case the deleted
+        // one carried its hook.
+        if crate::thread::holds_context() || crate::last_error::is_set() {
             arm(index);
         }
         return;
