@@ -319,9 +319,7 @@ static DWORD WINAPI fiber_deleter(void *unused) {
 
 static void fiber_delete(void) {
     fixture_stats_t start = fixture_snapshot(&lib);
-    HANDLE thread = CreateThread(NULL, 0, delete_binding_fiber, NULL, 0, NULL);
-    CHECK(thread, "CreateThread: error %lu", GetLastError());
-    fixture_join(thread);
+    fixture_join(fixture_spawn(delete_binding_fiber, NULL));
     fixture_stats_t same = fixture_wait_bound(&lib, start.contexts_bound, 10);
     fixture_print_stats("same_thread: ", &same);
     CHECK(same.contexts_bound == start.contexts_bound, "the context was not released at exit");
@@ -334,9 +332,8 @@ static void fiber_delete(void) {
     fiber_ready = CreateEventA(NULL, TRUE, FALSE, NULL);
     fiber_deleted = CreateEventA(NULL, TRUE, FALSE, NULL);
     CHECK(fiber_ready && fiber_deleted, "CreateEvent: error %lu", GetLastError());
-    HANDLE owner = CreateThread(NULL, 0, fiber_owner, NULL, 0, NULL);
-    HANDLE deleter = CreateThread(NULL, 0, fiber_deleter, NULL, 0, NULL);
-    CHECK(owner && deleter, "CreateThread: error %lu", GetLastError());
+    HANDLE owner = fixture_spawn(fiber_owner, NULL);
+    HANDLE deleter = fixture_spawn(fiber_deleter, NULL);
     fixture_join(owner);
     fixture_join(deleter);
     fixture_stats_t cross = fixture_wait_bound(&lib, start.contexts_bound, 10);
