@@ -1,6 +1,7 @@
 /* The C side of callgate-bench: pthreads calling Rust callbacks through a
  * volatile function pointer, so the compiler can neither inline the call nor
  * hoist the load of the pointer out of the loop. */
+#define _GNU_SOURCE /* sched_getcpu, CPU_SET, pthread_{get,set}affinity_np */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -280,20 +281,49 @@ static void *one_call(void *raw) {
     return NULL;
 }
 
-int bench_first_calls(const bench_int_fn *fns, int count, int threads, int64_t *first_ns) {
+int bench_first_calls(const bench_int_fn *fns, int count, int threads, int one_cpu,
+                      int64_t *first_ns) {
+    cpu_set_t saved, pinned;
+    pthread_attr_t attr;
+    pthread_attr_t *attr_or_null = NULL;
+    if (one_cpu) {
+        /* The calling thread, which creates the threads (and so writes their
+         * TLS blocks), and every thread it creates, all on the CPU it runs
+         * on now: each thread starts where the one before it exited. */
+        int cpu = sched_getcpu();
+        if (cpu < 0 || pthread_getaffinity_np(pthread_self(), sizeof saved, &saved) != 0) {
+            return -2;
+        }
+        CPU_ZERO(&pinned);
+        CPU_SET(cpu, &pinned);
+        if (pthread_setaffinity_np(pthread_self(), sizeof pinned, &pinned) != 0) return -2;
+        if (pthread_attr_init(&attr) != 0 ||
+            pthread_attr_setaffinity_np(&attr, sizeof pinned, &pinned) != 0) {
+            pthread_setaffinity_np(pthread_self(), sizeof saved, &saved);
+            return -2;
+        }
+        attr_or_null = &attr;
+    }
     int wrong = 0;
-    for (int i = 0; i < threads; i++) {
+    for (int i = 0; i < threads && wrong >= 0; i++) {
         /* Each round starts with the next function, so none always follows
          * the same one. */
         for (int turn = 0; turn < count; turn++) {
             int k = (i + turn) % count;
             single_call job = {.fn = fns[k]};
             pthread_t id;
-            if (pthread_create(&id, NULL, timed_first_call, &job) != 0) return -1;
+            if (pthread_create(&id, attr_or_null, timed_first_call, &job) != 0) {
+                wrong = -1;
+                break;
+            }
             pthread_join(id, NULL);
             first_ns[(size_t)k * (size_t)threads + (size_t)i] = job.elapsed_ns;
             if (job.value != 1) wrong++;
         }
+    }
+    if (one_cpu) {
+        pthread_attr_destroy(&attr);
+        pthread_setaffinity_np(pthread_self(), sizeof saved, &saved);
     }
     return wrong;
 }

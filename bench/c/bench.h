@@ -99,9 +99,13 @@ int bench_scaling_pair(bench_scaling *spec);
 /* For each of `threads` rounds, creates and joins one pthread per function
  * of `fns`, one after another (round i starts with `fns[i % count]`); each
  * times its first call of `fns[k](0)` and
- * stores the nanoseconds in `first_ns[k * threads + i]`. Returns how many of
- * those calls did not return 1, or -1 on a pthread failure. */
-int bench_first_calls(const bench_int_fn *fns, int count, int threads, int64_t *first_ns);
+ * stores the nanoseconds in `first_ns[k * threads + i]`. With `one_cpu`,
+ * the calling thread and the threads it creates run only on the CPU the
+ * caller is on at the start (the caller's affinity is restored at the end).
+ * Returns how many of those calls did not return 1, -1 on a pthread
+ * failure, or -2 if `one_cpu` and the affinity could not be set. */
+int bench_first_calls(const bench_int_fn *fns, int count, int threads, int one_cpu,
+                      int64_t *first_ns);
 
 /* `x + 1`, after doing in C what a thread's first callback does at the
  * least: read a thread-local slot, pop a context from a lock-free list

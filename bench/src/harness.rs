@@ -182,6 +182,7 @@ unsafe extern "C" {
         fns: *const IntFn,
         count: c_int,
         threads: c_int,
+        one_cpu: c_int,
         first_ns: *mut i64,
     ) -> c_int;
     fn bench_churn(fns: *const IntFn, count: c_int, threads: c_int, total_ns: *mut i64) -> c_int;
@@ -352,7 +353,16 @@ pub fn scaling(name: &str, cb: IntFn, chunk_calls: i64, block_ns: f64, cycles: u
 /// For each of `threads` rounds, creates and joins one pthread per callback
 /// of `cbs`, one after another (so the callbacks take turns); returns how
 /// long each thread's first call took, in nanoseconds, per callback.
-pub fn first_calls(name: &str, cbs: &[IntFn], threads: usize) -> Vec<Vec<f64>> {
+///
+/// With `one_cpu`, the calling thread and every thread it creates run on
+/// the CPU the caller is on at the start; `None` if the affinity cannot be
+/// set (a single allowed CPU is fine).
+pub fn first_calls(
+    name: &str,
+    cbs: &[IntFn],
+    threads: usize,
+    one_cpu: bool,
+) -> Option<Vec<Vec<f64>>> {
     let mut first_ns = vec![0_i64; threads * cbs.len()];
     // SAFETY: `first_ns` has room for `threads` values per callback; the
     // callbacks are valid.
@@ -361,14 +371,20 @@ pub fn first_calls(name: &str, cbs: &[IntFn], threads: usize) -> Vec<Vec<f64>> {
             cbs.as_ptr(),
             c_int::try_from(cbs.len()).expect("callback count fits in int"),
             c_int::try_from(threads).expect("thread count fits in int"),
+            c_int::from(one_cpu),
             first_ns.as_mut_ptr(),
         )
     };
+    if wrong == -2 {
+        return None;
+    }
     check_single_calls(name, wrong);
-    first_ns
-        .chunks(threads)
-        .map(|ns| ns.iter().map(|&ns| ns as f64).collect())
-        .collect()
+    Some(
+        first_ns
+            .chunks(threads)
+            .map(|ns| ns.iter().map(|&ns| ns as f64).collect())
+            .collect(),
+    )
 }
 
 /// For each of `threads` rounds, creates and joins one pthread per callback

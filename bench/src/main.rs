@@ -49,6 +49,15 @@
 //! the cycles whose calibration block ran within 15 % of the run's
 //! fastest so far, and over the others.
 //!
+//! A new thread's first call is timed beside a plain function's, the same
+//! work written in C and one thread-local store in C
+//! (`first_call{,.raw,.c_bind,.c_tls}_ns`), and the callback's and the C
+//! version's again with the benchmark's thread and every thread it creates
+//! held on one CPU (`first_call.one_cpu_ns`,
+//! `first_call.c_bind_one_cpu_ns`): each thread then starts where the one
+//! before it exited, so the gap between the two rows is the first call's
+//! own work, without lines fetched from another CPU.
+//!
 //! The fixture builds are made with cargo on start (same profile as this
 //! binary); set `CALLGATE_BENCH_FIXTURE=/path/to/lib.so` to load another
 //! build (the padded and portable builds are then skipped).
@@ -815,6 +824,12 @@ fn checks(
         }),
         figure("first_call.raw_ns", " ns", None, &|p| {
             median("first_call.raw_ns", p)
+        }),
+        figure("first_call.one_cpu_ns", " ns", None, &|p| {
+            median("first_call.one_cpu_ns", p)
+        }),
+        figure("first_call.c_bind_one_cpu_ns", " ns", None, &|p| {
+            median("first_call.c_bind_one_cpu_ns", p)
         }),
     ];
     if !placements.is_empty() {

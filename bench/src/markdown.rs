@@ -62,7 +62,7 @@ const fn line(label: &'static str, unit: Unit, cells: Cells, go: Go) -> Line {
 }
 
 /// The main table's lines, in order.
-const LINES: [Line; 28] = [
+const LINES: [Line; 30] = [
     line(
         "calibration: a fixed chain of 100 dependent additions in C, ns",
         Unit::Plain,
@@ -229,6 +229,18 @@ const LINES: [Line; 28] = [
         "… one store to a `_Thread_local` variable in C, ns",
         Unit::Plain,
         Cells::Summary("first_call.c_tls_ns"),
+        Go::None,
+    ),
+    line(
+        "first callback on a new thread, every thread on one CPU, ns",
+        Unit::Plain,
+        Cells::Summary("first_call.one_cpu_ns"),
+        Go::None,
+    ),
+    line(
+        "… the least a first call does, in C, every thread on one CPU, ns",
+        Unit::Plain,
+        Cells::Summary("first_call.c_bind_one_cpu_ns"),
         Go::None,
     ),
 ];

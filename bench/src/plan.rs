@@ -2,6 +2,7 @@
 //! that fill them, one sample of each row per round.
 
 use std::cell::Cell;
+use std::sync::Once;
 
 use crate::Callbacks;
 use crate::harness::{self, Block, Callback, IntFn};
@@ -25,7 +26,7 @@ const FIRST_CALL_THREADS: usize = 200;
 const CHURN_THREADS: usize = 400;
 
 /// The rows measured for every [`Place`], in report order: key and unit.
-const PLACE_ROWS: [(&str, &str); 31] = [
+const PLACE_ROWS: [(&str, &str); 33] = [
     ("cthread.raw_ns", "ns"),
     ("cthread.raw_cstr_ns", "ns"),
     ("cthread.bound_ns", "ns"),
@@ -57,6 +58,8 @@ const PLACE_ROWS: [(&str, &str); 31] = [
     ("first_call.raw_ns", "ns"),
     ("first_call.c_bind_ns", "ns"),
     ("first_call.c_tls_ns", "ns"),
+    ("first_call.one_cpu_ns", "ns"),
+    ("first_call.c_bind_one_cpu_ns", "ns"),
 ];
 
 /// The calibration row's key: a fixed chain of dependent additions in C,
@@ -176,8 +179,10 @@ enum Probe {
     /// over the first.
     Scaling(IntFn, i64),
     /// Mean nanoseconds of a new thread's first call, per callback; the
-    /// callbacks take turns, thread by thread.
-    FirstCalls(Vec<IntFn>),
+    /// callbacks take turns, thread by thread. With `true`, the threads
+    /// all run on one CPU, the one the benchmark's thread is on (NaN if
+    /// the affinity cannot be set).
+    FirstCalls(Vec<IntFn>, bool),
     /// Microseconds per thread to create it, make one call, exit and join,
     /// per callback; the callbacks take turns, thread by thread.
     Churn(Vec<IntFn>),
@@ -264,10 +269,24 @@ impl Job {
                     rates.two_threads / rates.one_thread,
                 ]
             }
-            Probe::FirstCalls(cbs) => harness::first_calls(&name, cbs, FIRST_CALL_THREADS)
-                .iter()
-                .map(|firsts| firsts.iter().sum::<f64>() / firsts.len() as f64)
-                .collect(),
+            &Probe::FirstCalls(ref cbs, one_cpu) => {
+                match harness::first_calls(&name, cbs, FIRST_CALL_THREADS, one_cpu) {
+                    Some(firsts) => firsts
+                        .iter()
+                        .map(|firsts| firsts.iter().sum::<f64>() / firsts.len() as f64)
+                        .collect(),
+                    None => {
+                        static SKIPPED: Once = Once::new();
+                        SKIPPED.call_once(|| {
+                            eprintln!(
+                                "callgate-bench: first calls on one CPU: skipped, the threads' \
+                                 CPU affinity cannot be set"
+                            );
+                        });
+                        vec![f64::NAN; cbs.len()]
+                    }
+                }
+            }
             Probe::Churn(cbs) => harness::churn(&name, cbs, CHURN_THREADS)
                 .iter()
                 .map(|ns| ns / CHURN_THREADS as f64 / 1000.0)
@@ -466,12 +485,22 @@ pub fn plan(
         // thread-local store) beside the callback.
         let (c_bind, c_tls): (IntFn, IntFn) = (harness::bench_c_bind, harness::bench_c_tls);
         jobs.push(Job {
-            probe: Probe::FirstCalls(vec![c.bound, c.raw, c_bind, c_tls]),
+            probe: Probe::FirstCalls(vec![c.bound, c.raw, c_bind, c_tls], false),
             rows: vec![
                 row("first_call_ns"),
                 row("first_call.raw_ns"),
                 row("first_call.c_bind_ns"),
                 row("first_call.c_tls_ns"),
+            ],
+        });
+        // The callback and the C version again, with every thread on one
+        // CPU: each starts where the one before it exited and released its
+        // context, so neither fetches lines from another CPU.
+        jobs.push(Job {
+            probe: Probe::FirstCalls(vec![c.bound, c_bind], true),
+            rows: vec![
+                row("first_call.one_cpu_ns"),
+                row("first_call.c_bind_one_cpu_ns"),
             ],
         });
     }
@@ -509,7 +538,7 @@ pub fn plan(
             rows: vec![per_call_raw, per_call],
         });
         jobs.push(Job {
-            probe: Probe::FirstCalls(vec![c.bound, c.raw]),
+            probe: Probe::FirstCalls(vec![c.bound, c.raw], false),
             rows: vec![
                 add(&mut rows, "first_call_dynamic_tls_ns"),
                 add(&mut rows, "first_call.raw_dynamic_tls_ns"),
@@ -541,7 +570,7 @@ pub fn plan(
             rows: vec![churn],
         });
         jobs.push(Job {
-            probe: Probe::FirstCalls(vec![go]),
+            probe: Probe::FirstCalls(vec![go], false),
             rows: vec![first_call],
         });
     }
