@@ -100,7 +100,11 @@ impl<T> FreeList<T> {
                     crate::valgrind::happens_after(node);
                     return Some(node);
                 }
-                Err(current) => head = current,
+                Err(current) => {
+                    // Another thread pushed or popped meanwhile.
+                    crate::hint::rarely_taken();
+                    head = current;
+                }
             }
         }
     }

@@ -86,6 +86,7 @@ mod imp {
     /// Stores `node`, the context just bound to the calling thread, in the
     /// pthread key, so `on_thread_exit` releases it when the thread exits.
     /// Called only once [`exit_hook_ready`] returned true.
+    #[inline]
     pub(crate) fn register_exit_hook(node: &'static ContextNode) {
         let Some(key) = key() else {
             unreachable!("a thread was bound without an exit hook")

@@ -299,6 +299,7 @@ mod diag;
 mod failure;
 mod freelist;
 mod gate;
+mod hint;
 #[cfg(all(callgate_loom, test))]
 mod loom_models;
 #[cfg(not(callgate_loom))]

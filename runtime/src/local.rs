@@ -475,19 +475,6 @@ const _: () = assert!(core::mem::offset_of!(Locals, bound) == 32);
 // thread moves the boxes.
 unsafe impl Send for Locals {}
 
-/// Marks the branch it is in as rarely taken, where the compiler can
-/// (`cfg(callgate_cold_path)`, set by the build script): the code after
-/// the branch then falls through, and the branch is laid out of line.
-#[inline(always)]
-fn rarely_taken() {
-    #[cfg(callgate_cold_path)]
-    #[allow(
-        clippy::incompatible_msrv,
-        reason = "compiled only where the compiler has it (build script)"
-    )]
-    core::hint::cold_path();
-}
-
 #[cold]
 fn in_use<T>() -> Failure {
     Failure::new(format!(
@@ -530,7 +517,7 @@ impl Locals {
         // (`last`); a key not looked up yet is 0, never `last`.
         let mut head = self.last_slot.get();
         if entry != self.last.get() {
-            rarely_taken();
+            crate::hint::rarely_taken();
             let index = held_in(entry);
             // SAFETY: owning thread (caller obligation); the borrow ends here.
             head = *unsafe { &*self.table.get() }.get(index as usize)?;

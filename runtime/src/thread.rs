@@ -23,6 +23,7 @@
 use core::ptr;
 
 use crate::context::{CONTEXTS, Context, ContextNode};
+use crate::hint;
 use crate::hooks;
 use crate::settings::{self, AttachMode};
 use crate::tls;
@@ -266,11 +267,15 @@ pub(crate) fn attach(attach: AttachMode) -> &'static ContextNode {
 
 /// `attach` from a context of the free list (or a new one), or from the
 /// cache when the thread becomes bound; `seen` is what the slot held.
-#[cold]
-#[inline(never)]
+///
+/// Inlined into `attach`'s one caller, `boundary::arrive` (cold, out of
+/// line): a thread's first call then runs one function's prologue less.
+#[inline]
 fn attach_slow(attach: AttachMode, mut seen: *const ContextNode) -> &'static ContextNode {
     let mut reused = None;
     if let Some(node) = cached(seen) {
+        // A thread that made per-call calls before its first bound one.
+        hint::rarely_taken();
         // Out of the slot first, so a call from a signal handler cannot
         // take it from the cache meanwhile.
         // SAFETY: null is a slot value.
@@ -313,6 +318,7 @@ fn attach_slow(attach: AttachMode, mut seen: *const ContextNode) -> &'static Con
     }
     // SAFETY: `node` is a node of `CONTEXTS` that serves this thread.
     if let Err(bound) = unsafe { tls::claim(seen, node) } {
+        hint::rarely_taken();
         // A nested call bound the thread meanwhile: use its context.
         // SAFETY: this thread owns `node`, which never served a call, and
         // gives it up.
