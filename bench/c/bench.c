@@ -296,9 +296,10 @@ int bench_first_calls(const bench_int_fn *fns, int count, int threads, int one_c
         }
         CPU_ZERO(&pinned);
         CPU_SET(cpu, &pinned);
-        if (pthread_setaffinity_np(pthread_self(), sizeof pinned, &pinned) != 0) return -2;
-        if (pthread_attr_init(&attr) != 0 ||
-            pthread_attr_setaffinity_np(&attr, sizeof pinned, &pinned) != 0) {
+        if (pthread_attr_init(&attr) != 0) return -2;
+        if (pthread_attr_setaffinity_np(&attr, sizeof pinned, &pinned) != 0 ||
+            pthread_setaffinity_np(pthread_self(), sizeof pinned, &pinned) != 0) {
+            pthread_attr_destroy(&attr);
             pthread_setaffinity_np(pthread_self(), sizeof saved, &saved);
             return -2;
         }
