@@ -235,8 +235,40 @@ extern "C" fn call_cold<R>(
 ) -> R {
     match dynamic_slot(site) {
         Some(slot) => call_dynamic(site, anchor, slot, on_error, on_panic, body),
+        // The slot read null: an unbound thread's first call (or the fast
+        // path closed).
+        None if site.attach == AttachMode::Bound && fast_slot(site).is_null() => {
+            call_first(site, anchor, on_error, on_panic, body)
+        }
         None => call_slow(site, anchor, on_error, on_panic, body),
     }
+}
+
+/// A call from a callback served on a bound thread whose slot read null:
+/// the bound fast path on the context [`bind_first`] binds (or finds),
+/// else the slow path. `extern "C"`, inlined into [`call_cold`] in an
+/// optimised build and out of line in a debug build, as [`call_dynamic`]
+/// is (which see).
+#[cfg_attr(debug_assertions, inline(never))]
+#[cfg_attr(not(debug_assertions), inline(always))]
+// Never called from C: the parameters are Rust values passed between two
+// Rust functions compiled together.
+#[allow(improper_ctypes_definitions)]
+extern "C" fn call_first<R>(
+    site: &Site,
+    anchor: &Anchor,
+    on_error: impl FnOnce() -> R,
+    on_panic: impl FnOnce() -> R,
+    body: impl FnOnce(&Frame) -> Result<R, Failure>,
+) -> R {
+    let node = bind_first(site);
+    if thread::serves(node) {
+        // SAFETY: a value that `serves` accepts from `bind_first` is a node
+        // of `CONTEXTS` serving this thread; `anchor` is in the
+        // trampoline's frame (it passed it here).
+        return unsafe { bound_on(site, &*node, anchor, on_error, on_panic, body) };
+    }
+    call_slow(site, anchor, on_error, on_panic, body)
 }
 
 /// A call in dynamic TLS, with `slot` found through the descriptor: the
@@ -510,6 +542,51 @@ fn dynamic_slot(site: &Site) -> Option<tls::ThreadSlot> {
     }
 }
 
+/// For [`call_first`]: the context serving the calling thread, bound to
+/// it now if the slot holds null, when a call from `site` (a callback
+/// served on a bound thread) may run on it as the bound fast path does.
+/// Null where the slow path has more to do: the gate is shut, a call is
+/// running on the context, the slot holds `EXITED` or a cached context,
+/// or the thread would be served per call.
+///
+/// A thread's first call then runs the trampoline, [`call_cold`], this
+/// and `pthread_setspecific` (or `FlsSetValue`), not [`call_slow`] and
+/// [`arrive`] besides, which lie elsewhere in the binary: on a thread
+/// that just started, each page of code the call runs may cost a TLB miss
+/// (a page walk, two-dimensional in a virtual machine) that the
+/// instruction fetch waits for. Not generic, so one copy serves every
+/// callback, and aligned to 1 KiB, so that its 0.9 KiB on x86-64 do not
+/// straddle two pages.
+#[cold]
+#[inline(never)]
+extern "C" fn bind_first(site: &Site) -> *const ContextNode {
+    align_function::<10>();
+    if site.gate != GatePolicy::Skip && !init::GATE.is_ready() {
+        return core::ptr::null();
+    }
+    init::open_fast_path();
+    let seen = thread::slot();
+    if thread::serves(seen) {
+        // SAFETY: a slot value that `serves` accepts is a node of
+        // `CONTEXTS` serving this thread.
+        let node = unsafe { &*seen };
+        // SAFETY: `node` serves this thread, which owns it.
+        return if unsafe { node.value.is_idle() } {
+            seen
+        } else {
+            core::ptr::null()
+        };
+    }
+    if !seen.is_null() {
+        return core::ptr::null();
+    }
+    // SAFETY: the slot holds null.
+    match unsafe { thread::bind_unbound() } {
+        Some(node) => node,
+        None => core::ptr::null(),
+    }
+}
+
 /// Starts the function this is inlined into (a trampoline) on a 64-byte
 /// boundary, where the build can: its fast path (64 bytes of
 /// straight-line code for an `int (int)` callback on x86-64) then sits in
@@ -525,14 +602,22 @@ fn dynamic_slot(site: &Site) -> Option<tls::ThreadSlot> {
 /// x86-64 Linux only; elsewhere functions keep the compiler's alignment.
 #[inline(always)]
 fn align_to_fetch_line() {
+    align_function::<6>();
+}
+
+/// Starts the function this is inlined into on a `2^LOG2`-byte boundary,
+/// as [`align_to_fetch_line`] does (which see).
+#[inline(always)]
+fn align_function<const LOG2: u32>() {
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     // SAFETY: assembler directives only: no instruction, no register, no
     // memory, no flags, no stack; the current subsection is restored.
     unsafe {
         core::arch::asm!(
             ".subsection 1",
-            ".p2align 6",
+            ".p2align {log2}",
             ".subsection 0",
+            log2 = const LOG2,
             options(nomem, nostack, preserves_flags)
         );
     }

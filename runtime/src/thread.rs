@@ -299,11 +299,77 @@ fn attach_slow(attach: AttachMode, mut seen: *const ContextNode) -> &'static Con
         None => CONTEXTS.pop().unwrap_or_else(new_context),
     };
     // SAFETY: this thread owns `node`, which the cache, `pop` or `alloc`
-    // just handed out, and no callback runs on it yet.
+    // just handed out, and no callback runs on it yet; `seen` is what the
+    // slot held, and `node` came from the cache only if the slot held it
+    // (it was taken out just above).
+    if unsafe { bind(node, seen, per_call, after_exit, reused.is_none()) } {
+        return node;
+    }
+    // A nested call bound the thread meanwhile: use its context.
+    if let Some(bound) = current() {
+        return bound;
+    }
+    // The nested call's per-call context was released again.
+    debug_assert!({
+        let value = tls::get();
+        ptr::eq(value, EXITED) || value.is_null() || cached(value).is_some()
+    });
+    attach_again(attach)
+}
+
+/// The attach of a thread's first call from a callback served on a bound
+/// thread: binds the thread to a context for good, as [`attach`] does for
+/// such a call, and returns it. `None` (having changed nothing) where that
+/// attach would serve the call per call instead (no exit hook, or the
+/// settings ask for it), or where a nested call bound the thread meanwhile
+/// and left it per call: the caller then takes the slow path.
+///
+/// # Safety
+///
+/// The calling thread's slot holds null (the thread is not bound, nothing
+/// is cached).
+#[inline]
+pub(crate) unsafe fn bind_unbound() -> Option<&'static ContextNode> {
+    let per_call = !hooks::HAS_THREAD_EXIT_HOOK
+        || !hooks::exit_hook_ready()
+        || settings::current().attach == AttachMode::PerCall;
+    if per_call {
+        return None;
+    }
+    let node = CONTEXTS.pop().unwrap_or_else(new_context);
+    // SAFETY: this thread owns `node`, which `pop` or `alloc` just handed
+    // out, and no callback runs on it yet; the slot held null (caller
+    // obligation), and `node` did not come from the cache.
+    if unsafe { bind(node, ptr::null(), false, false, true) } {
+        return Some(node);
+    }
+    current()
+}
+
+/// Makes `node` serve the calling thread, whose slot held `seen`: records
+/// how it serves the thread (`per_call`, `after_exit`; `new_thread` when
+/// it did not come from this thread's cache), arms the exit hook and
+/// claims the slot. False when a nested call (a signal handler) claimed
+/// the slot first: `node` is back on the free list then.
+///
+/// # Safety
+///
+/// This thread owns `node`, which no callback runs on yet; `seen` is a
+/// value the slot held since this thread last called into the runtime,
+/// and `new_thread` is false only if `node` came from the slot's cache.
+#[inline(always)]
+unsafe fn bind(
+    node: &'static ContextNode,
+    seen: *const ContextNode,
+    per_call: bool,
+    after_exit: bool,
+    new_thread: bool,
+) -> bool {
+    // SAFETY: this thread owns `node`, and no callback runs on it yet
+    // (caller obligations).
     unsafe {
         debug_assert_eq!(node.value.depth(), 0);
-        node.value
-            .set_per_call(per_call, after_exit, reused.is_none());
+        node.value.set_per_call(per_call, after_exit, new_thread);
     }
     // Armed before the slot is claimed: once claimed, a nested call may
     // use the context, and the destructor must find it if the thread ends
@@ -317,21 +383,15 @@ fn attach_slow(attach: AttachMode, mut seen: *const ContextNode) -> &'static Con
         hooks::register_exit_hook(node);
     }
     // SAFETY: `node` is a node of `CONTEXTS` that serves this thread.
-    if let Err(bound) = unsafe { tls::claim(seen, node) } {
+    if unsafe { tls::claim(seen, node) }.is_err() {
         hint::rarely_taken();
-        // A nested call bound the thread meanwhile: use its context.
         // SAFETY: this thread owns `node`, which never served a call, and
         // gives it up.
         unsafe { CONTEXTS.push(node) };
-        if let Some(bound) = current() {
-            return bound;
-        }
-        // The nested call's per-call context was released again.
-        debug_assert!(ptr::eq(bound, EXITED) || bound.is_null() || cached(bound).is_some());
-        return attach_again(attach);
+        return false;
     }
     node.value.binds.bump();
-    node
+    true
 }
 
 /// A new context, for an attach that found the free list empty.
