@@ -272,7 +272,9 @@ extern "C" fn call_first<R>(
 }
 
 /// A call in dynamic TLS, with `slot` found through the descriptor: the
-/// bound or per-call fast path on what it holds, else the slow path.
+/// bound or per-call fast path on what it holds (on what [`bind_first`]
+/// binds, for an unbound thread's first call from a callback served on a
+/// bound thread), else the slow path.
 /// `extern "C"`, as [`call_slow`] is. Inlined into [`call_cold`] in an
 /// optimised build (one call on this path, as before `call_cold` was
 /// split off); out of line in a debug build, where `call_cold`'s frame
@@ -290,7 +292,11 @@ extern "C" fn call_dynamic<R>(
     on_panic: impl FnOnce() -> R,
     body: impl FnOnce(&Frame) -> Result<R, Failure>,
 ) -> R {
-    let value = slot.get();
+    let mut value = slot.get();
+    if site.attach == AttachMode::Bound && value.is_null() {
+        // An unbound thread's first call: bound as in `call_first`.
+        value = bind_first(site);
+    }
     if thread::serves(value) {
         // SAFETY: a slot value that `serves` accepts is a node of
         // `CONTEXTS` serving this thread; `anchor` is in the
@@ -542,9 +548,10 @@ fn dynamic_slot(site: &Site) -> Option<tls::ThreadSlot> {
     }
 }
 
-/// For [`call_first`]: the context serving the calling thread, bound to
-/// it now if the slot holds null, when a call from `site` (a callback
-/// served on a bound thread) may run on it as the bound fast path does.
+/// For [`call_first`] and [`call_dynamic`]: the context serving the
+/// calling thread, bound to it now if the slot holds null, when a call
+/// from `site` (a callback served on a bound thread) may run on it as the
+/// bound fast path does.
 /// Null where the slow path has more to do: the gate is shut, a call is
 /// running on the context, the slot holds `EXITED` or a cached context,
 /// or the thread would be served per call.
