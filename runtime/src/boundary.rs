@@ -208,8 +208,9 @@ unsafe fn per_call_on<R>(
 
 /// Every call the trampoline's fast paths do not serve: in dynamic TLS
 /// (see [`dynamic_slot`]), where the fast path's slot read finds null,
-/// [`call_dynamic`]; else (a nested call, the fast path closed, a thread
-/// with no context bound or cached) the slow path.
+/// and where a callback served on a bound thread found null,
+/// [`call_unbound`]; else (a nested call, a per-call call with no context
+/// cached or with the fast path closed) the slow path.
 ///
 /// The trampoline calls it from one place: the anchor it passes is the
 /// only use of the trampoline's frame, so where the body reaches nothing
@@ -233,48 +234,23 @@ extern "C" fn call_cold<R>(
     on_panic: impl FnOnce() -> R,
     body: impl FnOnce(&Frame) -> Result<R, Failure>,
 ) -> R {
-    match dynamic_slot(site) {
-        Some(slot) => call_dynamic(site, anchor, slot, on_error, on_panic, body),
-        // The slot read null: an unbound thread's first call (or the fast
-        // path closed).
-        None if site.attach == AttachMode::Bound && fast_slot(site).is_null() => {
-            call_first(site, anchor, on_error, on_panic, body)
-        }
-        None => call_slow(site, anchor, on_error, on_panic, body),
-    }
+    let slot = match dynamic_slot(site) {
+        Some(slot) => Some(slot),
+        // The static read found null on a bound site: an unbound thread's
+        // first call (or the fast path closed).
+        None if site.attach == AttachMode::Bound && fast_slot(site).is_null() => None,
+        None => return call_slow(site, anchor, on_error, on_panic, body),
+    };
+    call_unbound(site, anchor, slot, on_error, on_panic, body)
 }
 
-/// A call from a callback served on a bound thread whose slot read null:
-/// the bound fast path on the context [`bind_first`] binds (or finds),
-/// else the slow path. `extern "C"`, inlined into [`call_cold`] in an
-/// optimised build and out of line in a debug build, as [`call_dynamic`]
-/// is (which see).
-#[cfg_attr(debug_assertions, inline(never))]
-#[cfg_attr(not(debug_assertions), inline(always))]
-// Never called from C: the parameters are Rust values passed between two
-// Rust functions compiled together.
-#[allow(improper_ctypes_definitions)]
-extern "C" fn call_first<R>(
-    site: &Site,
-    anchor: &Anchor,
-    on_error: impl FnOnce() -> R,
-    on_panic: impl FnOnce() -> R,
-    body: impl FnOnce(&Frame) -> Result<R, Failure>,
-) -> R {
-    let node = bind_first(site);
-    if thread::serves(node) {
-        // SAFETY: a value that `serves` accepts from `bind_first` is a node
-        // of `CONTEXTS` serving this thread; `anchor` is in the
-        // trampoline's frame (it passed it here).
-        return unsafe { bound_on(site, &*node, anchor, on_error, on_panic, body) };
-    }
-    call_slow(site, anchor, on_error, on_panic, body)
-}
-
-/// A call in dynamic TLS, with `slot` found through the descriptor: the
-/// bound or per-call fast path on what it holds (on what [`bind_first`]
-/// binds, for an unbound thread's first call from a callback served on a
-/// bound thread), else the slow path.
+/// A call whose fast path's read of the slot found no context to run on:
+/// in dynamic TLS, `slot` is the slot found through the descriptor; else
+/// `None`, for a callback served on a bound thread whose static read found
+/// null. Runs the bound or per-call fast path on what the slot holds, or
+/// on what [`bind_first`] binds for an unbound thread's first call from a
+/// callback served on a bound thread; else the slow path.
+///
 /// `extern "C"`, as [`call_slow`] is. Inlined into [`call_cold`] in an
 /// optimised build (one call on this path, as before `call_cold` was
 /// split off); out of line in a debug build, where `call_cold`'s frame
@@ -284,37 +260,40 @@ extern "C" fn call_first<R>(
 // Never called from C: the parameters are Rust values passed between two
 // Rust functions compiled together.
 #[allow(improper_ctypes_definitions)]
-extern "C" fn call_dynamic<R>(
+extern "C" fn call_unbound<R>(
     site: &Site,
     anchor: &Anchor,
-    slot: tls::ThreadSlot,
+    slot: Option<tls::ThreadSlot>,
     on_error: impl FnOnce() -> R,
     on_panic: impl FnOnce() -> R,
     body: impl FnOnce(&Frame) -> Result<R, Failure>,
 ) -> R {
-    let mut value = slot.get();
+    let mut value = slot
+        .as_ref()
+        .map_or(core::ptr::null(), tls::ThreadSlot::get);
     if site.attach == AttachMode::Bound && value.is_null() {
-        // An unbound thread's first call: bound as in `call_first`.
         value = bind_first(site);
     }
     if thread::serves(value) {
-        // SAFETY: a slot value that `serves` accepts is a node of
-        // `CONTEXTS` serving this thread; `anchor` is in the
-        // trampoline's frame (it passed it here).
+        // SAFETY: a slot value that `serves` accepts (or one `bind_first`
+        // returned, which it accepts) is a node of `CONTEXTS` serving this
+        // thread; `anchor` is in the trampoline's frame (it passed it
+        // here).
         return unsafe { bound_on(site, &*value, anchor, on_error, on_panic, body) };
     }
-    if site.attach == AttachMode::PerCall {
-        if let Some(node) = thread::take_cached_via(&slot, value) {
-            let release = || {
-                // SAFETY: the call that attached `node` per call is
-                // returning: it gives it up, and no call runs on it
-                // any more; `slot` is this thread's.
-                unsafe { thread::release_cached_via(&slot, node) }
-            };
-            // SAFETY: `node` was just taken from the cache on this
-            // thread; `anchor` is in the trampoline's frame.
-            return unsafe { per_call_on(site, node, anchor, release, on_error, on_panic, body) };
-        }
+    if site.attach == AttachMode::PerCall
+        && let Some(slot) = &slot
+        && let Some(node) = thread::take_cached_via(slot, value)
+    {
+        let release = || {
+            // SAFETY: the call that attached `node` per call is
+            // returning: it gives it up, and no call runs on it any more;
+            // `slot` is this thread's.
+            unsafe { thread::release_cached_via(slot, node) }
+        };
+        // SAFETY: `node` was just taken from the cache on this thread;
+        // `anchor` is in the trampoline's frame.
+        return unsafe { per_call_on(site, node, anchor, release, on_error, on_panic, body) };
     }
     call_slow(site, anchor, on_error, on_panic, body)
 }
@@ -482,7 +461,7 @@ fn call_slow_local<R, T: Local>(
 /// A `#[local]` call in dynamic TLS, with `slot` found through the
 /// descriptor: the `#[local]` fast path on what it holds, else the slow
 /// path. `extern "C"`, and inlined into [`call_local_cold`] in an
-/// optimised build only, as [`call_dynamic`] is.
+/// optimised build only, as [`call_unbound`] is.
 #[cfg_attr(debug_assertions, inline(never))]
 #[cfg_attr(not(debug_assertions), inline(always))]
 // Never called from C: the parameters are Rust values passed between two
@@ -532,7 +511,7 @@ fn fast_slot(site: &Site) -> *const ContextNode {
 /// where the slot is known to have no static offset (the library's TLS
 /// block is in dynamic TLS) and the gate is open; `None` otherwise.
 ///
-/// For [`call_cold`] and [`call_local_cold`], whose [`call_dynamic`] and
+/// For [`call_cold`] and [`call_local_cold`], whose [`call_unbound`] and
 /// [`call_local_dynamic`] run the fast paths on what it holds: in dynamic TLS every call would otherwise take
 /// [`call_slow`], with its several accesses to the slot, each a call
 /// into the descriptor's resolver.
@@ -548,7 +527,7 @@ fn dynamic_slot(site: &Site) -> Option<tls::ThreadSlot> {
     }
 }
 
-/// For [`call_first`] and [`call_dynamic`]: the context serving the
+/// For [`call_unbound`]: the context serving the
 /// calling thread, bound to it now if the slot holds null, when a call
 /// from `site` (a callback served on a bound thread) may run on it as the
 /// bound fast path does.
@@ -633,7 +612,7 @@ fn align_function<const LOG2: u32>() {
 /// Every call that is not a fast path's: the gate is shut or not looked
 /// at yet, the thread is not bound (or is served per call with nothing
 /// cached), or a call is recorded as running on it (a nested call, or one
-/// abandoned). In dynamic TLS, [`call_dynamic`] and [`call_local_dynamic`]
+/// abandoned). In dynamic TLS, [`call_unbound`] and [`call_local_dynamic`]
 /// run the fast paths and send only those cases here.
 ///
 /// `extern "C"`, so it cannot unwind (a Rust panic in it aborts, but its
