@@ -290,10 +290,7 @@ fn attach_slow(attach: AttachMode, mut seen: *const ContextNode) -> &'static Con
     // the runtime) is served per call, and caches nothing: nothing would
     // hand a cached context back.
     let after_exit = ptr::eq(seen, EXITED) || !hooks::exit_hook_ready();
-    let per_call = attach == AttachMode::PerCall
-        || !hooks::HAS_THREAD_EXIT_HOOK
-        || after_exit
-        || settings::current().attach == AttachMode::PerCall;
+    let per_call = attach == AttachMode::PerCall || per_call_only(after_exit);
     let node = match reused {
         Some(node) => node,
         None => CONTEXTS.pop().unwrap_or_else(new_context),
@@ -330,10 +327,7 @@ fn attach_slow(attach: AttachMode, mut seen: *const ContextNode) -> &'static Con
 /// is cached).
 #[inline]
 pub(crate) unsafe fn bind_unbound() -> Option<&'static ContextNode> {
-    let per_call = !hooks::HAS_THREAD_EXIT_HOOK
-        || !hooks::exit_hook_ready()
-        || settings::current().attach == AttachMode::PerCall;
-    if per_call {
+    if per_call_only(!hooks::exit_hook_ready()) {
         return None;
     }
     let node = CONTEXTS.pop().unwrap_or_else(new_context);
@@ -344,6 +338,14 @@ pub(crate) unsafe fn bind_unbound() -> Option<&'static ContextNode> {
         return Some(node);
     }
     current()
+}
+
+/// True when an attach serves the calling thread per call whatever its
+/// callback asks: the platform has no exit hook, no exit hook reaches the
+/// thread (`after_exit`), or the settings ask for it.
+#[inline(always)]
+fn per_call_only(after_exit: bool) -> bool {
+    !hooks::HAS_THREAD_EXIT_HOOK || after_exit || settings::current().attach == AttachMode::PerCall
 }
 
 /// Makes `node` serve the calling thread, whose slot held `seen`: records
