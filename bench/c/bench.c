@@ -263,6 +263,9 @@ typedef struct {
     bench_int_fn fn;
     int64_t elapsed_ns;
     int32_t value;
+    /* The CPU the thread ran on, read after the timed call so that the
+     * read touches nothing before it. */
+    int cpu;
 } single_call;
 
 static void *timed_first_call(void *raw) {
@@ -271,6 +274,7 @@ static void *timed_first_call(void *raw) {
     int64_t begin = now_ns();
     self->value = call(0);
     self->elapsed_ns = now_ns() - begin;
+    self->cpu = sched_getcpu();
     return NULL;
 }
 
@@ -281,48 +285,80 @@ static void *one_call(void *raw) {
     return NULL;
 }
 
-int bench_first_calls(const bench_int_fn *fns, int count, int threads, int one_cpu,
-                      int64_t *first_ns) {
-    cpu_set_t saved, pinned;
+/* The first two CPUs of `set`, or -1 where it has fewer. */
+static int two_cpus(const cpu_set_t *set, int cpus[2]) {
+    int found = 0;
+    for (int cpu = 0; cpu < CPU_SETSIZE && found < 2; cpu++) {
+        if (CPU_ISSET(cpu, set)) cpus[found++] = cpu;
+    }
+    return found == 2 ? 0 : -1;
+}
+
+static int pin_self(int cpu) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    return pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
+int bench_first_calls(const bench_int_fn *fns, int count, int threads, int placement,
+                      int64_t *first_ns, int *on_creator_cpu) {
+    cpu_set_t saved;
+    int cpus[2] = {-1, -1};
     pthread_attr_t attr;
     pthread_attr_t *attr_or_null = NULL;
-    if (one_cpu) {
-        /* The calling thread, which creates the threads (and so writes their
-         * TLS blocks), and every thread it creates, all on the CPU it runs
-         * on now: each thread starts where the one before it exited. */
-        int cpu = sched_getcpu();
-        if (cpu < 0 || pthread_getaffinity_np(pthread_self(), sizeof saved, &saved) != 0) {
+    if (placement != BENCH_ANY_CPU) {
+        if (pthread_getaffinity_np(pthread_self(), sizeof saved, &saved) != 0) return -2;
+        if (placement == BENCH_ONE_CPU) {
+            /* The calling thread, which creates the threads (and so writes
+             * their TLS blocks), and every thread it creates, all on the
+             * CPU it runs on now: each thread starts where the one before
+             * it exited. */
+            cpus[0] = cpus[1] = sched_getcpu();
+            if (cpus[0] < 0) return -2;
+        } else if (two_cpus(&saved, cpus) != 0) {
             return -2;
         }
-        CPU_ZERO(&pinned);
-        CPU_SET(cpu, &pinned);
         if (pthread_attr_init(&attr) != 0) return -2;
-        if (pthread_attr_setaffinity_np(&attr, sizeof pinned, &pinned) != 0 ||
-            pthread_setaffinity_np(pthread_self(), sizeof pinned, &pinned) != 0) {
-            pthread_attr_destroy(&attr);
-            pthread_setaffinity_np(pthread_self(), sizeof saved, &saved);
-            return -2;
-        }
         attr_or_null = &attr;
     }
+    for (int k = 0; k < count; k++) on_creator_cpu[k] = 0;
     int wrong = 0;
     for (int i = 0; i < threads && wrong >= 0; i++) {
         /* Each round starts with the next function, so none always follows
          * the same one. */
         for (int turn = 0; turn < count; turn++) {
             int k = (i + turn) % count;
-            single_call job = {.fn = fns[k]};
+            if (attr_or_null != NULL) {
+                /* On two CPUs, the creating thread moves to the CPU the
+                 * thread before ran on, and the new thread runs on the
+                 * other one: it starts on neither the CPU that wrote its
+                 * TLS block nor the one that last released a context. */
+                int from = cpus[(i * count + turn) % 2];
+                int to = from == cpus[0] ? cpus[1] : cpus[0];
+                cpu_set_t pinned;
+                CPU_ZERO(&pinned);
+                CPU_SET(to, &pinned);
+                if (pin_self(from) != 0 ||
+                    pthread_attr_setaffinity_np(&attr, sizeof pinned, &pinned) != 0) {
+                    wrong = -2;
+                    break;
+                }
+            }
+            single_call job = {.fn = fns[k], .cpu = -1};
             pthread_t id;
+            int creator_cpu = sched_getcpu();
             if (pthread_create(&id, attr_or_null, timed_first_call, &job) != 0) {
                 wrong = -1;
                 break;
             }
             pthread_join(id, NULL);
             first_ns[(size_t)k * (size_t)threads + (size_t)i] = job.elapsed_ns;
+            if (job.cpu >= 0 && job.cpu == creator_cpu) on_creator_cpu[k]++;
             if (job.value != 1) wrong++;
         }
     }
-    if (one_cpu) {
+    if (attr_or_null != NULL) {
         pthread_attr_destroy(&attr);
         pthread_setaffinity_np(pthread_self(), sizeof saved, &saved);
     }

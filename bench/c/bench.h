@@ -96,16 +96,34 @@ typedef struct {
  * same machine. Returns 0 (aborts if a thread cannot be created). */
 int bench_scaling_pair(bench_scaling *spec);
 
+/* Where `bench_first_calls` runs the threads it creates. */
+enum {
+    /* Where the scheduler puts them. */
+    BENCH_ANY_CPU = 0,
+    /* The calling thread and every thread it creates on the CPU the caller
+     * is on at the start: each thread starts where the one before it
+     * exited and where it was created. */
+    BENCH_ONE_CPU = 1,
+    /* On the first two CPUs of the caller's affinity, alternately: the
+     * calling thread moves to the CPU the thread before ran on, and creates
+     * the next on the other one, which so starts on neither the CPU that
+     * created it nor the one the thread before it exited on. */
+    BENCH_OTHER_CPU = 2,
+};
+
 /* For each of `threads` rounds, creates and joins one pthread per function
  * of `fns`, one after another (round i starts with `fns[i % count]`); each
  * times its first call of `fns[k](0)` and
- * stores the nanoseconds in `first_ns[k * threads + i]`. With `one_cpu`,
- * the calling thread and the threads it creates run only on the CPU the
- * caller is on at the start (the caller's affinity is restored at the end).
+ * stores the nanoseconds in `first_ns[k * threads + i]`, and
+ * `on_creator_cpu[k]` counts those of `fns[k]`'s threads that ran on the
+ * CPU their creator was on just before creating them. `placement` is one
+ * of the `BENCH_*_CPU` values; where it pins threads, the caller's
+ * affinity is restored at the end.
  * Returns how many of those calls did not return 1, -1 on a pthread
- * failure, or -2 if `one_cpu` and the affinity could not be set. */
-int bench_first_calls(const bench_int_fn *fns, int count, int threads, int one_cpu,
-                      int64_t *first_ns);
+ * failure, or -2 if the placement cannot be had (the affinity cannot be
+ * set, or `BENCH_OTHER_CPU` and the caller may run on one CPU only). */
+int bench_first_calls(const bench_int_fn *fns, int count, int threads, int placement,
+                      int64_t *first_ns, int *on_creator_cpu);
 
 /* `x + 1`, after doing in C what a thread's first callback does at the
  * least: read a thread-local slot, pop a context from a lock-free list

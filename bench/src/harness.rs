@@ -182,8 +182,9 @@ unsafe extern "C" {
         fns: *const IntFn,
         count: c_int,
         threads: c_int,
-        one_cpu: c_int,
+        placement: c_int,
         first_ns: *mut i64,
+        on_creator_cpu: *mut c_int,
     ) -> c_int;
     fn bench_churn(fns: *const IntFn, count: c_int, threads: c_int, total_ns: *mut i64) -> c_int;
 }
@@ -350,29 +351,56 @@ pub fn scaling(name: &str, cb: IntFn, chunk_calls: i64, block_ns: f64, cycles: u
     }
 }
 
+/// Where [`first_calls`] runs the threads it creates (`BENCH_*_CPU` in
+/// `bench.h`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Cpus {
+    /// Where the scheduler puts them.
+    Any = 0,
+    /// The calling thread and every thread it creates on the CPU the caller
+    /// is on at the start.
+    One = 1,
+    /// Each thread on the other of two CPUs than the one its creator and
+    /// the thread before it ran on.
+    Other = 2,
+}
+
+/// A new thread's first calls, per callback (see [`first_calls`]).
+pub struct FirstCalls {
+    /// Nanoseconds of each thread's first call.
+    pub ns: Vec<f64>,
+    /// How many of the threads ran on the CPU their creator was on just
+    /// before creating them.
+    pub on_creator_cpu: usize,
+}
+
 /// For each of `threads` rounds, creates and joins one pthread per callback
 /// of `cbs`, one after another (so the callbacks take turns); returns how
-/// long each thread's first call took, in nanoseconds, per callback.
+/// long each thread's first call took, in nanoseconds, per callback, and
+/// where the threads ran.
 ///
-/// With `one_cpu`, the calling thread and every thread it creates run on
-/// the CPU the caller is on at the start; `None` if the affinity cannot be
-/// set (a single allowed CPU is fine).
+/// `cpus` says where the threads run; `None` if it cannot be had (the
+/// affinity cannot be set, or [`Cpus::Other`] and the benchmark may
+/// run on one CPU only).
 pub fn first_calls(
     name: &str,
     cbs: &[IntFn],
     threads: usize,
-    one_cpu: bool,
-) -> Option<Vec<Vec<f64>>> {
+    cpus: Cpus,
+) -> Option<Vec<FirstCalls>> {
     let mut first_ns = vec![0_i64; threads * cbs.len()];
-    // SAFETY: `first_ns` has room for `threads` values per callback; the
-    // callbacks are valid.
+    let mut on_creator_cpu: Vec<c_int> = vec![0; cbs.len()];
+    // SAFETY: `first_ns` has room for `threads` values per callback and
+    // `on_creator_cpu` for one count per callback; the callbacks are
+    // valid.
     let wrong = unsafe {
         bench_first_calls(
             cbs.as_ptr(),
             c_int::try_from(cbs.len()).expect("callback count fits in int"),
             c_int::try_from(threads).expect("thread count fits in int"),
-            c_int::from(one_cpu),
+            cpus as c_int,
             first_ns.as_mut_ptr(),
+            on_creator_cpu.as_mut_ptr(),
         )
     };
     if wrong == -2 {
@@ -382,7 +410,11 @@ pub fn first_calls(
     Some(
         first_ns
             .chunks(threads)
-            .map(|ns| ns.iter().map(|&ns| ns as f64).collect())
+            .zip(on_creator_cpu)
+            .map(|(ns, on_creator_cpu)| FirstCalls {
+                ns: ns.iter().map(|&ns| ns as f64).collect(),
+                on_creator_cpu: usize::try_from(on_creator_cpu).unwrap_or(0),
+            })
             .collect(),
     )
 }

@@ -51,12 +51,19 @@
 //!
 //! A new thread's first call is timed beside a plain function's, the same
 //! work written in C and one thread-local store in C
-//! (`first_call{,.raw,.c_bind,.c_tls}_ns`), and the callback's and the C
-//! version's again with the benchmark's thread and every thread it creates
-//! held on one CPU (`first_call.one_cpu_ns`,
-//! `first_call.c_bind_one_cpu_ns`): each thread then starts where the one
-//! before it exited, so the gap between the two rows is the first call's
-//! own work, without lines fetched from another CPU.
+//! (`first_call{,.raw,.c_bind,.c_tls}_ns`), on threads the scheduler
+//! places, with the share of them that ran on the CPU of the thread that
+//! created them (`first_call.on_creator_cpu_pct`: it differs from one
+//! sample to the next, and the first call with it). The callback's and
+//! the C version's are timed again in two fixed placements: with the
+//! benchmark's thread and every thread it creates held on one CPU
+//! (`first_call.one_cpu_ns`, `first_call.c_bind_one_cpu_ns`), where each
+//! thread starts where the one before it exited, so the gap between the
+//! two rows is the first call's own work, without lines fetched from
+//! another CPU; and with each thread on another CPU than the thread that
+//! created it and the thread before it (`first_call.other_cpu_ns`,
+//! `first_call.c_bind_other_cpu_ns`), where every line the call finds
+//! written comes from another CPU.
 //!
 //! The fixture builds are made with cargo on start (same profile as this
 //! binary); set `CALLGATE_BENCH_FIXTURE=/path/to/lib.so` to load another
@@ -830,6 +837,15 @@ fn checks(
         }),
         figure("first_call.c_bind_one_cpu_ns", " ns", None, &|p| {
             median("first_call.c_bind_one_cpu_ns", p)
+        }),
+        figure("first_call.other_cpu_ns", " ns", None, &|p| {
+            median("first_call.other_cpu_ns", p)
+        }),
+        figure("first_call.c_bind_other_cpu_ns", " ns", None, &|p| {
+            median("first_call.c_bind_other_cpu_ns", p)
+        }),
+        figure("first_call.on_creator_cpu_pct", " %", None, &|p| {
+            median("first_call.on_creator_cpu_pct", p)
         }),
     ];
     if !placements.is_empty() {

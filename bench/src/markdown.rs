@@ -62,7 +62,7 @@ const fn line(label: &'static str, unit: Unit, cells: Cells, go: Go) -> Line {
 }
 
 /// The main table's lines, in order.
-const LINES: [Line; 30] = [
+const LINES: [Line; 33] = [
     line(
         "calibration: a fixed chain of 100 dependent additions in C, ns",
         Unit::Plain,
@@ -232,6 +232,12 @@ const LINES: [Line; 30] = [
         Go::None,
     ),
     line(
+        "… share of those threads that ran on the CPU that created them",
+        Unit::Percent,
+        Cells::Summary("first_call.on_creator_cpu_pct"),
+        Go::None,
+    ),
+    line(
         "first callback on a new thread, every thread on one CPU, ns",
         Unit::Plain,
         Cells::Summary("first_call.one_cpu_ns"),
@@ -241,6 +247,19 @@ const LINES: [Line; 30] = [
         "… the least a first call does, in C, every thread on one CPU, ns",
         Unit::Plain,
         Cells::Summary("first_call.c_bind_one_cpu_ns"),
+        Go::None,
+    ),
+    line(
+        "first callback on a new thread, each thread on another CPU than its creator and \
+         the thread before it, ns",
+        Unit::Plain,
+        Cells::Summary("first_call.other_cpu_ns"),
+        Go::None,
+    ),
+    line(
+        "… the least a first call does, in C, the same way, ns",
+        Unit::Plain,
+        Cells::Summary("first_call.c_bind_other_cpu_ns"),
         Go::None,
     ),
 ];

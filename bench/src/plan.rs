@@ -5,7 +5,7 @@ use std::cell::Cell;
 use std::sync::Once;
 
 use crate::Callbacks;
-use crate::harness::{self, Block, Callback, IntFn};
+use crate::harness::{self, Block, Callback, Cpus, IntFn};
 use crate::report::{NO_PLACE, Summary};
 
 /// How long one sample of a call loop should take.
@@ -26,7 +26,7 @@ const FIRST_CALL_THREADS: usize = 200;
 const CHURN_THREADS: usize = 400;
 
 /// The rows measured for every [`Place`], in report order: key and unit.
-const PLACE_ROWS: [(&str, &str); 33] = [
+const PLACE_ROWS: [(&str, &str); 36] = [
     ("cthread.raw_ns", "ns"),
     ("cthread.raw_cstr_ns", "ns"),
     ("cthread.bound_ns", "ns"),
@@ -58,8 +58,11 @@ const PLACE_ROWS: [(&str, &str); 33] = [
     ("first_call.raw_ns", "ns"),
     ("first_call.c_bind_ns", "ns"),
     ("first_call.c_tls_ns", "ns"),
+    ("first_call.on_creator_cpu_pct", "%"),
     ("first_call.one_cpu_ns", "ns"),
     ("first_call.c_bind_one_cpu_ns", "ns"),
+    ("first_call.other_cpu_ns", "ns"),
+    ("first_call.c_bind_other_cpu_ns", "ns"),
 ];
 
 /// The calibration row's key: a fixed chain of dependent additions in C,
@@ -178,11 +181,11 @@ enum Probe {
     /// a fixed time, calling in chunks of this many calls, and the second
     /// over the first.
     Scaling(IntFn, i64),
-    /// Mean nanoseconds of a new thread's first call, per callback; the
-    /// callbacks take turns, thread by thread. With `true`, the threads
-    /// all run on one CPU, the one the benchmark's thread is on (NaN if
-    /// the affinity cannot be set).
-    FirstCalls(Vec<IntFn>, bool),
+    /// Mean nanoseconds of a new thread's first call, per callback, then
+    /// the share of all the threads, in percent, that ran on the CPU their
+    /// creator was on; the callbacks take turns, thread by thread, and run
+    /// where [`Cpus`] says (NaN if that cannot be had).
+    FirstCalls(Vec<IntFn>, Cpus),
     /// Microseconds per thread to create it, make one call, exit and join,
     /// per callback; the callbacks take turns, thread by thread.
     Churn(Vec<IntFn>),
@@ -269,21 +272,35 @@ impl Job {
                     rates.two_threads / rates.one_thread,
                 ]
             }
-            &Probe::FirstCalls(ref cbs, one_cpu) => {
-                match harness::first_calls(&name, cbs, FIRST_CALL_THREADS, one_cpu) {
-                    Some(firsts) => firsts
-                        .iter()
-                        .map(|firsts| firsts.iter().sum::<f64>() / firsts.len() as f64)
-                        .collect(),
+            &Probe::FirstCalls(ref cbs, cpus) => {
+                match harness::first_calls(&name, cbs, FIRST_CALL_THREADS, cpus) {
+                    Some(firsts) => {
+                        let threads: usize = firsts.iter().map(|firsts| firsts.ns.len()).sum();
+                        let on_creator_cpu: usize =
+                            firsts.iter().map(|firsts| firsts.on_creator_cpu).sum();
+                        firsts
+                            .iter()
+                            .map(|firsts| firsts.ns.iter().sum::<f64>() / firsts.ns.len() as f64)
+                            .chain([on_creator_cpu as f64 * 100.0 / threads as f64])
+                            .collect()
+                    }
                     None => {
-                        static SKIPPED: Once = Once::new();
-                        SKIPPED.call_once(|| {
-                            eprintln!(
-                                "callgate-bench: first calls on one CPU: skipped, the threads' \
-                                 CPU affinity cannot be set"
-                            );
-                        });
-                        vec![f64::NAN; cbs.len()]
+                        static ONE_CPU: Once = Once::new();
+                        static OTHER_CPU: Once = Once::new();
+                        let (once, why) = match cpus {
+                            Cpus::Other => (
+                                &OTHER_CPU,
+                                "first calls on the other CPU: skipped, the benchmark may run \
+                                 on one CPU only or its threads' CPU affinity cannot be set",
+                            ),
+                            _ => (
+                                &ONE_CPU,
+                                "first calls on one CPU: skipped, the threads' CPU affinity \
+                                 cannot be set",
+                            ),
+                        };
+                        once.call_once(|| eprintln!("callgate-bench: {why}"));
+                        vec![f64::NAN; cbs.len() + 1]
                     }
                 }
             }
@@ -485,22 +502,33 @@ pub fn plan(
         // thread-local store) beside the callback.
         let (c_bind, c_tls): (IntFn, IntFn) = (harness::bench_c_bind, harness::bench_c_tls);
         jobs.push(Job {
-            probe: Probe::FirstCalls(vec![c.bound, c.raw, c_bind, c_tls], false),
+            probe: Probe::FirstCalls(vec![c.bound, c.raw, c_bind, c_tls], Cpus::Any),
             rows: vec![
                 row("first_call_ns"),
                 row("first_call.raw_ns"),
                 row("first_call.c_bind_ns"),
                 row("first_call.c_tls_ns"),
+                row("first_call.on_creator_cpu_pct"),
             ],
         });
         // The callback and the C version again, with every thread on one
         // CPU: each starts where the one before it exited and released its
         // context, so neither fetches lines from another CPU.
         jobs.push(Job {
-            probe: Probe::FirstCalls(vec![c.bound, c_bind], true),
+            probe: Probe::FirstCalls(vec![c.bound, c_bind], Cpus::One),
             rows: vec![
                 row("first_call.one_cpu_ns"),
                 row("first_call.c_bind_one_cpu_ns"),
+            ],
+        });
+        // And with every thread on the other CPU than the one that created
+        // it and the one the thread before it exited on: everything the
+        // call touches that is not its own comes from another CPU.
+        jobs.push(Job {
+            probe: Probe::FirstCalls(vec![c.bound, c_bind], Cpus::Other),
+            rows: vec![
+                row("first_call.other_cpu_ns"),
+                row("first_call.c_bind_other_cpu_ns"),
             ],
         });
     }
@@ -538,7 +566,7 @@ pub fn plan(
             rows: vec![per_call_raw, per_call],
         });
         jobs.push(Job {
-            probe: Probe::FirstCalls(vec![c.bound, c.raw], false),
+            probe: Probe::FirstCalls(vec![c.bound, c.raw], Cpus::Any),
             rows: vec![
                 add(&mut rows, "first_call_dynamic_tls_ns"),
                 add(&mut rows, "first_call.raw_dynamic_tls_ns"),
@@ -570,7 +598,7 @@ pub fn plan(
             rows: vec![churn],
         });
         jobs.push(Job {
-            probe: Probe::FirstCalls(vec![go], false),
+            probe: Probe::FirstCalls(vec![go], Cpus::Any),
             rows: vec![first_call],
         });
     }
