@@ -57,6 +57,15 @@ pub struct Frame {
 }
 
 impl Frame {
+    /// A non-zero number unique to the calling thread among the threads
+    /// running callbacks: the address of the context serving it, which
+    /// serves one thread at a time and the same one through the call and
+    /// every call nested in it.
+    #[inline(always)]
+    pub(crate) fn thread_mark(&self) -> usize {
+        core::ptr::from_ref(self.node).addr()
+    }
+
     /// This thread's `T` for a `#[local]` parameter, found through `key`
     /// (the callback's own), or an error if an outer call on this thread is
     /// already using it.

@@ -47,7 +47,7 @@ use core::sync::atomic::fence;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Mutex;
 
-use crate::boundary::{Policy, Site, call};
+use crate::boundary::{Frame, Policy, Site, call};
 use crate::diag::{abort_with, report};
 use crate::failure::{Failure, payload_message};
 use crate::gate::GatePolicy;
@@ -571,7 +571,8 @@ trait Invoke<Args> {
     /// True when the owner's reference is the one a call uses (and
     /// releases): a once closure.
     const CALL_OWNS: bool;
-    fn invoke(&self, args: Args) -> Result<<Self::Out as Outcome>::C, Failure>;
+    /// Runs the body in the call `frame` serves.
+    fn invoke(&self, frame: &Frame, args: Args) -> Result<<Self::Out as Outcome>::C, Failure>;
 }
 
 /// The C result of a body called with `Args`.
@@ -600,7 +601,7 @@ unsafe fn run<B: Invoke<Args>, Args>(data: *mut c_void, args: Args) -> ReturnOf<
             &shared.site,
             || on_failure,
             || on_failure,
-            |_| shared.body.invoke(args),
+            |frame| shared.body.invoke(frame, args),
         )
     };
     // SAFETY: the call's reference (the owner's for a once closure), given
@@ -617,7 +618,7 @@ fn null_data() -> ! {
 
 /// The body of a `Closure::new` closure: an `FnMut` whose calls take turns.
 struct Exclusive<F> {
-    /// The thread running the body (its `thread_mark`), or 0.
+    /// The thread running the body (its [`Frame::thread_mark`]), or 0.
     owner: AtomicUsize,
     body: Mutex<F>,
 }
@@ -631,13 +632,17 @@ impl<F> Exclusive<F> {
     }
 
     /// Runs `run` on the body once no other thread is in it; an error if
-    /// this thread already is (a re-entrant call through C).
+    /// this thread already is (a re-entrant call through C). `frame` is
+    /// the call's.
     #[inline(always)]
-    fn with<O>(&self, run: impl FnOnce(&mut F) -> O) -> Result<O, Failure> {
-        let me = thread_mark();
-        // Relaxed: `owner` equals `me` only if this thread stored it (no
-        // other thread writes this thread's mark) and has not cleared it
-        // yet, which program order shows this thread without any fence.
+    fn with<O>(&self, frame: &Frame, run: impl FnOnce(&mut F) -> O) -> Result<O, Failure> {
+        let me = frame.thread_mark();
+        // Relaxed: `owner` equals `me` only if a turn in a call on this
+        // thread's context stored it and has not cleared it yet. A context
+        // serves one thread at a time, and a turn clears the mark before
+        // its call returns, so before the context can serve another
+        // thread: the store was this thread's, which program order shows
+        // it without any fence.
         if self.owner.load(Ordering::Relaxed) == me {
             return Err(reentered());
         }
@@ -669,30 +674,6 @@ impl<F> Drop for EndTurn<'_, F> {
         self.0.owner.store(0, Ordering::Relaxed);
         valgrind::happens_before(&raw const self.0.body);
     }
-}
-
-/// A non-zero number unique to the calling thread among running threads:
-/// its `pthread_t` (a pointer to its thread descriptor on glibc, and never
-/// 0 on the unix targets callgate supports), which takes no thread-local of
-/// the library's own.
-#[cfg(unix)]
-#[inline(always)]
-fn thread_mark() -> usize {
-    // SAFETY: `pthread_self` has no preconditions.
-    let id = unsafe { libc::pthread_self() };
-    id as usize | 1
-}
-
-/// A non-zero number unique to the calling thread among running threads:
-/// the address of a thread-local. (It has no destructor, so it is usable
-/// during thread teardown.)
-#[cfg(not(unix))]
-#[inline(always)]
-fn thread_mark() -> usize {
-    thread_local! {
-        static MARK: u8 = const { 0 };
-    }
-    MARK.with(|mark| core::ptr::from_ref(mark).addr())
 }
 
 #[cold]
@@ -765,8 +746,8 @@ macro_rules! arity {
             type Out = O;
             const CALL_OWNS: bool = false;
             #[inline(always)]
-            fn invoke(&self, ($($arg,)*): ($($ty,)*)) -> Result<O::C, Failure> {
-                self.with(|body| body($($arg),*))?.into_c()
+            fn invoke(&self, frame: &Frame, ($($arg,)*): ($($ty,)*)) -> Result<O::C, Failure> {
+                self.with(frame, |body| body($($arg),*))?.into_c()
             }
         }
 
@@ -777,7 +758,7 @@ macro_rules! arity {
             type Out = O;
             const CALL_OWNS: bool = false;
             #[inline(always)]
-            fn invoke(&self, ($($arg,)*): ($($ty,)*)) -> Result<O::C, Failure> {
+            fn invoke(&self, _: &Frame, ($($arg,)*): ($($ty,)*)) -> Result<O::C, Failure> {
                 (self.body)($($arg),*).into_c()
             }
         }
@@ -789,7 +770,7 @@ macro_rules! arity {
             type Out = O;
             const CALL_OWNS: bool = true;
             #[inline(always)]
-            fn invoke(&self, ($($arg,)*): ($($ty,)*)) -> Result<O::C, Failure> {
+            fn invoke(&self, _: &Frame, ($($arg,)*): ($($ty,)*)) -> Result<O::C, Failure> {
                 (self.take()?)($($arg),*).into_c()
             }
         }
