@@ -301,15 +301,15 @@ static int pin_self(int cpu) {
     return pthread_setaffinity_np(pthread_self(), sizeof set, &set);
 }
 
-int bench_first_calls(const bench_int_fn *fns, int count, int threads, int placement,
+int bench_first_calls(const bench_int_fn *fns, int count, int threads, int cpus_wanted,
                       int64_t *first_ns, int *on_creator_cpu) {
     cpu_set_t saved;
     int cpus[2] = {-1, -1};
     pthread_attr_t attr;
     pthread_attr_t *attr_or_null = NULL;
-    if (placement != BENCH_ANY_CPU) {
+    if (cpus_wanted != BENCH_ANY_CPU) {
         if (pthread_getaffinity_np(pthread_self(), sizeof saved, &saved) != 0) return -2;
-        if (placement == BENCH_ONE_CPU) {
+        if (cpus_wanted == BENCH_ONE_CPU) {
             /* The calling thread, which creates the threads (and so writes
              * their TLS blocks), and every thread it creates, all on the
              * CPU it runs on now: each thread starts where the one before
@@ -322,7 +322,7 @@ int bench_first_calls(const bench_int_fn *fns, int count, int threads, int place
         if (pthread_attr_init(&attr) != 0) return -2;
         attr_or_null = &attr;
     }
-    for (int k = 0; k < count; k++) on_creator_cpu[k] = 0;
+    *on_creator_cpu = 0;
     int wrong = 0;
     for (int i = 0; i < threads && wrong >= 0; i++) {
         /* Each round starts with the next function, so none always follows
@@ -354,7 +354,7 @@ int bench_first_calls(const bench_int_fn *fns, int count, int threads, int place
             }
             pthread_join(id, NULL);
             first_ns[(size_t)k * (size_t)threads + (size_t)i] = job.elapsed_ns;
-            if (job.cpu >= 0 && job.cpu == creator_cpu) on_creator_cpu[k]++;
+            if (job.cpu >= 0 && job.cpu == creator_cpu) ++*on_creator_cpu;
             if (job.value != 1) wrong++;
         }
     }

@@ -115,14 +115,14 @@ enum {
  * of `fns`, one after another (round i starts with `fns[i % count]`); each
  * times its first call of `fns[k](0)` and
  * stores the nanoseconds in `first_ns[k * threads + i]`, and
- * `on_creator_cpu[k]` counts those of `fns[k]`'s threads that ran on the
- * CPU their creator was on just before creating them. `placement` is one
- * of the `BENCH_*_CPU` values; where it pins threads, the caller's
- * affinity is restored at the end.
+ * `*on_creator_cpu` counts the threads that ran on the CPU their creator
+ * was on just before creating them. `cpus_wanted` is one of the
+ * `BENCH_*_CPU` values; where it pins threads, the caller's affinity is
+ * restored at the end.
  * Returns how many of those calls did not return 1, -1 on a pthread
  * failure, or -2 if the placement cannot be had (the affinity cannot be
  * set, or `BENCH_OTHER_CPU` and the caller may run on one CPU only). */
-int bench_first_calls(const bench_int_fn *fns, int count, int threads, int placement,
+int bench_first_calls(const bench_int_fn *fns, int count, int threads, int cpus_wanted,
                       int64_t *first_ns, int *on_creator_cpu);
 
 /* `x + 1`, after doing in C what a thread's first callback does at the

@@ -182,7 +182,7 @@ unsafe extern "C" {
         fns: *const IntFn,
         count: c_int,
         threads: c_int,
-        placement: c_int,
+        cpus: c_int,
         first_ns: *mut i64,
         on_creator_cpu: *mut c_int,
     ) -> c_int;
@@ -365,19 +365,11 @@ pub enum Cpus {
     Other = 2,
 }
 
-/// A new thread's first calls, per callback (see [`first_calls`]).
-pub struct FirstCalls {
-    /// Nanoseconds of each thread's first call.
-    pub ns: Vec<f64>,
-    /// How many of the threads ran on the CPU their creator was on just
-    /// before creating them.
-    pub on_creator_cpu: usize,
-}
-
 /// For each of `threads` rounds, creates and joins one pthread per callback
 /// of `cbs`, one after another (so the callbacks take turns); returns how
 /// long each thread's first call took, in nanoseconds, per callback, and
-/// where the threads ran.
+/// how many of all the threads ran on the CPU their creator was on just
+/// before creating them.
 ///
 /// `cpus` says where the threads run; `None` if it cannot be had (the
 /// affinity cannot be set, or [`Cpus::Other`] and the benchmark may
@@ -387,12 +379,11 @@ pub fn first_calls(
     cbs: &[IntFn],
     threads: usize,
     cpus: Cpus,
-) -> Option<Vec<FirstCalls>> {
+) -> Option<(Vec<Vec<f64>>, usize)> {
     let mut first_ns = vec![0_i64; threads * cbs.len()];
-    let mut on_creator_cpu: Vec<c_int> = vec![0; cbs.len()];
-    // SAFETY: `first_ns` has room for `threads` values per callback and
-    // `on_creator_cpu` for one count per callback; the callbacks are
-    // valid.
+    let mut on_creator_cpu: c_int = 0;
+    // SAFETY: `first_ns` has room for `threads` values per callback, and
+    // `on_creator_cpu` is one `int`; the callbacks are valid.
     let wrong = unsafe {
         bench_first_calls(
             cbs.as_ptr(),
@@ -400,23 +391,18 @@ pub fn first_calls(
             c_int::try_from(threads).expect("thread count fits in int"),
             cpus as c_int,
             first_ns.as_mut_ptr(),
-            on_creator_cpu.as_mut_ptr(),
+            &mut on_creator_cpu,
         )
     };
     if wrong == -2 {
         return None;
     }
     check_single_calls(name, wrong);
-    Some(
-        first_ns
-            .chunks(threads)
-            .zip(on_creator_cpu)
-            .map(|(ns, on_creator_cpu)| FirstCalls {
-                ns: ns.iter().map(|&ns| ns as f64).collect(),
-                on_creator_cpu: usize::try_from(on_creator_cpu).unwrap_or(0),
-            })
-            .collect(),
-    )
+    let firsts = first_ns
+        .chunks(threads)
+        .map(|ns| ns.iter().map(|&ns| ns as f64).collect())
+        .collect();
+    Some((firsts, usize::try_from(on_creator_cpu).unwrap_or(0)))
 }
 
 /// For each of `threads` rounds, creates and joins one pthread per callback

@@ -823,31 +823,21 @@ fn checks(
             Some(Target::AtMost(FIRST_CALL_TARGET_NS)),
             &|p| median("first_call_ns", p),
         ),
-        figure("first_call.c_bind_ns", " ns", None, &|p| {
-            median("first_call.c_bind_ns", p)
-        }),
-        figure("first_call.c_tls_ns", " ns", None, &|p| {
-            median("first_call.c_tls_ns", p)
-        }),
-        figure("first_call.raw_ns", " ns", None, &|p| {
-            median("first_call.raw_ns", p)
-        }),
-        figure("first_call.one_cpu_ns", " ns", None, &|p| {
-            median("first_call.one_cpu_ns", p)
-        }),
-        figure("first_call.c_bind_one_cpu_ns", " ns", None, &|p| {
-            median("first_call.c_bind_one_cpu_ns", p)
-        }),
-        figure("first_call.other_cpu_ns", " ns", None, &|p| {
-            median("first_call.other_cpu_ns", p)
-        }),
-        figure("first_call.c_bind_other_cpu_ns", " ns", None, &|p| {
-            median("first_call.c_bind_other_cpu_ns", p)
-        }),
-        figure("first_call.on_creator_cpu_pct", " %", None, &|p| {
-            median("first_call.on_creator_cpu_pct", p)
-        }),
     ];
+    // The first call's references and placements, shown without a target.
+    checks.extend(
+        [
+            ("first_call.c_bind_ns", " ns"),
+            ("first_call.c_tls_ns", " ns"),
+            ("first_call.raw_ns", " ns"),
+            ("first_call.one_cpu_ns", " ns"),
+            ("first_call.c_bind_one_cpu_ns", " ns"),
+            ("first_call.other_cpu_ns", " ns"),
+            ("first_call.c_bind_other_cpu_ns", " ns"),
+            ("first_call.on_creator_cpu_pct", " %"),
+        ]
+        .map(|(key, unit)| figure(key, unit, None, &|p| median(key, p))),
+    );
     if !placements.is_empty() {
         checks.push(Check {
             what: "placement.at_N.bound_minus_raw_ns",

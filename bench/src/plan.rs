@@ -274,14 +274,12 @@ impl Job {
             }
             &Probe::FirstCalls(ref cbs, cpus) => {
                 match harness::first_calls(&name, cbs, FIRST_CALL_THREADS, cpus) {
-                    Some(firsts) => {
-                        let threads: usize = firsts.iter().map(|firsts| firsts.ns.len()).sum();
-                        let on_creator_cpu: usize =
-                            firsts.iter().map(|firsts| firsts.on_creator_cpu).sum();
+                    Some((firsts, on_creator_cpu)) => {
+                        let threads = (FIRST_CALL_THREADS * cbs.len()) as f64;
                         firsts
                             .iter()
-                            .map(|firsts| firsts.ns.iter().sum::<f64>() / firsts.ns.len() as f64)
-                            .chain([on_creator_cpu as f64 * 100.0 / threads as f64])
+                            .map(|firsts| firsts.iter().sum::<f64>() / firsts.len() as f64)
+                            .chain([on_creator_cpu as f64 * 100.0 / threads])
                             .collect()
                     }
                     None => {
