@@ -281,7 +281,9 @@ extern "C" fn call_unbound<R>(
         .as_ref()
         .map_or(core::ptr::null(), tls::ThreadSlot::get);
     if site.attach == AttachMode::Bound && value.is_null() {
-        value = bind_first(site);
+        // SAFETY: the slot held null when read just now (`call_cold`'s
+        // static read or the descriptor's slot).
+        value = unsafe { bind_first(site) };
     }
     if thread::serves(value) {
         // SAFETY: a slot value that `serves` accepts (or one `bind_first`
@@ -536,13 +538,13 @@ fn dynamic_slot(site: &Site) -> Option<tls::ThreadSlot> {
     }
 }
 
-/// For [`call_unbound`]: the context serving the
-/// calling thread, bound to it now if the slot holds null, when a call
-/// from `site` (a callback served on a bound thread) may run on it as the
-/// bound fast path does.
-/// Null where the slow path has more to do: the gate is shut, a call is
-/// running on the context, the slot holds `EXITED` or a cached context,
-/// or the thread would be served per call.
+/// For [`call_unbound`], whose read of the slot found null: the context
+/// it binds to the calling thread now, for a call from `site` (a callback
+/// served on a bound thread) to run on as the bound fast path does. Null
+/// where the slow path has more to do: the gate is shut, or the thread
+/// would be served per call. (Where a nested call, a signal handler's,
+/// bound the thread since the read, it is that call's context, which
+/// [`bound_on`] runs on or sends to the slow path.)
 ///
 /// A thread's first call then runs the trampoline, [`call_cold`], this
 /// and `pthread_setspecific` (or `FlsSetValue`), not [`call_slow`] and
@@ -550,36 +552,23 @@ fn dynamic_slot(site: &Site) -> Option<tls::ThreadSlot> {
 /// that just started, each page of code the call runs may cost a TLB miss
 /// (a page walk, two-dimensional in a virtual machine) that the
 /// instruction fetch waits for. Not generic, so one copy serves every
-/// callback, and aligned to 1 KiB, so that its 0.9 KiB on x86-64 do not
+/// callback, and aligned to 1 KiB, so that its 0.8 KiB on x86-64 do not
 /// straddle two pages.
+///
+/// # Safety
+///
+/// The calling thread's slot held null when this thread last read it, and
+/// this thread has not called into the runtime since.
 #[cold]
 #[inline(never)]
-extern "C" fn bind_first(site: &Site) -> *const ContextNode {
+unsafe extern "C" fn bind_first(site: &Site) -> *const ContextNode {
     align_function::<10>();
     if site.gate != GatePolicy::Skip && !init::GATE.is_ready() {
         return core::ptr::null();
     }
     init::open_fast_path();
-    let seen = thread::slot();
-    if thread::serves(seen) {
-        // SAFETY: a slot value that `serves` accepts is a node of
-        // `CONTEXTS` serving this thread.
-        let node = unsafe { &*seen };
-        // SAFETY: `node` serves this thread, which owns it.
-        return if unsafe { node.value.is_idle() } {
-            seen
-        } else {
-            core::ptr::null()
-        };
-    }
-    if !seen.is_null() {
-        return core::ptr::null();
-    }
-    // SAFETY: the slot holds null.
-    match unsafe { thread::bind_unbound() } {
-        Some(node) => node,
-        None => core::ptr::null(),
-    }
+    // SAFETY: the slot held null (caller obligation).
+    unsafe { thread::bind_unbound() }.map_or(core::ptr::null(), core::ptr::from_ref)
 }
 
 /// Starts the function this is inlined into (a trampoline) on a 64-byte

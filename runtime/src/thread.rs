@@ -323,8 +323,11 @@ fn attach_slow(attach: AttachMode, mut seen: *const ContextNode) -> &'static Con
 ///
 /// # Safety
 ///
-/// The calling thread's slot holds null (the thread is not bound, nothing
-/// is cached).
+/// The calling thread's slot held null (the thread was not bound, nothing
+/// was cached) when this thread last read it, and this thread has not
+/// called into the runtime since. A nested call (a signal handler's) that
+/// bound the thread meanwhile makes the claim fail; its context is then
+/// returned if it serves the thread.
 #[inline]
 pub(crate) unsafe fn bind_unbound() -> Option<&'static ContextNode> {
     if per_call_only(!hooks::exit_hook_ready()) {
@@ -332,7 +335,8 @@ pub(crate) unsafe fn bind_unbound() -> Option<&'static ContextNode> {
     }
     let node = CONTEXTS.pop().unwrap_or_else(new_context);
     // SAFETY: this thread owns `node`, which `pop` or `alloc` just handed
-    // out, and no callback runs on it yet; the slot held null (caller
+    // out, and no callback runs on it yet; the slot held null when this
+    // thread last read it, with no call into the runtime since (caller
     // obligation), and `node` did not come from the cache.
     if unsafe { bind(node, ptr::null(), false, false, true) } {
         return Some(node);
