@@ -302,7 +302,7 @@ static int pin_self(int cpu) {
 }
 
 int bench_first_calls(const bench_int_fn *fns, int count, int threads, int cpus_wanted,
-                      int64_t *first_ns, int *on_creator_cpu) {
+                      int64_t *first_ns, signed char *on_creator_cpu) {
     cpu_set_t saved;
     int cpus[2] = {-1, -1};
     pthread_attr_t attr;
@@ -322,7 +322,6 @@ int bench_first_calls(const bench_int_fn *fns, int count, int threads, int cpus_
         if (pthread_attr_init(&attr) != 0) return -2;
         attr_or_null = &attr;
     }
-    *on_creator_cpu = 0;
     int wrong = 0;
     for (int i = 0; i < threads && wrong >= 0; i++) {
         /* Each round starts with the next function, so none always follows
@@ -353,8 +352,9 @@ int bench_first_calls(const bench_int_fn *fns, int count, int threads, int cpus_
                 break;
             }
             pthread_join(id, NULL);
-            first_ns[(size_t)k * (size_t)threads + (size_t)i] = job.elapsed_ns;
-            if (job.cpu >= 0 && job.cpu == creator_cpu) ++*on_creator_cpu;
+            size_t at = (size_t)k * (size_t)threads + (size_t)i;
+            first_ns[at] = job.elapsed_ns;
+            on_creator_cpu[at] = job.cpu < 0 || creator_cpu < 0 ? -1 : job.cpu == creator_cpu;
             if (job.value != 1) wrong++;
         }
     }

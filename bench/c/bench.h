@@ -114,16 +114,17 @@ enum {
 /* For each of `threads` rounds, creates and joins one pthread per function
  * of `fns`, one after another (round i starts with `fns[i % count]`); each
  * times its first call of `fns[k](0)` and
- * stores the nanoseconds in `first_ns[k * threads + i]`, and
- * `*on_creator_cpu` counts the threads that ran on the CPU their creator
- * was on just before creating them. `cpus_wanted` is one of the
+ * stores the nanoseconds in `first_ns[k * threads + i]`, and in
+ * `on_creator_cpu[k * threads + i]` 1 if the thread ran on the CPU its
+ * creator was on just before creating it, 0 if it ran on another, -1 if
+ * either CPU is unknown. `cpus_wanted` is one of the
  * `BENCH_*_CPU` values; where it pins threads, the caller's affinity is
  * restored at the end.
  * Returns how many of those calls did not return 1, -1 on a pthread
  * failure, or -2 if the placement cannot be had (the affinity cannot be
  * set, or `BENCH_OTHER_CPU` and the caller may run on one CPU only). */
 int bench_first_calls(const bench_int_fn *fns, int count, int threads, int cpus_wanted,
-                      int64_t *first_ns, int *on_creator_cpu);
+                      int64_t *first_ns, signed char *on_creator_cpu);
 
 /* `x + 1`, after doing in C what a thread's first callback does at the
  * least: read a thread-local slot, pop a context from a lock-free list

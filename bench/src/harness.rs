@@ -2,7 +2,7 @@
 //! callback through a `volatile` function pointer and time themselves with
 //! `clock_gettime(CLOCK_MONOTONIC)`.
 
-use core::ffi::{CStr, c_char, c_int, c_void};
+use core::ffi::{CStr, c_char, c_int, c_schar, c_void};
 
 /// A benchmark callback taking and returning an integer (`x + 1`).
 pub type IntFn = unsafe extern "C" fn(i32) -> i32;
@@ -184,7 +184,7 @@ unsafe extern "C" {
         threads: c_int,
         cpus: c_int,
         first_ns: *mut i64,
-        on_creator_cpu: *mut c_int,
+        on_creator_cpu: *mut c_schar,
     ) -> c_int;
     fn bench_churn(fns: *const IntFn, count: c_int, threads: c_int, total_ns: *mut i64) -> c_int;
 }
@@ -365,25 +365,29 @@ pub enum Cpus {
     Other = 2,
 }
 
+/// What [`first_calls`] measured, per callback, one value per thread in
+/// the order they ran.
+pub struct FirstCalls {
+    /// How long each thread's first call took, in nanoseconds.
+    pub ns: Vec<Vec<f64>>,
+    /// Whether each thread ran on the CPU its creator was on just before
+    /// creating it; `None` where either CPU is unknown.
+    pub on_creator_cpu: Vec<Vec<Option<bool>>>,
+}
+
 /// For each of `threads` rounds, creates and joins one pthread per callback
 /// of `cbs`, one after another (so the callbacks take turns); returns how
-/// long each thread's first call took, in nanoseconds, per callback, and
-/// how many of all the threads ran on the CPU their creator was on just
-/// before creating them.
+/// long each thread's first call took and whether it ran on the CPU its
+/// creator was on.
 ///
 /// `cpus` says where the threads run; `None` if it cannot be had (the
 /// affinity cannot be set, or [`Cpus::Other`] and the benchmark may
 /// run on one CPU only).
-pub fn first_calls(
-    name: &str,
-    cbs: &[IntFn],
-    threads: usize,
-    cpus: Cpus,
-) -> Option<(Vec<Vec<f64>>, usize)> {
+pub fn first_calls(name: &str, cbs: &[IntFn], threads: usize, cpus: Cpus) -> Option<FirstCalls> {
     let mut first_ns = vec![0_i64; threads * cbs.len()];
-    let mut on_creator_cpu: c_int = 0;
-    // SAFETY: `first_ns` has room for `threads` values per callback, and
-    // `on_creator_cpu` is one `int`; the callbacks are valid.
+    let mut on_creator_cpu: Vec<c_schar> = vec![-1; threads * cbs.len()];
+    // SAFETY: `first_ns` and `on_creator_cpu` have room for `threads`
+    // values per callback; the callbacks are valid.
     let wrong = unsafe {
         bench_first_calls(
             cbs.as_ptr(),
@@ -391,18 +395,23 @@ pub fn first_calls(
             c_int::try_from(threads).expect("thread count fits in int"),
             cpus as c_int,
             first_ns.as_mut_ptr(),
-            &mut on_creator_cpu,
+            on_creator_cpu.as_mut_ptr(),
         )
     };
     if wrong == -2 {
         return None;
     }
     check_single_calls(name, wrong);
-    let firsts = first_ns
-        .chunks(threads)
-        .map(|ns| ns.iter().map(|&ns| ns as f64).collect())
-        .collect();
-    Some((firsts, usize::try_from(on_creator_cpu).unwrap_or(0)))
+    Some(FirstCalls {
+        ns: first_ns
+            .chunks(threads)
+            .map(|ns| ns.iter().map(|&ns| ns as f64).collect())
+            .collect(),
+        on_creator_cpu: on_creator_cpu
+            .chunks(threads)
+            .map(|on| on.iter().map(|&on| (on >= 0).then_some(on == 1)).collect())
+            .collect(),
+    })
 }
 
 /// For each of `threads` rounds, creates and joins one pthread per callback

@@ -54,7 +54,9 @@
 //! (`first_call{,.raw,.c_bind,.c_tls}_ns`), on threads the scheduler
 //! places, with the share of them that ran on the CPU of the thread that
 //! created them (`first_call.on_creator_cpu_pct`: it differs from one
-//! sample to the next, and the first call with it). The callback's and
+//! sample to the next) and the callback's and the C version's first calls
+//! on those threads and on the others, apart
+//! (`first_call{,.c_bind}_{on,off}_creator_cpu_ns`). The callback's and
 //! the C version's are timed again in two fixed placements: with the
 //! benchmark's thread and every thread it creates held on one CPU
 //! (`first_call.one_cpu_ns`, `first_call.c_bind_one_cpu_ns`), where each
@@ -835,6 +837,10 @@ fn checks(
             ("first_call.other_cpu_ns", " ns"),
             ("first_call.c_bind_other_cpu_ns", " ns"),
             ("first_call.on_creator_cpu_pct", " %"),
+            ("first_call.on_creator_cpu_ns", " ns"),
+            ("first_call.off_creator_cpu_ns", " ns"),
+            ("first_call.c_bind_on_creator_cpu_ns", " ns"),
+            ("first_call.c_bind_off_creator_cpu_ns", " ns"),
         ]
         .map(|(key, unit)| figure(key, unit, None, &|p| median(key, p))),
     );

@@ -62,7 +62,7 @@ const fn line(label: &'static str, unit: Unit, cells: Cells, go: Go) -> Line {
 }
 
 /// The main table's lines, in order.
-const LINES: [Line; 33] = [
+const LINES: [Line; 37] = [
     line(
         "calibration: a fixed chain of 100 dependent additions in C, ns",
         Unit::Plain,
@@ -235,6 +235,30 @@ const LINES: [Line; 33] = [
         "… share of those threads that ran on the CPU that created them",
         Unit::Percent,
         Cells::Summary("first_call.on_creator_cpu_pct"),
+        Go::None,
+    ),
+    line(
+        "… the callback's first call on those threads, ns",
+        Unit::Plain,
+        Cells::Summary("first_call.on_creator_cpu_ns"),
+        Go::None,
+    ),
+    line(
+        "… on the others, ns",
+        Unit::Plain,
+        Cells::Summary("first_call.off_creator_cpu_ns"),
+        Go::None,
+    ),
+    line(
+        "… the least a first call does, in C, on the threads that ran on their creator's CPU, ns",
+        Unit::Plain,
+        Cells::Summary("first_call.c_bind_on_creator_cpu_ns"),
+        Go::None,
+    ),
+    line(
+        "… on the others, ns",
+        Unit::Plain,
+        Cells::Summary("first_call.c_bind_off_creator_cpu_ns"),
         Go::None,
     ),
     line(

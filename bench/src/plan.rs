@@ -26,7 +26,7 @@ const FIRST_CALL_THREADS: usize = 200;
 const CHURN_THREADS: usize = 400;
 
 /// The rows measured for every [`Place`], in report order: key and unit.
-const PLACE_ROWS: [(&str, &str); 36] = [
+const PLACE_ROWS: [(&str, &str); 40] = [
     ("cthread.raw_ns", "ns"),
     ("cthread.raw_cstr_ns", "ns"),
     ("cthread.bound_ns", "ns"),
@@ -59,6 +59,10 @@ const PLACE_ROWS: [(&str, &str); 36] = [
     ("first_call.c_bind_ns", "ns"),
     ("first_call.c_tls_ns", "ns"),
     ("first_call.on_creator_cpu_pct", "%"),
+    ("first_call.on_creator_cpu_ns", "ns"),
+    ("first_call.off_creator_cpu_ns", "ns"),
+    ("first_call.c_bind_on_creator_cpu_ns", "ns"),
+    ("first_call.c_bind_off_creator_cpu_ns", "ns"),
     ("first_call.one_cpu_ns", "ns"),
     ("first_call.c_bind_one_cpu_ns", "ns"),
     ("first_call.other_cpu_ns", "ns"),
@@ -183,9 +187,11 @@ enum Probe {
     Scaling(IntFn, i64),
     /// Mean nanoseconds of a new thread's first call, per callback, then
     /// the share of all the threads, in percent, that ran on the CPU their
-    /// creator was on; the callbacks take turns, thread by thread, and run
-    /// where [`Cpus`] says (NaN if that cannot be had).
-    FirstCalls(Vec<IntFn>, Cpus),
+    /// creator was on, then for each callback whose index is listed, the
+    /// mean over its threads that ran on their creator's CPU and over the
+    /// others (NaN where none did); the callbacks take turns, thread by
+    /// thread, and run where [`Cpus`] says (NaN if that cannot be had).
+    FirstCalls(Vec<IntFn>, Cpus, Vec<usize>),
     /// Microseconds per thread to create it, make one call, exit and join,
     /// per callback; the callbacks take turns, thread by thread.
     Churn(Vec<IntFn>),
@@ -272,16 +278,9 @@ impl Job {
                     rates.two_threads / rates.one_thread,
                 ]
             }
-            &Probe::FirstCalls(ref cbs, cpus) => {
+            &Probe::FirstCalls(ref cbs, cpus, ref split) => {
                 match harness::first_calls(&name, cbs, FIRST_CALL_THREADS, cpus) {
-                    Some((firsts, on_creator_cpu)) => {
-                        let threads = (FIRST_CALL_THREADS * cbs.len()) as f64;
-                        firsts
-                            .iter()
-                            .map(|firsts| firsts.iter().sum::<f64>() / firsts.len() as f64)
-                            .chain([on_creator_cpu as f64 * 100.0 / threads])
-                            .collect()
-                    }
+                    Some(firsts) => first_call_values(&firsts, split),
                     None => {
                         static ONE_CPU: Once = Once::new();
                         static OTHER_CPU: Once = Once::new();
@@ -298,7 +297,7 @@ impl Job {
                             ),
                         };
                         once.call_once(|| eprintln!("callgate-bench: {why}"));
-                        vec![f64::NAN; cbs.len() + 1]
+                        vec![f64::NAN; cbs.len() + 1 + 2 * split.len()]
                     }
                 }
             }
@@ -312,6 +311,50 @@ impl Job {
     /// The rows the job fills, in the order of [`Job::run`]'s values.
     pub fn rows(&self) -> &[usize] {
         &self.rows
+    }
+}
+
+/// [`Probe::FirstCalls`]'s values from what the harness measured: the
+/// mean first call per callback, the share of all the threads that ran on
+/// their creator's CPU (percent), then for each callback of `split`, the
+/// mean over those of its threads that did and over the others.
+fn first_call_values(firsts: &harness::FirstCalls, split: &[usize]) -> Vec<f64> {
+    let threads = firsts.on_creator_cpu.iter().map(Vec::len).sum::<usize>();
+    let on_creator_cpu = firsts
+        .on_creator_cpu
+        .iter()
+        .flatten()
+        .filter(|&&on| on == Some(true))
+        .count();
+    let placed = |k: usize, on: bool| {
+        mean(
+            firsts.ns[k]
+                .iter()
+                .zip(&firsts.on_creator_cpu[k])
+                .filter(|&(_, &placed)| placed == Some(on))
+                .map(|(&ns, _)| ns),
+        )
+    };
+    firsts
+        .ns
+        .iter()
+        .map(|ns| mean(ns.iter().copied()))
+        .chain([on_creator_cpu as f64 * 100.0 / threads as f64])
+        .chain(
+            split
+                .iter()
+                .flat_map(|&k| [placed(k, true), placed(k, false)]),
+        )
+        .collect()
+}
+
+/// The mean of `values`; NaN if there are none.
+fn mean(values: impl Iterator<Item = f64>) -> f64 {
+    let (sum, count) = values.fold((0.0, 0_usize), |(sum, count), v| (sum + v, count + 1));
+    if count == 0 {
+        f64::NAN
+    } else {
+        sum / count as f64
     }
 }
 
@@ -500,20 +543,24 @@ pub fn plan(
         // thread-local store) beside the callback.
         let (c_bind, c_tls): (IntFn, IntFn) = (harness::bench_c_bind, harness::bench_c_tls);
         jobs.push(Job {
-            probe: Probe::FirstCalls(vec![c.bound, c.raw, c_bind, c_tls], Cpus::Any),
+            probe: Probe::FirstCalls(vec![c.bound, c.raw, c_bind, c_tls], Cpus::Any, vec![0, 2]),
             rows: vec![
                 row("first_call_ns"),
                 row("first_call.raw_ns"),
                 row("first_call.c_bind_ns"),
                 row("first_call.c_tls_ns"),
                 row("first_call.on_creator_cpu_pct"),
+                row("first_call.on_creator_cpu_ns"),
+                row("first_call.off_creator_cpu_ns"),
+                row("first_call.c_bind_on_creator_cpu_ns"),
+                row("first_call.c_bind_off_creator_cpu_ns"),
             ],
         });
         // The callback and the C version again, with every thread on one
         // CPU: each starts where the one before it exited and released its
         // context, so neither fetches lines from another CPU.
         jobs.push(Job {
-            probe: Probe::FirstCalls(vec![c.bound, c_bind], Cpus::One),
+            probe: Probe::FirstCalls(vec![c.bound, c_bind], Cpus::One, vec![]),
             rows: vec![
                 row("first_call.one_cpu_ns"),
                 row("first_call.c_bind_one_cpu_ns"),
@@ -523,7 +570,7 @@ pub fn plan(
         // it and the one the thread before it exited on: everything the
         // call touches that is not its own comes from another CPU.
         jobs.push(Job {
-            probe: Probe::FirstCalls(vec![c.bound, c_bind], Cpus::Other),
+            probe: Probe::FirstCalls(vec![c.bound, c_bind], Cpus::Other, vec![]),
             rows: vec![
                 row("first_call.other_cpu_ns"),
                 row("first_call.c_bind_other_cpu_ns"),
@@ -564,7 +611,7 @@ pub fn plan(
             rows: vec![per_call_raw, per_call],
         });
         jobs.push(Job {
-            probe: Probe::FirstCalls(vec![c.bound, c.raw], Cpus::Any),
+            probe: Probe::FirstCalls(vec![c.bound, c.raw], Cpus::Any, vec![]),
             rows: vec![
                 add(&mut rows, "first_call_dynamic_tls_ns"),
                 add(&mut rows, "first_call.raw_dynamic_tls_ns"),
@@ -596,7 +643,7 @@ pub fn plan(
             rows: vec![churn],
         });
         jobs.push(Job {
-            probe: Probe::FirstCalls(vec![go], Cpus::Any),
+            probe: Probe::FirstCalls(vec![go], Cpus::Any, vec![]),
             rows: vec![first_call],
         });
     }
@@ -620,5 +667,35 @@ pub fn plan(
         rows,
         jobs,
         differences,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_calls_split_by_the_creators_cpu() {
+        let firsts = harness::FirstCalls {
+            ns: vec![
+                vec![100.0, 300.0, 200.0, 400.0],
+                vec![10.0, 20.0, 30.0, 40.0],
+            ],
+            on_creator_cpu: vec![
+                vec![Some(true), Some(false), Some(true), None],
+                vec![Some(true), Some(true), Some(true), Some(true)],
+            ],
+        };
+        let values = first_call_values(&firsts, &[0, 1]);
+        // The means, then 6 threads of 8 on their creator's CPU.
+        assert_eq!(values[..3], [250.0, 25.0, 75.0]);
+        // The first callback: 100 and 200 on it, 300 off it (the thread
+        // whose CPU is unknown is in neither).
+        assert_eq!(values[3..5], [150.0, 300.0]);
+        // The second: every thread on it, none off it.
+        assert_eq!(values[5], 25.0);
+        assert!(values[6].is_nan());
+        assert_eq!(values.len(), 7);
+        assert!(first_call_values(&firsts, &[]).len() == 3);
     }
 }
