@@ -145,6 +145,10 @@ const FIRST_CALL_TARGET_NS: f64 = 100.0;
 /// The target for bound calls on 2 threads against 1.
 const SCALING_TARGET: f64 = 1.9;
 
+/// The target for creating a thread that makes one callback, exits and is
+/// joined, against the same with a plain call.
+const CHURN_TARGET: f64 = 1.1;
+
 /// How much slower than its fastest sample the calibration chain may get
 /// before the report says the machine changed speed during the run.
 const CALIBRATION_SPREAD: f64 = 1.15;
@@ -816,8 +820,14 @@ fn checks(
         figure(
             "churn.create_callback_join_us / churn.create_join_us",
             "",
-            Some(Target::AtMost(1.1)),
+            Some(Target::AtMost(CHURN_TARGET)),
             &|p| median("churn.create_callback_join_us", p) / median("churn.create_join_us", p),
+        ),
+        figure(
+            "churn.create_callback_join_ratio (same samples, per round)",
+            "",
+            Some(Target::AtMost(CHURN_TARGET)),
+            &|p| median("churn.create_callback_join_ratio", p),
         ),
         figure(
             "first_call_ns",

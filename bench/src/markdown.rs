@@ -62,7 +62,7 @@ const fn line(label: &'static str, unit: Unit, cells: Cells, go: Go) -> Line {
 }
 
 /// The main table's lines, in order.
-const LINES: [Line; 37] = [
+const LINES: [Line; 38] = [
     line(
         "calibration: a fixed chain of 100 dependent additions in C, ns",
         Unit::Plain,
@@ -206,6 +206,12 @@ const LINES: [Line; 37] = [
         Unit::Plain,
         Cells::Summary("churn.create_callback_join_us"),
         Go::Summary("go.create_callback_join_us"),
+    ),
+    line(
+        "… the callback's over the plain call's, in the same samples, per round",
+        Unit::Ratio,
+        Cells::Summary("churn.create_callback_join_ratio"),
+        Go::None,
     ),
     line(
         "first callback on a new thread, ns",

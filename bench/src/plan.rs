@@ -26,7 +26,7 @@ const FIRST_CALL_THREADS: usize = 200;
 const CHURN_THREADS: usize = 400;
 
 /// The rows measured for every [`Place`], in report order: key and unit.
-const PLACE_ROWS: [(&str, &str); 40] = [
+const PLACE_ROWS: [(&str, &str); 41] = [
     ("cthread.raw_ns", "ns"),
     ("cthread.raw_cstr_ns", "ns"),
     ("cthread.bound_ns", "ns"),
@@ -54,6 +54,7 @@ const PLACE_ROWS: [(&str, &str); 40] = [
     ("scaling.bound_2t_1t", "×"),
     ("churn.create_join_us", "µs/thread"),
     ("churn.create_callback_join_us", "µs/thread"),
+    ("churn.create_callback_join_ratio", "×"),
     ("first_call_ns", "ns"),
     ("first_call.raw_ns", "ns"),
     ("first_call.c_bind_ns", "ns"),
@@ -193,7 +194,8 @@ enum Probe {
     /// thread, and run where [`Cpus`] says (NaN if that cannot be had).
     FirstCalls(Vec<IntFn>, Cpus, Vec<usize>),
     /// Microseconds per thread to create it, make one call, exit and join,
-    /// per callback; the callbacks take turns, thread by thread.
+    /// per callback, and for two callbacks, the second's over the first's;
+    /// the callbacks take turns, thread by thread.
     Churn(Vec<IntFn>),
 }
 
@@ -301,10 +303,7 @@ impl Job {
                     }
                 }
             }
-            Probe::Churn(cbs) => harness::churn(&name, cbs, CHURN_THREADS)
-                .iter()
-                .map(|ns| ns / CHURN_THREADS as f64 / 1000.0)
-                .collect(),
+            Probe::Churn(cbs) => churn_values(&harness::churn(&name, cbs, CHURN_THREADS)),
         }
     }
 
@@ -346,6 +345,20 @@ fn first_call_values(firsts: &harness::FirstCalls, split: &[usize]) -> Vec<f64> 
                 .flat_map(|&k| [placed(k, true), placed(k, false)]),
         )
         .collect()
+}
+
+/// [`Probe::Churn`]'s values from the harness's total nanoseconds per
+/// callback over [`CHURN_THREADS`] threads each: microseconds per thread,
+/// and for two callbacks, the second's over the first's.
+fn churn_values(total_ns: &[f64]) -> Vec<f64> {
+    let mut us: Vec<f64> = total_ns
+        .iter()
+        .map(|ns| ns / CHURN_THREADS as f64 / 1000.0)
+        .collect();
+    if let &[first, second] = &us[..] {
+        us.push(second / first);
+    }
+    us
 }
 
 /// The mean of `values`; NaN if there are none.
@@ -537,6 +550,7 @@ pub fn plan(
             rows: vec![
                 row("churn.create_join_us"),
                 row("churn.create_callback_join_us"),
+                row("churn.create_callback_join_ratio"),
             ],
         });
         // The raw function, the same work in C and its floor (one
@@ -697,5 +711,15 @@ mod tests {
         assert!(values[6].is_nan());
         assert_eq!(values.len(), 7);
         assert!(first_call_values(&firsts, &[]).len() == 3);
+    }
+
+    #[test]
+    fn churn_gives_microseconds_per_thread_and_the_ratio_of_two() {
+        let threads = CHURN_THREADS as f64;
+        assert_eq!(
+            churn_values(&[20_000.0 * threads, 22_000.0 * threads]),
+            [20.0, 22.0, 1.1]
+        );
+        assert_eq!(churn_values(&[30_000.0 * threads]), [30.0]);
     }
 }
