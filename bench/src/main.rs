@@ -851,6 +851,9 @@ fn checks(
             ("first_call.off_creator_cpu_ns", " ns"),
             ("first_call.c_bind_on_creator_cpu_ns", " ns"),
             ("first_call.c_bind_off_creator_cpu_ns", " ns"),
+            ("first_call.minus_c_bind_ns", " ns"),
+            ("first_call.one_cpu_minus_c_bind_ns", " ns"),
+            ("first_call.other_cpu_minus_c_bind_ns", " ns"),
         ]
         .map(|(key, unit)| figure(key, unit, None, &|p| median(key, p))),
     );

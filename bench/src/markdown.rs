@@ -62,7 +62,7 @@ const fn line(label: &'static str, unit: Unit, cells: Cells, go: Go) -> Line {
 }
 
 /// The main table's lines, in order.
-const LINES: [Line; 38] = [
+const LINES: [Line; 41] = [
     line(
         "calibration: a fixed chain of 100 dependent additions in C, ns",
         Unit::Plain,
@@ -232,6 +232,12 @@ const LINES: [Line; 38] = [
         Go::None,
     ),
     line(
+        "… the callback's minus the C version's, per round, ns",
+        Unit::Plain,
+        Cells::Summary("first_call.minus_c_bind_ns"),
+        Go::None,
+    ),
+    line(
         "… one store to a `_Thread_local` variable in C, ns",
         Unit::Plain,
         Cells::Summary("first_call.c_tls_ns"),
@@ -280,6 +286,12 @@ const LINES: [Line; 38] = [
         Go::None,
     ),
     line(
+        "… the callback's minus the C version's, per round, ns",
+        Unit::Plain,
+        Cells::Summary("first_call.one_cpu_minus_c_bind_ns"),
+        Go::None,
+    ),
+    line(
         "first callback on a new thread, each thread on another CPU than its creator and \
          the thread before it, ns",
         Unit::Plain,
@@ -290,6 +302,12 @@ const LINES: [Line; 38] = [
         "… the least a first call does, in C, the same way, ns",
         Unit::Plain,
         Cells::Summary("first_call.c_bind_other_cpu_ns"),
+        Go::None,
+    ),
+    line(
+        "… the callback's minus the C version's, per round, ns",
+        Unit::Plain,
+        Cells::Summary("first_call.other_cpu_minus_c_bind_ns"),
         Go::None,
     ),
 ];

@@ -26,7 +26,7 @@ const FIRST_CALL_THREADS: usize = 200;
 const CHURN_THREADS: usize = 400;
 
 /// The rows measured for every [`Place`], in report order: key and unit.
-const PLACE_ROWS: [(&str, &str); 41] = [
+const PLACE_ROWS: [(&str, &str); 44] = [
     ("cthread.raw_ns", "ns"),
     ("cthread.raw_cstr_ns", "ns"),
     ("cthread.bound_ns", "ns"),
@@ -68,6 +68,9 @@ const PLACE_ROWS: [(&str, &str); 41] = [
     ("first_call.c_bind_one_cpu_ns", "ns"),
     ("first_call.other_cpu_ns", "ns"),
     ("first_call.c_bind_other_cpu_ns", "ns"),
+    ("first_call.minus_c_bind_ns", "ns"),
+    ("first_call.one_cpu_minus_c_bind_ns", "ns"),
+    ("first_call.other_cpu_minus_c_bind_ns", "ns"),
 ];
 
 /// The calibration row's key: a fixed chain of dependent additions in C,
@@ -590,6 +593,31 @@ pub fn plan(
                 row("first_call.c_bind_other_cpu_ns"),
             ],
         });
+        // The callback's first call over the C version's, thread by thread
+        // in the same samples, in each placement.
+        for (difference, minuend, subtrahend) in [
+            (
+                "first_call.minus_c_bind_ns",
+                "first_call_ns",
+                "first_call.c_bind_ns",
+            ),
+            (
+                "first_call.one_cpu_minus_c_bind_ns",
+                "first_call.one_cpu_ns",
+                "first_call.c_bind_one_cpu_ns",
+            ),
+            (
+                "first_call.other_cpu_minus_c_bind_ns",
+                "first_call.other_cpu_ns",
+                "first_call.c_bind_other_cpu_ns",
+            ),
+        ] {
+            differences.push(Difference {
+                row: row(difference),
+                minuend: row(minuend),
+                subtrahend: row(subtrahend),
+            });
+        }
     }
     if let Some(c) = dynamic_tls {
         let add = |rows: &mut Rows, key: &str| rows.add(key, "cdylib", "ns", Some(key.to_owned()));
