@@ -480,7 +480,9 @@ fn measure(output: Output, rounds: usize, save_json: Option<&Path>) -> Result<()
     let mut samples: Vec<Vec<f64>> = vec![Vec::with_capacity(rounds); plan.rows.specs().len()];
     for round in 0..rounds {
         let mut run = |job: &Job| {
-            for (&row, value) in job.rows().iter().zip(job.run(&plan.rows)) {
+            let values = job.run(&plan.rows);
+            assert_eq!(values.len(), job.rows().len(), "one value per row of a job");
+            for (&row, value) in job.rows().iter().zip(values) {
                 samples[row].push(value);
             }
         };

@@ -189,13 +189,14 @@ enum Probe {
     /// a fixed time, calling in chunks of this many calls, and the second
     /// over the first.
     Scaling(IntFn, i64),
-    /// Mean nanoseconds of a new thread's first call, per callback, then
-    /// the share of all the threads, in percent, that ran on the CPU their
-    /// creator was on, then for each callback whose index is listed, the
-    /// mean over its threads that ran on their creator's CPU and over the
-    /// others (NaN where none did); the callbacks take turns, thread by
-    /// thread, and run where [`Cpus`] says (NaN if that cannot be had).
-    FirstCalls(Vec<IntFn>, Cpus, Vec<usize>),
+    /// Mean nanoseconds of a new thread's first call, per callback; with
+    /// `Some(split)`, then the share of all the threads, in percent, that
+    /// ran on the CPU their creator was on, and for each callback whose
+    /// index `split` lists, the mean over its threads that ran on their
+    /// creator's CPU and over the others (NaN where none did). The
+    /// callbacks take turns, thread by thread, and run where [`Cpus`] says
+    /// (NaN if that cannot be had).
+    FirstCalls(Vec<IntFn>, Cpus, Option<Vec<usize>>),
     /// Microseconds per thread to create it, make one call, exit and join,
     /// per callback, and for two callbacks, the second's over the first's;
     /// the callbacks take turns, thread by thread.
@@ -285,7 +286,7 @@ impl Job {
             }
             &Probe::FirstCalls(ref cbs, cpus, ref split) => {
                 match harness::first_calls(&name, cbs, FIRST_CALL_THREADS, cpus) {
-                    Some(firsts) => first_call_values(&firsts, split),
+                    Some(firsts) => first_call_values(&firsts, split.as_deref()),
                     None => {
                         static ONE_CPU: Once = Once::new();
                         static OTHER_CPU: Once = Once::new();
@@ -302,7 +303,8 @@ impl Job {
                             ),
                         };
                         once.call_once(|| eprintln!("callgate-bench: {why}"));
-                        vec![f64::NAN; cbs.len() + 1 + 2 * split.len()]
+                        let split = split.as_ref().map_or(0, |split| 1 + 2 * split.len());
+                        vec![f64::NAN; cbs.len() + split]
                     }
                 }
             }
@@ -317,10 +319,15 @@ impl Job {
 }
 
 /// [`Probe::FirstCalls`]'s values from what the harness measured: the
-/// mean first call per callback, the share of all the threads that ran on
-/// their creator's CPU (percent), then for each callback of `split`, the
-/// mean over those of its threads that did and over the others.
-fn first_call_values(firsts: &harness::FirstCalls, split: &[usize]) -> Vec<f64> {
+/// mean first call per callback; with `Some(split)`, then the share of
+/// all the threads that ran on their creator's CPU (percent) and for each
+/// callback of `split`, the mean over those of its threads that did and
+/// over the others.
+fn first_call_values(firsts: &harness::FirstCalls, split: Option<&[usize]>) -> Vec<f64> {
+    let means = firsts.ns.iter().map(|ns| mean(ns.iter().copied()));
+    let Some(split) = split else {
+        return means.collect();
+    };
     let threads = firsts.on_creator_cpu.iter().map(Vec::len).sum::<usize>();
     let on_creator_cpu = firsts
         .on_creator_cpu
@@ -337,10 +344,7 @@ fn first_call_values(firsts: &harness::FirstCalls, split: &[usize]) -> Vec<f64> 
                 .map(|(&ns, _)| ns),
         )
     };
-    firsts
-        .ns
-        .iter()
-        .map(|ns| mean(ns.iter().copied()))
+    means
         .chain([on_creator_cpu as f64 * 100.0 / threads as f64])
         .chain(
             split
@@ -560,7 +564,11 @@ pub fn plan(
         // thread-local store) beside the callback.
         let (c_bind, c_tls): (IntFn, IntFn) = (harness::bench_c_bind, harness::bench_c_tls);
         jobs.push(Job {
-            probe: Probe::FirstCalls(vec![c.bound, c.raw, c_bind, c_tls], Cpus::Any, vec![0, 2]),
+            probe: Probe::FirstCalls(
+                vec![c.bound, c.raw, c_bind, c_tls],
+                Cpus::Any,
+                Some(vec![0, 2]),
+            ),
             rows: vec![
                 row("first_call_ns"),
                 row("first_call.raw_ns"),
@@ -577,7 +585,7 @@ pub fn plan(
         // CPU: each starts where the one before it exited and released its
         // context, so neither fetches lines from another CPU.
         jobs.push(Job {
-            probe: Probe::FirstCalls(vec![c.bound, c_bind], Cpus::One, vec![]),
+            probe: Probe::FirstCalls(vec![c.bound, c_bind], Cpus::One, None),
             rows: vec![
                 row("first_call.one_cpu_ns"),
                 row("first_call.c_bind_one_cpu_ns"),
@@ -587,7 +595,7 @@ pub fn plan(
         // it and the one the thread before it exited on: everything the
         // call touches that is not its own comes from another CPU.
         jobs.push(Job {
-            probe: Probe::FirstCalls(vec![c.bound, c_bind], Cpus::Other, vec![]),
+            probe: Probe::FirstCalls(vec![c.bound, c_bind], Cpus::Other, None),
             rows: vec![
                 row("first_call.other_cpu_ns"),
                 row("first_call.c_bind_other_cpu_ns"),
@@ -653,7 +661,7 @@ pub fn plan(
             rows: vec![per_call_raw, per_call],
         });
         jobs.push(Job {
-            probe: Probe::FirstCalls(vec![c.bound, c.raw], Cpus::Any, vec![]),
+            probe: Probe::FirstCalls(vec![c.bound, c.raw], Cpus::Any, None),
             rows: vec![
                 add(&mut rows, "first_call_dynamic_tls_ns"),
                 add(&mut rows, "first_call.raw_dynamic_tls_ns"),
@@ -685,7 +693,7 @@ pub fn plan(
             rows: vec![churn],
         });
         jobs.push(Job {
-            probe: Probe::FirstCalls(vec![go], Cpus::Any, vec![]),
+            probe: Probe::FirstCalls(vec![go], Cpus::Any, None),
             rows: vec![first_call],
         });
     }
@@ -728,7 +736,7 @@ mod tests {
                 vec![Some(true), Some(true), Some(true), Some(true)],
             ],
         };
-        let values = first_call_values(&firsts, &[0, 1]);
+        let values = first_call_values(&firsts, Some(&[0, 1]));
         // The means, then 6 threads of 8 on their creator's CPU.
         assert_eq!(values[..3], [250.0, 25.0, 75.0]);
         // The first callback: 100 and 200 on it, 300 off it (the thread
@@ -738,7 +746,9 @@ mod tests {
         assert_eq!(values[5], 25.0);
         assert!(values[6].is_nan());
         assert_eq!(values.len(), 7);
-        assert!(first_call_values(&firsts, &[]).len() == 3);
+        assert_eq!(first_call_values(&firsts, Some(&[])).len(), 3);
+        // Without a split, the means only.
+        assert_eq!(first_call_values(&firsts, None), [250.0, 25.0]);
     }
 
     #[test]
