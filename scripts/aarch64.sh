@@ -61,8 +61,8 @@ command -v "$CC_A64" >/dev/null || die "$CC_A64 not found after installing gcc-a
 command -v "$CXX_A64" >/dev/null || die "$CXX_A64 not found after installing g++-aarch64-linux-gnu"
 command -v qemu-aarch64 >/dev/null || die "qemu-aarch64 not found after installing qemu-user"
 
-step "the runtime for $TARGET, lints as errors"
-cargo clippy -p callgate --all-targets --target "$TARGET" --target-dir "$OUT/clippy" --quiet \
+step "the runtime and the fixture for $TARGET, lints as errors"
+cargo clippy -p callgate -p callgate-fixture --all-targets --target "$TARGET" --target-dir "$OUT/clippy" --quiet \
     -- -D warnings
 
 step "the fixture for $TARGET (debug and release)"

@@ -56,12 +56,14 @@ cargo clippy -p callgate --all-targets --target "$TARGET" --target-dir "$OUT/cli
 # for glibc (its libgcc_s needs glibc's _dl_find_object). Rust's musl target
 # ships LLVM's libunwind: a static copy named libgcc_s.a, found first, links
 # it into the library instead, as Alpine's libgcc would provide it.
-step "the fixture for $TARGET (debug and release), with LLVM's libunwind linked in"
+step "the fixture for $TARGET (lints as errors; debug and release), with LLVM's libunwind linked in"
 mkdir -p "$OUT/unwind"
 cp "$(rustc --print sysroot)/lib/rustlib/$TARGET/lib/self-contained/libunwind.a" \
     "$OUT/unwind/libgcc_s.a"
 musl_build=(env CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_LINKER=musl-gcc
     RUSTFLAGS="-C target-feature=-crt-static -C link-arg=-L$PWD/$OUT/unwind")
+"${musl_build[@]}" cargo clippy -p callgate-fixture --all-targets --target "$TARGET" \
+    --target-dir "$OUT/clippy-cdylib" --quiet -- -D warnings
 "${musl_build[@]}" cargo build -p callgate-fixture --target "$TARGET" --target-dir "$OUT" --quiet
 "${musl_build[@]}" cargo build -p callgate-fixture --target "$TARGET" --target-dir "$OUT" \
     --release --quiet

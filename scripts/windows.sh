@@ -49,7 +49,8 @@ done
 [[ -n "$WINESERVER" ]] || die "wineserver not found"
 
 step "the runtime and the fixture DLL for $TARGET, warnings as errors"
-RUSTFLAGS="-D warnings" cargo clippy -p callgate --target "$TARGET" --quiet -- -D warnings
+RUSTFLAGS="-D warnings" cargo clippy -p callgate -p callgate-fixture --all-targets --target "$TARGET" \
+    --quiet -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p callgate --target "$TARGET" --quiet
 
 step "the runtime for the MSVC targets (compiled, not run), warnings as errors"
@@ -57,7 +58,8 @@ for msvc in x86_64-pc-windows-msvc aarch64-pc-windows-msvc; do
     if ! rustup target list --installed | grep -qx "$msvc"; then
         rustup target add "$msvc"
     fi
-    RUSTFLAGS="-D warnings" cargo clippy -p callgate --target "$msvc" --quiet -- -D warnings
+    RUSTFLAGS="-D warnings" cargo clippy -p callgate -p callgate-fixture --all-targets \
+        --target "$msvc" --quiet -- -D warnings
 done
 RUSTFLAGS="-D warnings" cargo build -p callgate-fixture --target "$TARGET" --release --quiet
 
