@@ -391,39 +391,89 @@ unsafe fn local_on<R, T: Local>(
     on_panic: impl FnOnce() -> R,
     body: impl FnOnce(&Frame, LocalRef<'_, T>) -> Result<R, Failure>,
 ) -> R {
-    // Every early return below: from the trampoline, to one out-of-line
-    // function, called from one place (as `call_cold` is, for the same
-    // reason), which takes the fast path through the descriptor in dynamic
-    // TLS and the slow path otherwise; from there, to the slow path.
-    macro_rules! slow {
-        () => {
-            if dynamic {
-                return call_local_cold(site, key, anchor, on_error, on_panic, body);
-            }
-            return call_slow_local(site, key, anchor, on_error, on_panic, body);
-        };
-    }
-    if !thread::serves(bound) {
-        slow!();
-    }
-    // SAFETY: a slot value that `serves` accepts is a node of `CONTEXTS`
-    // serving this thread, alive until the library is unloaded.
-    let node: &'static ContextNode = unsafe { &*bound };
-    // SAFETY: `node` serves this thread, which owns it.
-    if !unsafe { node.value.is_idle() } {
-        slow!();
-    }
-    // SAFETY: as above; the value is for the call that starts right after
-    // on the idle context.
-    let Some((entry, local)) = (unsafe { node.value.locals.get_ready(key) }) else {
-        slow!();
+    // Whatever the fast path cannot serve goes to one call: from the
+    // trampoline, to one out-of-line function (as `call_cold` is, for the
+    // same reason), which takes the fast path through the descriptor in
+    // dynamic TLS and the slow path otherwise; from there, to the slow
+    // path. One call in the code, so that the frame it needs is set up on
+    // that path only.
+    let ready = 'ready: {
+        if !thread::serves(bound) {
+            break 'ready None;
+        }
+        // SAFETY: a slot value that `serves` accepts is a node of
+        // `CONTEXTS` serving this thread, alive until the library is
+        // unloaded.
+        let node: &'static ContextNode = unsafe { &*bound };
+        // SAFETY: `node` serves this thread, which owns it.
+        if !unsafe { node.value.is_idle() } {
+            break 'ready None;
+        }
+        // SAFETY: as above; the value is for the call that starts right
+        // after on the idle context.
+        unsafe { node.value.locals.get_ready(key) }.map(|(entry, value)| (node, entry, value))
     };
-    // SAFETY: `node` serves this thread (`serves`) and is idle; `anchor` is
-    // in the trampoline's frame (caller obligation); `entry` holds the free
-    // value's index, which the call holds until it leaves (`local` does
-    // nothing when dropped).
+    match ready {
+        // SAFETY: `node` serves this thread and is idle; `anchor` is in the
+        // trampoline's frame (caller obligation); `entry` holds the index
+        // of `value`, a free value of `node`'s that nothing else refers
+        // to: the call holds it until it leaves.
+        Some((node, entry, value)) => unsafe {
+            outermost_holding(
+                site,
+                node,
+                anchor,
+                entry,
+                &mut *value,
+                on_error,
+                on_panic,
+                body,
+            )
+        },
+        None if dynamic => call_local_cold(site, key, anchor, on_error, on_panic, body),
+        None => call_slow_local(site, key, anchor, on_error, on_panic, body),
+    }
+}
+
+/// The `#[local]` fast path's call on `node` with `value`, the free value
+/// whose index `entry` holds: enters, runs the call and leaves.
+///
+/// `value` comes as a parameter so that the compiler knows nothing else
+/// the call does here reaches it: the context's stores that a body
+/// reaching nothing else cannot read (see `context::Running`) are then
+/// dropped as on the bound fast path, the body's use of the value
+/// notwithstanding.
+///
+/// `#[inline]`, not `inline(always)`: an always-inlined function is
+/// inlined before the functions it calls are, while the body still reaches
+/// the value through `catch_unwind`'s data in memory, and the compiler can
+/// then not tell that the body's accesses are the parameter's. Inlined
+/// after them, it can. The compiler inlines it into the trampoline (the
+/// benchmark's, the test fixture's and the examples' builds have no copy
+/// of it out of line).
+///
+/// # Safety
+///
+/// `node` serves the calling thread and is idle; `anchor` is in the frame
+/// of the trampoline making the call; `entry` is the entry word of
+/// `value`'s index (`Locals::get_ready`).
+#[inline]
+#[allow(clippy::too_many_arguments, reason = "call_local's, passed on")]
+unsafe fn outermost_holding<R, T: Local>(
+    site: &Site,
+    node: &'static ContextNode,
+    anchor: &Anchor,
+    entry: u64,
+    value: &mut T,
+    on_error: impl FnOnce() -> R,
+    on_panic: impl FnOnce() -> R,
+    body: impl FnOnce(&Frame, LocalRef<'_, T>) -> Result<R, Failure>,
+) -> R {
+    // SAFETY: `node` serves this thread and is idle, `anchor` is in the
+    // trampoline's frame (caller obligations); the call holds `entry`'s
+    // value until it leaves (the `LocalRef` does nothing when dropped).
     unsafe { node.value.enter_idle_holding(anchor, entry) };
-    let body = move |frame: &Frame| body(frame, local);
+    let body = move |frame: &Frame| body(frame, LocalRef::held_by_call(value));
     // SAFETY: entered just above; `node` is not a per-call context (see
     // `Context::leave_outermost`), so there is nothing to release.
     unsafe { outermost(site, node, anchor, on_error, on_panic, body, || {}) }

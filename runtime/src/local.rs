@@ -500,17 +500,16 @@ impl Locals {
     /// for the same type only compares the key's word. Nothing else is
     /// written: the caller stores the entry word in the context as the
     /// call enters, which records the hold, and the call's leave ends it.
-    /// The `LocalRef` does nothing when dropped.
+    /// The value comes as a pointer, for the caller to pass to the call as
+    /// a `&mut T` parameter (see `boundary::outermost_holding`) and on to
+    /// the body as a [`LocalRef`] that does nothing when dropped.
     ///
     /// # Safety
     ///
     /// As for `get`, and no call is running on the context (so none holds
     /// a value): the value is for the call that starts on it next.
     #[inline(always)]
-    pub(crate) unsafe fn get_ready<T: Local>(
-        &self,
-        key: &LocalKey<T>,
-    ) -> Option<(u64, LocalRef<'_, T>)> {
+    pub(crate) unsafe fn get_ready<T: Local>(&self, key: &LocalKey<T>) -> Option<(u64, *mut T)> {
         // Relaxed: a plain number (module docs).
         let entry = key.entry.load(Ordering::Relaxed);
         // The remembered value is bound and, as no call runs, `READY`
@@ -529,14 +528,9 @@ impl Locals {
             self.last.set(entry);
             self.last_slot.set(head);
         }
-        Some((
-            entry,
-            LocalRef {
-                slot: head.cast(),
-                held: Held::ByCall,
-                _owner: PhantomData,
-            },
-        ))
+        // SAFETY: `head` is a live slot of `T` (a `READY` entry of `T`'s
+        // index, or the one remembered as such); only the place is formed.
+        Some((entry, unsafe { &raw mut (*head.cast::<Slot<T>>()).value }))
     }
 
     /// True when `head`, the entry at `index`, is a value bound to the
@@ -595,21 +589,15 @@ impl Locals {
             unsafe {
                 if Self::is_free(head, index, held) {
                     self.hold(head, depth, caller);
-                    return Ok(LocalRef {
-                        slot: head.cast(),
-                        held: Held::State,
-                        _owner: PhantomData,
-                    });
+                    return Ok(LocalRef::held_in_state(head));
                 }
             }
         }
         // SAFETY: forwarded caller obligation.
         let head = unsafe { self.get_slow(key, depth, held, caller, stack) }?;
-        Ok(LocalRef {
-            slot: head.cast(),
-            held: Held::State,
-            _owner: PhantomData,
-        })
+        // SAFETY: `get_slow` returns a live, bound slot of `T` that it
+        // marked held.
+        Ok(unsafe { LocalRef::held_in_state(head) })
     }
 
     /// `get` when the value is not ready: the key has no index yet, the
@@ -906,33 +894,65 @@ impl Drop for Locals {
 /// A `#[local]` value borrowed by one call; other calls on the same thread
 /// that ask for the same type get an error until it is dropped.
 pub struct LocalRef<'a, T> {
-    slot: *mut Slot<T>,
+    value: *mut T,
     held: Held,
     _owner: PhantomData<&'a mut T>,
 }
 
 /// Where a [`LocalRef`] recorded its hold, undone when it is dropped.
 enum Held {
-    /// In the slot's state, which is the depth of the call.
-    State,
+    /// In the state of the slot whose head this is, which is the depth of
+    /// the call.
+    State(*mut Head),
     /// In the context, by the call, which ends the hold when it leaves.
     ByCall,
+}
+
+impl<'a, T> LocalRef<'a, T> {
+    /// The value of the slot `head`, held through the slot's state, which
+    /// its drop sets back to `READY`.
+    ///
+    /// # Safety
+    ///
+    /// `head` is a live slot of `T`, bound to the calling thread, whose
+    /// state records the hold of the call this is for; it stays live
+    /// while the `LocalRef` does.
+    unsafe fn held_in_state(head: *mut Head) -> LocalRef<'a, T> {
+        LocalRef {
+            // SAFETY: a live slot of `T` (caller obligation); only the
+            // place is formed.
+            value: unsafe { &raw mut (*head.cast::<Slot<T>>()).value },
+            held: Held::State(head),
+            _owner: PhantomData,
+        }
+    }
+
+    /// `value`, held by the running call through its context's entry
+    /// word (see `Locals::get_ready`), which the call's leave ends:
+    /// dropping it does nothing.
+    pub(crate) fn held_by_call(value: &'a mut T) -> LocalRef<'a, T> {
+        LocalRef {
+            value,
+            held: Held::ByCall,
+            _owner: PhantomData,
+        }
+    }
 }
 
 impl<T> Deref for LocalRef<'_, T> {
     type Target = T;
     fn deref(&self) -> &T {
-        // SAFETY: the slot's state guarantees this is the only reference to
-        // the value.
-        unsafe { &(*self.slot).value }
+        // SAFETY: the hold (the slot's state, or the entry word of the call
+        // that took the value) guarantees this is the only reference to it.
+        unsafe { &*self.value }
     }
 }
 
 impl<T> DerefMut for LocalRef<'_, T> {
     fn deref_mut(&mut self) -> &mut T {
-        // SAFETY: the slot's state guarantees this is the only reference to
-        // the value.
-        unsafe { &mut (*self.slot).value }
+        // SAFETY: the hold (the slot's state, or the entry word of the call
+        // that took the value) guarantees this is the only reference to it.
+        unsafe { &mut *self.value }
     }
 }
 
@@ -943,7 +963,7 @@ impl<T> Drop for LocalRef<'_, T> {
             // SAFETY: the slot outlives the borrow; only the owning thread
             // touches it, and no other reference to its head exists now.
             // The value was bound before this `LocalRef` was made.
-            Held::State => unsafe { (*self.slot).head.state = READY },
+            Held::State(head) => unsafe { (*head).state = READY },
             Held::ByCall => {}
         }
     }
@@ -1275,8 +1295,7 @@ mod tests {
         // SAFETY: this thread owns `locals`; the ref is dropped at the end.
         unsafe {
             drop(locals.get(&KEY, 1, 0, me, &stack).unwrap());
-            let (_, value) = locals.get_ready(&KEY).expect("bound and free");
-            drop(value);
+            assert!(locals.get_ready(&KEY).is_some(), "bound and free");
             assert!(locals.get_ready(&KEY).is_some(), "remembered");
             // A call the runtime may no longer record holds it (suspended
             // on another stack): an idle context's next call must not get
@@ -1307,8 +1326,7 @@ mod tests {
             let (entry, value) = locals.get_ready(&KEY).expect("bound and free");
             let index = held_in(entry);
             assert_ne!(index, 0, "an index is assigned");
-            assert_eq!(value.binds, 1);
-            drop(value);
+            assert_eq!((*value).binds, 1);
             // While the outermost call holds it through the entry word, a
             // nested call is refused it, though its state says `READY`.
             let message = locals
@@ -1329,12 +1347,11 @@ mod tests {
             );
             drop(locals.get(&KEY, 1, 0, me, &stack).unwrap());
             let (_, value) = locals.get_ready(&KEY).expect("bound again");
-            assert_eq!((value.binds, value.releases), (2, 1));
-            drop(value);
+            assert_eq!(((*value).binds, (*value).releases), (2, 1));
             // Another type's lookup replaces the remembered one.
             drop(locals.get(&OTHER, 1, 0, me, &stack).unwrap());
             let (_, other) = locals.get_ready(&OTHER).expect("bound again");
-            assert_eq!((other.binds, other.releases), (2, 1));
+            assert_eq!(((*other).binds, (*other).releases), (2, 1));
         }
     }
 
