@@ -173,17 +173,12 @@ fn local_conflict_warnings(rows: &[Row]) -> Vec<String> {
             row.key == "cthread.local_minus_bound_ns" && row.summary.min > LOCAL_CONFLICT_NS
         })
         .map(|row| {
-            let place = match row.place.as_str() {
-                "binary" => "the benchmark's executable",
-                "portable_tls" => "the portable_tls cdylib",
-                _ => "the cdylib",
-            };
             format!(
-                "warning: the `#[local]` callback of {place} measured {:.1} ns over the bound one \
-                 (at least {:.1} ns in every round), where it usually measures under 1 ns: on AMD \
+                "warning: the `#[local]` callback ({}) measured {:.1} ns over the bound one (at \
+                 least {:.1} ns in every round), where it usually measures under 1 ns: on AMD \
                  cores that has been two of the call's cache lines evicting each other in the L1 \
                  data cache's way predictor for the whole process (see bench/README.md); rerun",
-                row.summary.median, row.summary.min
+                row.place, row.summary.median, row.summary.min
             )
         })
         .collect()
@@ -1029,7 +1024,7 @@ mod tests {
         let warnings = local_conflict_warnings(&rows);
         assert_eq!(warnings.len(), 1, "{warnings:?}");
         assert!(
-            warnings[0].contains("of the benchmark's executable measured 18.5 ns over the bound one (at least 17.5 ns"),
+            warnings[0].contains("(binary) measured 18.5 ns over the bound one (at least 17.5 ns"),
             "{}",
             warnings[0]
         );

@@ -317,6 +317,21 @@ struct Slot<T> {
     value: T,
 }
 
+impl<T> Slot<T> {
+    /// The value of the slot whose head is `head`; only the place is
+    /// formed.
+    ///
+    /// # Safety
+    ///
+    /// `head` is the head of a live `Slot<T>`.
+    #[inline(always)]
+    unsafe fn value_at(head: *mut Head) -> *mut T {
+        // SAFETY: a live slot of `T` (caller obligation); no reference is
+        // made.
+        unsafe { &raw mut (*head.cast::<Slot<T>>()).value }
+    }
+}
+
 /// The per-type operations on a type-erased `*mut Slot<T>`.
 struct SlotVtable {
     release: unsafe fn(*mut Head) -> Option<Result<(), String>>,
@@ -529,8 +544,8 @@ impl Locals {
             self.last_slot.set(head);
         }
         // SAFETY: `head` is a live slot of `T` (a `READY` entry of `T`'s
-        // index, or the one remembered as such); only the place is formed.
-        Some((entry, unsafe { &raw mut (*head.cast::<Slot<T>>()).value }))
+        // index, or the one remembered as such).
+        Some((entry, unsafe { Slot::value_at(head) }))
     }
 
     /// True when `head`, the entry at `index`, is a value bound to the
@@ -919,9 +934,8 @@ impl<'a, T> LocalRef<'a, T> {
     /// while the `LocalRef` does.
     unsafe fn held_in_state(head: *mut Head) -> LocalRef<'a, T> {
         LocalRef {
-            // SAFETY: a live slot of `T` (caller obligation); only the
-            // place is formed.
-            value: unsafe { &raw mut (*head.cast::<Slot<T>>()).value },
+            // SAFETY: a live slot of `T` (caller obligation).
+            value: unsafe { Slot::value_at(head) },
             held: Held::State(head),
             _owner: PhantomData,
         }
