@@ -3,7 +3,7 @@
 use core::cell::{Cell, UnsafeCell};
 
 use crate::failure::Failure;
-use crate::freelist::{FreeList, Node};
+use crate::freelist::{FreeList, Link, Node, Pooled};
 use crate::local::{Holder, Local, LocalKey, LocalRef, Locals, held_in, holding};
 use crate::stack::{self, Anchor, Mark, ThreadStack};
 use crate::sync::{AtomicU64, Ordering};
@@ -50,13 +50,15 @@ impl Counter {
 /// owner only through the free list, whose Release/Acquire pair orders the
 /// previous owner's accesses before the next owner's.
 ///
-/// Aligned to 128 bytes (two cache lines, the unit the adjacent-line
-/// prefetcher pulls in) so the counters two threads write on their fast
-/// paths never share a line: no false sharing between bound threads.
-#[repr(C, align(128))]
+/// Each lives in a [`Node`] of [`CONTEXTS`], aligned to 128 bytes (two
+/// cache lines, the unit the adjacent-line prefetcher pulls in), so the
+/// counters two threads write on their fast paths never share a line: no
+/// false sharing between bound threads.
+#[repr(C)]
 pub(crate) struct Context {
     // The fields a bound call touches come first (`repr(C)`), within the
-    // first 32 bytes: one-byte displacements, one cache line.
+    // node's first cache line with the free list's link (asserted below):
+    // one-byte displacements, one line.
     /// What runs on the owning thread: the entry word and where the
     /// outermost call's anchor is (see [`Running`]).
     running: Running,
@@ -65,6 +67,9 @@ pub(crate) struct Context {
     /// Nested calls so far (recorded at depth 1 or more); the last one's
     /// token is this count with [`NESTED_TOKEN`] set.
     pub(crate) nested_calls: Counter,
+    /// The free list's link: in this line, which the thread that pops the
+    /// context writes on its first call anyway.
+    link: Link,
     /// The `#[local]` values: the fast path of a callback with one
     /// `#[local]` parameter reads their table, in the first cache line with
     /// the fields above.
@@ -100,6 +105,7 @@ impl Context {
             running: Running::new(),
             calls: Counter::new(),
             nested_calls: Counter::new(),
+            link: Link::new(),
             locals: Locals::new(),
             per_call: Cell::new(false),
             after_exit: Cell::new(false),
@@ -567,3 +573,19 @@ const NESTED_TOKEN: u64 = 1 << 63;
 const NESTED_RESERVE: usize = 16;
 
 pub(crate) type ContextNode = Node<Context>;
+
+impl Pooled for Context {
+    fn link(&self) -> &Link {
+        &self.link
+    }
+
+    fn link_mut(&mut self) -> &mut Link {
+        &mut self.link
+    }
+}
+
+// What a bound call touches, the free list's link and the `#[local]` fast
+// path's remembered value (the first 16 bytes of `Locals`) share the
+// node's first cache line.
+const _: () = assert!(core::mem::offset_of!(ContextNode, value) == 0);
+const _: () = assert!(core::mem::offset_of!(Context, locals) + 16 <= 64);

@@ -10,6 +10,11 @@
 //! the child a lock nobody will release; at worst the child sees one node
 //! that is neither free nor in use.
 //!
+//! A node's index and link are kept by its value ([`Pooled`]), in the cache
+//! line the value's new owner writes first, and the head has a line pair of
+//! its own: a thread that pops a node another CPU pushed fetches the head's
+//! line and the value's, and nothing else.
+//!
 //! # Atomic orderings
 //!
 //! * `push` publishes with a `Release` compare-exchange on `head`; `pop`
@@ -24,33 +29,69 @@
 //!   with the failed CAS.
 //! * `allocated` only hands out unique indices: `Relaxed`.
 
-use crate::sync::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use crate::sync::{AtomicPtr, AtomicU32, AtomicU64, Ordering, OwnLines};
 
 const BUCKETS: usize = 32;
 const EMPTY: u32 = 0;
 
-/// One pooled value with its stable index and free-list link. The value
-/// comes first, so a node's address is its value's (`repr(C)`).
-#[repr(C)]
-pub(crate) struct Node<T> {
-    pub(crate) value: T,
+/// A pooled value's stable index in its list and its free-list link. The
+/// value keeps it (see [`Pooled`]) where its owner's own accesses make it
+/// cheapest to reach.
+pub(crate) struct Link {
+    /// Set by [`FreeList::alloc`] before the node is published.
     index: u32,
     /// `index + 1` of the next free node, or `EMPTY`.
     next: AtomicU32,
 }
 
-impl<T> Node<T> {
+impl Link {
+    /// The link of a value not in a list yet.
+    pub(crate) fn new() -> Link {
+        Link {
+            index: 0,
+            next: AtomicU32::new(EMPTY),
+        }
+    }
+}
+
+/// A value a [`FreeList`] pools.
+///
+/// The value holds its [`Link`] rather than the node holding it beside the
+/// value, so that the link can share a cache line with the fields a new
+/// owner writes first: a `pop` reads it, and a thread that pops a node
+/// released on another CPU then fetches one line for both.
+pub(crate) trait Pooled {
+    fn link(&self) -> &Link;
+    fn link_mut(&mut self) -> &mut Link;
+}
+
+/// One pooled value. Aligned to 128 bytes, the unit the adjacent-line
+/// prefetcher fetches, so that the values of two nodes (written by two
+/// threads) never share a line pair.
+#[repr(C, align(128))]
+pub(crate) struct Node<T> {
+    pub(crate) value: T,
+}
+
+impl<T: Pooled> Node<T> {
     /// The node's stable index in its list.
     #[cfg_attr(callgate_loom, allow(dead_code))]
     pub(crate) fn index(&self) -> u32 {
-        self.index
+        self.value.link().index
+    }
+
+    fn next(&self) -> &AtomicU32 {
+        &self.value.link().next
     }
 }
 
 pub(crate) struct FreeList<T> {
     buckets: [AtomicPtr<AtomicPtr<Node<T>>>; BUCKETS],
     allocated: AtomicU32,
-    head: AtomicU64,
+    /// On lines of its own: every bind and every release of a thread
+    /// writes it, and the data beside it would otherwise be fetched again
+    /// by every CPU after each of them (the fast path's word, for one).
+    head: OwnLines<AtomicU64>,
 }
 
 fn bucket_of(index: u32) -> (usize, usize) {
@@ -59,13 +100,13 @@ fn bucket_of(index: u32) -> (usize, usize) {
     (bucket, (position - (1 << bucket)) as usize)
 }
 
-impl<T> FreeList<T> {
+impl<T: Pooled> FreeList<T> {
     #[cfg(not(callgate_loom))]
     pub(crate) const fn new() -> Self {
         FreeList {
             buckets: [const { AtomicPtr::new(core::ptr::null_mut()) }; BUCKETS],
             allocated: AtomicU32::new(0),
-            head: AtomicU64::new(0),
+            head: OwnLines(AtomicU64::new(0)),
         }
     }
 
@@ -74,7 +115,7 @@ impl<T> FreeList<T> {
         FreeList {
             buckets: core::array::from_fn(|_| AtomicPtr::new(core::ptr::null_mut())),
             allocated: AtomicU32::new(0),
-            head: AtomicU64::new(0),
+            head: OwnLines(AtomicU64::new(0)),
         }
     }
 
@@ -89,7 +130,7 @@ impl<T> FreeList<T> {
             }
             let node = self.get(index - 1)?;
             // Relaxed: validated by the CAS below (module docs).
-            let next = node.next.load(Ordering::Relaxed);
+            let next = node.next().load(Ordering::Relaxed);
             let new = ((head >> 32).wrapping_add(1) << 32) | u64::from(next);
             // Acquire on success: pairs with the Release CAS in `push`.
             match self
@@ -124,8 +165,8 @@ impl<T> FreeList<T> {
         let mut head = self.head.load(Ordering::Relaxed);
         loop {
             // Relaxed: published by the Release CAS below.
-            node.next.store(head as u32, Ordering::Relaxed);
-            let new = ((head >> 32).wrapping_add(1) << 32) | u64::from(node.index + 1);
+            node.next().store(head as u32, Ordering::Relaxed);
+            let new = ((head >> 32).wrapping_add(1) << 32) | u64::from(node.index() + 1);
             // Release: pairs with the Acquire load/CAS in `pop`.
             match self
                 .head
@@ -148,11 +189,12 @@ impl<T> FreeList<T> {
         }
         let (bucket, offset) = bucket_of(index);
         let slots = self.bucket(bucket);
-        let node = Box::into_raw(Box::new(Node {
+        let mut node = Box::new(Node { value });
+        *node.value.link_mut() = Link {
             index,
             next: AtomicU32::new(EMPTY),
-            value,
-        }));
+        };
+        let node = Box::into_raw(node);
         // SAFETY: `bucket` holds `1 << bucket` slots and `offset < 1 << bucket`
         // by construction of `bucket_of`; the bucket is never freed while
         // `self` lives.
@@ -240,7 +282,7 @@ impl<T> FreeList<T> {
             // Relaxed: a quiescent list (see above).
             link = self
                 .get(link - 1)
-                .map_or(EMPTY, |node| node.next.load(Ordering::Relaxed));
+                .map_or(EMPTY, |node| node.next().load(Ordering::Relaxed));
         }
         indices
     }
@@ -324,6 +366,43 @@ unsafe impl<T: Send + Sync> Sync for FreeList<T> {}
 // SAFETY: as above; dropping the list drops the `T`s on the dropping thread.
 unsafe impl<T: Send + Sync> Send for FreeList<T> {}
 
+/// A value with a link of its own, for the tests and models of the list.
+#[cfg(any(test, callgate_loom))]
+pub(crate) struct Item<T> {
+    link: Link,
+    value: T,
+}
+
+#[cfg(any(test, callgate_loom))]
+impl<T> Item<T> {
+    pub(crate) fn new(value: T) -> Item<T> {
+        Item {
+            link: Link::new(),
+            value,
+        }
+    }
+}
+
+#[cfg(any(test, callgate_loom))]
+impl<T> core::ops::Deref for Item<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.value
+    }
+}
+
+#[cfg(any(test, callgate_loom))]
+impl<T> Pooled for Item<T> {
+    fn link(&self) -> &Link {
+        &self.link
+    }
+
+    fn link_mut(&mut self) -> &mut Link {
+        &mut self.link
+    }
+}
+
 #[cfg(all(test, not(callgate_loom)))]
 mod tests {
     use super::*;
@@ -342,19 +421,19 @@ mod tests {
     fn pop_returns_pushed_nodes_lifo() {
         let list = FreeList::new();
         assert!(list.pop().is_none());
-        let a = list.alloc(1);
-        let b = list.alloc(2);
+        let a = list.alloc(Item::new(1));
+        let b = list.alloc(Item::new(2));
         // SAFETY: both nodes were just allocated and are pushed once.
         unsafe {
             list.push(a);
             list.push(b);
         }
         assert_eq!(list.free(), 2);
-        assert_eq!(list.pop().map(|n| n.value), Some(2));
-        assert_eq!(list.pop().map(|n| n.value), Some(1));
+        assert_eq!(list.pop().map(|n| *n.value), Some(2));
+        assert_eq!(list.pop().map(|n| *n.value), Some(1));
         assert!(list.pop().is_none());
         assert_eq!(list.allocated(), 2);
-        assert_eq!(list.iter().map(|n| n.value).collect::<Vec<_>>(), [1, 2]);
+        assert_eq!(list.iter().map(|n| *n.value).collect::<Vec<_>>(), [1, 2]);
     }
 
     #[test]
@@ -363,7 +442,7 @@ mod tests {
         let alive = Rc::new(());
         let list = FreeList::new();
         for i in 0..10 {
-            let node = list.alloc(Rc::clone(&alive));
+            let node = list.alloc(Item::new(Rc::clone(&alive)));
             if i % 2 == 0 {
                 // SAFETY: just allocated, pushed once, not used afterwards.
                 unsafe { list.push(node) };
@@ -375,16 +454,16 @@ mod tests {
         assert_eq!(Rc::strong_count(&alive), 1);
         assert_eq!(list.allocated(), 0);
         assert!(list.pop().is_none());
-        let node = list.alloc(Rc::clone(&alive));
+        let node = list.alloc(Item::new(Rc::clone(&alive)));
         assert_eq!(node.index(), 0);
     }
 
     #[test]
     fn concurrent_pop_push_never_hands_a_node_out_twice() {
         use std::sync::atomic::AtomicBool;
-        let list: FreeList<AtomicBool> = FreeList::new();
+        let list: FreeList<Item<AtomicBool>> = FreeList::new();
         for _ in 0..4 {
-            let node = list.alloc(AtomicBool::new(false));
+            let node = list.alloc(Item::new(AtomicBool::new(false)));
             // SAFETY: just allocated, pushed once, not used afterwards.
             unsafe { list.push(node) };
         }
@@ -394,7 +473,7 @@ mod tests {
                     for _ in 0..20_000 {
                         let node = list
                             .pop()
-                            .unwrap_or_else(|| list.alloc(AtomicBool::new(false)));
+                            .unwrap_or_else(|| list.alloc(Item::new(AtomicBool::new(false))));
                         assert!(
                             !node.value.swap(true, Ordering::Relaxed),
                             "node handed out twice"

@@ -107,6 +107,11 @@ impl<T> Default for LocalKey<T> {
 
 /// Where the callbacks that take a `#[local] &mut T` find `T`'s index: a
 /// `static` next to each of them. Empty until the first call that asks.
+///
+/// Aligned to 128 bytes, so it has a line pair of its own: the fast path
+/// reads it on every call, and a `static` beside it that threads write (a
+/// counter, say) would make each of those calls fetch it again.
+#[repr(align(128))]
 pub struct LocalKey<T> {
     /// `T`'s index in the registry, as the entry word of an outermost call
     /// that holds `T`'s value ([`holding`]), so that the fast path

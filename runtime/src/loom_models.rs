@@ -7,7 +7,7 @@ use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::thread;
 
-use crate::freelist::FreeList;
+use crate::freelist::{FreeList, Item};
 use crate::gate::{Closed, Gate, GatePolicy, InitState};
 
 #[test]
@@ -87,9 +87,9 @@ fn gate_fail_policy_never_blocks() {
 #[test]
 fn free_list_never_hands_out_a_node_twice() {
     loom::model(|| {
-        let list: Arc<FreeList<AtomicBool>> = Arc::new(FreeList::new());
+        let list: Arc<FreeList<Item<AtomicBool>>> = Arc::new(FreeList::new());
         for _ in 0..2 {
-            let node = list.alloc(AtomicBool::new(false));
+            let node = list.alloc(Item::new(AtomicBool::new(false)));
             // SAFETY: just allocated, pushed once, not used afterwards.
             unsafe { list.push(node) };
         }
@@ -100,7 +100,7 @@ fn free_list_never_hands_out_a_node_twice() {
                     for _ in 0..2 {
                         let node = list
                             .pop()
-                            .unwrap_or_else(|| list.alloc(AtomicBool::new(false)));
+                            .unwrap_or_else(|| list.alloc(Item::new(AtomicBool::new(false))));
                         assert!(
                             !node.value.swap(true, Ordering::Relaxed),
                             "node handed out twice"
@@ -123,7 +123,7 @@ fn free_list_never_hands_out_a_node_twice() {
 
 /// Pops everything: a corrupted list (a cycle, a lost or duplicated node)
 /// shows up as a repeated node or a wrong count.
-fn assert_drains_to_distinct_nodes(list: &FreeList<AtomicBool>, expected: usize) {
+fn assert_drains_to_distinct_nodes(list: &FreeList<Item<AtomicBool>>, expected: usize) {
     let mut seen = Vec::new();
     while let Some(node) = list.pop() {
         let address = node as *const _ as usize;
@@ -142,9 +142,9 @@ fn free_list_survives_the_aba_interleaving() {
     // One thread pops while the other pops twice and pushes the first node
     // back: the tag must make the stale pop retry.
     loom::model(|| {
-        let list: Arc<FreeList<AtomicBool>> = Arc::new(FreeList::new());
+        let list: Arc<FreeList<Item<AtomicBool>>> = Arc::new(FreeList::new());
         for _ in 0..3 {
-            let node = list.alloc(AtomicBool::new(false));
+            let node = list.alloc(Item::new(AtomicBool::new(false)));
             // SAFETY: just allocated, pushed once, not used afterwards.
             unsafe { list.push(node) };
         }

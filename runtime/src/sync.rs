@@ -16,6 +16,22 @@ pub(crate) use core::sync::atomic::{
 #[cfg(not(callgate_loom))]
 pub(crate) use std::sync::{Condvar, Mutex};
 
+/// A value on cache lines of its own: 128 bytes (the unit the adjacent-line
+/// prefetcher fetches) aligned, so that no other data shares its line pair.
+/// For a word that threads write (a compare-and-swap on a free list's head):
+/// sharing its line would make every such write cost readers of the other
+/// data a fetch from the writer's CPU.
+#[repr(C, align(128))]
+pub(crate) struct OwnLines<T>(pub(crate) T);
+
+impl<T> core::ops::Deref for OwnLines<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
 /// Locks `mutex`, ignoring poisoning: every critical section in the runtime
 /// leaves the protected data consistent before anything that could panic.
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> crate::sync::Guard<'_, T> {

@@ -114,16 +114,19 @@ global_asm!(
 // The slot's offset from the thread pointer while it is known to be the
 // same in every thread and the fast path is open; 0 otherwise (the thread
 // pointer itself, never a TLS variable). Hidden, so code of this library
-// reads it with one `rip`-relative load, without a GOT entry.
+// reads it with one `rip`-relative load, without a GOT entry. Every call
+// reads it, and it is written only when the fast path opens or closes: it
+// has a 128-byte line pair to itself, so that no data written more often
+// (a free list's head, a user's counter) makes CPUs fetch it again.
 global_asm!(
     ".pushsection .bss.__callgate_static_offset,\"aw\",@nobits",
-    ".p2align 3",
+    ".p2align 7",
     ".globl __callgate_static_offset",
     ".hidden __callgate_static_offset",
     ".type __callgate_static_offset,@object",
     ".size __callgate_static_offset,8",
     "__callgate_static_offset:",
-    ".zero 8",
+    ".zero 128",
     ".popsection",
 );
 
