@@ -574,7 +574,9 @@ const NESTED_RESERVE: usize = 16;
 
 pub(crate) type ContextNode = Node<Context>;
 
-impl Pooled for Context {
+// SAFETY: both return the `link` field, which no method of `Context`
+// touches: only the free list reaches it.
+unsafe impl Pooled for Context {
     fn link(&self) -> &Link {
         &self.link
     }

@@ -60,7 +60,14 @@ impl Link {
 /// value, so that the link can share a cache line with the fields a new
 /// owner writes first: a `pop` reads it, and a thread that pops a node
 /// released on another CPU then fetches one line for both.
-pub(crate) trait Pooled {
+///
+/// # Safety
+///
+/// `link` and `link_mut` return the same field of `self` every time, a
+/// field that only the list reaches: the list's index lookup and its
+/// links rely on it, and a link that changed under them could hand one
+/// node to two owners.
+pub(crate) unsafe trait Pooled {
     fn link(&self) -> &Link;
     fn link_mut(&mut self) -> &mut Link;
 }
@@ -392,8 +399,10 @@ impl<T> core::ops::Deref for Item<T> {
     }
 }
 
+// SAFETY: both return the `link` field, which nothing but the list reaches
+// (it is private to this module, and `Item` has no other method touching it).
 #[cfg(any(test, callgate_loom))]
-impl<T> Pooled for Item<T> {
+unsafe impl<T> Pooled for Item<T> {
     fn link(&self) -> &Link {
         &self.link
     }
