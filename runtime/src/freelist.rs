@@ -416,6 +416,22 @@ unsafe impl<T> Pooled for Item<T> {
 mod tests {
     use super::*;
 
+    /// The head, which every pop and push writes, has a 128-byte line pair
+    /// to itself: the buckets and the count are outside it.
+    #[test]
+    fn the_head_has_its_line_pair_to_itself() {
+        let list: FreeList<Item<u8>> = FreeList::new();
+        let head = core::ptr::from_ref(&list.head).addr();
+        assert_eq!(head % 128, 0);
+        assert_eq!(core::mem::size_of_val(&list.head), 128);
+        let apart = |other: usize, size: usize| other + size <= head || other >= head + 128;
+        assert!(apart(
+            core::ptr::from_ref(&list.buckets).addr(),
+            core::mem::size_of_val(&list.buckets)
+        ));
+        assert!(apart(core::ptr::from_ref(&list.allocated).addr(), 4));
+    }
+
     #[test]
     fn bucket_layout_is_dense() {
         assert_eq!(bucket_of(0), (0, 0));

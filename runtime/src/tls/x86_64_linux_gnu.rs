@@ -626,6 +626,22 @@ mod tests {
         set(core::ptr::null());
     }
 
+    /// The fast path's word starts a 128-byte line pair that holds no
+    /// other data: neither this module's other word nor the free list's
+    /// head, which threads write, sits in it.
+    #[test]
+    fn the_static_offset_word_has_its_line_pair_to_itself() {
+        let word = core::ptr::from_ref(static_word()).addr();
+        assert_eq!(word % 128, 0);
+        let apart = |other: usize, size: usize| other + size <= word || other >= word + 128;
+        assert!(apart(core::ptr::from_ref(&PROBED).addr(), 8));
+        let contexts = core::ptr::from_ref(&crate::context::CONTEXTS);
+        assert!(apart(
+            contexts.addr(),
+            core::mem::size_of_val(&crate::context::CONTEXTS)
+        ));
+    }
+
     #[test]
     fn only_the_return_argument_resolver_is_recognised() {
         let plain: [u8; 5] = [0x48, 0x8b, 0x40, 0x08, 0xc3];
