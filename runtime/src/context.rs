@@ -57,8 +57,8 @@ impl Counter {
 #[repr(C)]
 pub(crate) struct Context {
     // The fields a bound call touches come first (`repr(C)`), within the
-    // node's first cache line with the free list's link (asserted below):
-    // one-byte displacements, one line.
+    // node's first cache line (asserted below): one-byte displacements, one
+    // line.
     /// What runs on the owning thread: the entry word and where the
     /// outermost call's anchor is (see [`Running`]).
     running: Running,
@@ -67,9 +67,6 @@ pub(crate) struct Context {
     /// Nested calls so far (recorded at depth 1 or more); the last one's
     /// token is this count with [`NESTED_TOKEN`] set.
     pub(crate) nested_calls: Counter,
-    /// The free list's link: in this line, which the thread that pops the
-    /// context writes on its first call anyway.
-    link: Link,
     /// The `#[local]` values: the fast path of a callback with one
     /// `#[local]` parameter reads their table, in the first cache line with
     /// the fields above.
@@ -80,6 +77,10 @@ pub(crate) struct Context {
     /// or one without an exit hook (no pthread key was left): per call,
     /// never cached.
     after_exit: Cell<bool>,
+    /// The free list's link, in the second cache line, which the thread
+    /// that pops the context writes when it binds: a pop reads it from a
+    /// line the new owner fetches anyway.
+    link: Link,
     // A per-call attach and its release, and a thread's first call, touch
     // the fields above and these, in the second cache line.
     pub(crate) binds: Counter,
@@ -105,10 +106,10 @@ impl Context {
             running: Running::new(),
             calls: Counter::new(),
             nested_calls: Counter::new(),
-            link: Link::new(),
             locals: Locals::new(),
             per_call: Cell::new(false),
             after_exit: Cell::new(false),
+            link: Link::new(),
             binds: Counter::new(),
             releases: Counter::new(),
             stack: ThreadStack::new(),
@@ -586,8 +587,10 @@ unsafe impl Pooled for Context {
     }
 }
 
-// What a bound call touches, the free list's link and the `#[local]` fast
-// path's remembered value (the first 16 bytes of `Locals`) share the
-// node's first cache line.
+// What a bound call touches and the `#[local]` fast path's remembered value
+// and table (the first 32 bytes of `Locals`) share the node's first cache
+// line; the free list's link is in the second, with what a bind writes.
 const _: () = assert!(core::mem::offset_of!(ContextNode, value) == 0);
-const _: () = assert!(core::mem::offset_of!(Context, locals) + 16 <= 64);
+const _: () = assert!(core::mem::offset_of!(Context, locals) + 32 <= 64);
+const _: () = assert!(core::mem::offset_of!(Context, link) >= 64);
+const _: () = assert!(core::mem::offset_of!(Context, binds) + 8 <= 128);

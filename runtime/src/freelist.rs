@@ -10,10 +10,10 @@
 //! the child a lock nobody will release; at worst the child sees one node
 //! that is neither free nor in use.
 //!
-//! A node's index and link are kept by its value ([`Pooled`]), in the cache
-//! line the value's new owner writes first, and the head has a line pair of
-//! its own: a thread that pops a node another CPU pushed fetches the head's
-//! line and the value's, and nothing else.
+//! A node's index and link are kept by its value ([`Pooled`]), in a cache
+//! line the value's new owner writes anyway, and the head has a line pair
+//! of its own: a thread that pops a node another CPU pushed fetches the
+//! head's line and the value's, and no line for the link alone.
 //!
 //! # Atomic orderings
 //!
@@ -58,7 +58,7 @@ impl Link {
 ///
 /// The value holds its [`Link`] rather than the node holding it beside the
 /// value, so that the link can share a cache line with the fields a new
-/// owner writes first: a `pop` reads it, and a thread that pops a node
+/// owner writes anyway: a `pop` reads it, and a thread that pops a node
 /// released on another CPU then fetches one line for both.
 ///
 /// # Safety
@@ -197,10 +197,7 @@ impl<T: Pooled> FreeList<T> {
         let (bucket, offset) = bucket_of(index);
         let slots = self.bucket(bucket);
         let mut node = Box::new(Node { value });
-        *node.value.link_mut() = Link {
-            index,
-            next: AtomicU32::new(EMPTY),
-        };
+        node.value.link_mut().index = index;
         let node = Box::into_raw(node);
         // SAFETY: `bucket` holds `1 << bucket` slots and `offset < 1 << bucket`
         // by construction of `bucket_of`; the bucket is never freed while
