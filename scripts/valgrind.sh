@@ -24,7 +24,8 @@
 #             unload must free the context pool and the last-error messages
 #   helgrind  no data race: contexts reused across threads in churn waves,
 #             the nesting harness, and closures and user data shared by C
-#             threads (the callbacks program)
+#             threads that are all bound at once (the callbacks program:
+#             the FnMut closure's calls ordered by its turns alone)
 #
 # Suppressions (scripts/valgrind.supp) cover only false positives of the
 # tools' model of glibc or std, each documented there. CALLGATE_FULL=1

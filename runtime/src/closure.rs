@@ -45,15 +45,13 @@ use core::fmt::{self, Display};
 use core::ptr::NonNull;
 use core::sync::atomic::fence;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Mutex;
 
 use crate::boundary::{Frame, Policy, Site, call};
 use crate::diag::{abort_with, report};
 use crate::failure::{Failure, payload_message};
 use crate::gate::GatePolicy;
 use crate::settings::AttachMode;
-use crate::sync::{AtomicUsize, Ordering};
-use crate::valgrind;
+use crate::sync::{AtomicUsize, Ordering, Turn};
 
 /// What the parameters and the result of a [`Closure`] may be: the
 /// crate's [`CValue`](trait@crate::CValue), also reachable here.
@@ -618,16 +616,22 @@ fn null_data() -> ! {
 
 /// The body of a `Closure::new` closure: an `FnMut` whose calls take turns.
 struct Exclusive<F> {
-    /// The thread running the body (its [`Frame::thread_mark`]), or 0.
-    owner: AtomicUsize,
-    body: Mutex<F>,
+    /// Whose turn it is to run the body (threads named by their
+    /// [`Frame::thread_mark`]).
+    turn: Turn,
+    body: UnsafeCell<F>,
 }
+
+// SAFETY: the body is reached only by `with`, during a turn, which one
+// thread at a time holds (`Turn`), so sharing an `Exclusive` moves `F`
+// between threads (hence `F: Send`) but never shares it.
+unsafe impl<F: Send> Sync for Exclusive<F> {}
 
 impl<F> Exclusive<F> {
     fn new(body: F) -> Exclusive<F> {
         Exclusive {
-            owner: AtomicUsize::new(0),
-            body: Mutex::new(body),
+            turn: Turn::new(),
+            body: UnsafeCell::new(body),
         }
     }
 
@@ -636,43 +640,28 @@ impl<F> Exclusive<F> {
     /// the call's.
     #[inline(always)]
     fn with<O>(&self, frame: &Frame, run: impl FnOnce(&mut F) -> O) -> Result<O, Failure> {
-        let me = frame.thread_mark();
-        // Relaxed: `owner` equals `me` only if a turn in a call on this
-        // thread's context stored it and has not cleared it yet. A context
-        // serves one thread at a time, and a turn clears the mark before
-        // its call returns, so before the context can serve another
-        // thread: the store was this thread's, which program order shows
-        // it without any fence.
-        if self.owner.load(Ordering::Relaxed) == me {
-            return Err(reentered());
-        }
-        // A panicking body poisons the mutex; like a `#[c_callback]`, the
-        // closure stays callable with whatever state the panic left.
-        let mut body = self
-            .body
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        // std's `Mutex` is built on futexes, which helgrind does not see as
-        // a lock: tell it that the previous turn happens before this one.
-        valgrind::happens_after(&raw const self.body);
-        // Relaxed: read only by this thread for the check above.
-        self.owner.store(me, Ordering::Relaxed);
-        // Declared after `body`, so the turn ends before the unlock, also
-        // when `run` panics.
+        // A thread mark is the address of a context, which serves one
+        // thread at a time, throughout the call (`Frame::thread_mark`):
+        // non-zero, and a multiple of 4 (contexts are 128-byte aligned).
+        self.turn.begin(frame.thread_mark(), reentered)?;
+        // Ends the turn when `run` returns or unwinds (a panicking body is
+        // caught by the call's boundary; the closure stays callable with
+        // whatever state the panic left, as a `#[c_callback]` does).
         let _end = EndTurn(self);
-        Ok(run(&mut body))
+        // SAFETY: this thread holds the turn until `_end` drops, and only
+        // the holder of the turn reaches the body.
+        Ok(run(unsafe { &mut *self.body.get() }))
     }
 }
 
-/// Ends a turn of an `Exclusive` body: clears the owner mark and tells
-/// helgrind this turn happens before the next.
+/// Ends a turn of an `Exclusive` body.
 struct EndTurn<'a, F>(&'a Exclusive<F>);
 
 impl<F> Drop for EndTurn<'_, F> {
     fn drop(&mut self) {
-        // Relaxed: see `Exclusive::with`.
-        self.0.owner.store(0, Ordering::Relaxed);
-        valgrind::happens_before(&raw const self.0.body);
+        // SAFETY: an `EndTurn` is made only by `Exclusive::with` on the
+        // thread whose `begin` just returned `Ok`, and dropped once.
+        unsafe { self.0.turn.end() };
     }
 }
 

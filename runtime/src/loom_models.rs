@@ -1,4 +1,4 @@
-//! loom models of the gate and the free list.
+//! loom models of the gate, the free list and the closures' turns.
 //!
 //! Run with:
 //! `RUSTFLAGS="--cfg callgate_loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p callgate --lib --release`
@@ -9,6 +9,7 @@ use loom::thread;
 
 use crate::freelist::{FreeList, Item};
 use crate::gate::{Closed, Gate, GatePolicy, InitState};
+use crate::sync::Turn;
 
 #[test]
 fn gate_releases_every_waiter_after_the_last_init() {
@@ -178,4 +179,49 @@ fn free_list_survives_the_aba_interleaving() {
         assert_eq!(list.free(), 3);
         assert_drains_to_distinct_nodes(&list, 3);
     });
+}
+
+/// Three threads take a turn each; `annotated`: the turns as under
+/// valgrind, through the slow paths.
+fn take_turns(annotated: bool) {
+    loom::model(move || {
+        let turn = Arc::new(Turn::announced(annotated));
+        let count = Arc::new(loom::cell::UnsafeCell::new(0_u32));
+        let others: Vec<_> = [4_usize, 8]
+            .into_iter()
+            .map(|me| {
+                let (turn, count) = (turn.clone(), count.clone());
+                thread::spawn(move || {
+                    turn.begin(me, || ()).unwrap();
+                    // SAFETY: during this thread's turn (loom reports any
+                    // access that races with it).
+                    count.with_mut(|count| unsafe { *count += 1 });
+                    // SAFETY: this thread's `begin` returned `Ok`.
+                    unsafe { turn.end() };
+                })
+            })
+            .collect();
+        turn.begin(12, || ()).unwrap();
+        // SAFETY: as above.
+        count.with_mut(|count| unsafe { *count += 1 });
+        // SAFETY: as above.
+        unsafe { turn.end() };
+        // A lost wake-up would leave a thread waiting: loom reports the
+        // deadlock.
+        for other in others {
+            other.join().unwrap();
+        }
+        // SAFETY: every turn has ended and its thread been joined.
+        assert_eq!(count.with(|count| unsafe { *count }), 3);
+    });
+}
+
+#[test]
+fn turns_exclude_each_other_and_wake_every_waiter() {
+    take_turns(false);
+}
+
+#[test]
+fn annotated_turns_exclude_each_other_and_wake_every_waiter() {
+    take_turns(true);
 }

@@ -11,10 +11,11 @@
 //! rotations that change nothing, so it stays compiled in (it runs only
 //! when a context is bound or released, never on the call fast path).
 //!
-//! A `Closure`'s turns are the other use: std's `Mutex` is built on
-//! futexes, which helgrind does not recognise as a lock, so each turn
-//! announces that it happens after the previous one (a few instructions
-//! next to the lock's own atomics).
+//! A `Closure`'s turns are the other use: they are taken and handed on
+//! with atomics (`sync::Turn`), which helgrind does not see as a lock.
+//! There the announcements are made only under valgrind ([`running`],
+//! asked when the closure is made), from the turn's slow paths, which
+//! every turn takes there: a turn's fast path has no call in it.
 
 /// `_VG_USERREQ__HG_USERSO_SEND_PRE` (helgrind.h).
 #[cfg(all(target_arch = "x86_64", not(callgate_loom)))]
@@ -22,6 +23,11 @@ const USERSO_SEND_PRE: usize = 0x4847_0121;
 /// `_VG_USERREQ__HG_USERSO_RECV_POST` (helgrind.h).
 #[cfg(all(target_arch = "x86_64", not(callgate_loom)))]
 const USERSO_RECV_POST: usize = 0x4847_0122;
+
+/// `VG_USERREQ__RUNNING_ON_VALGRIND` (valgrind.h): the number of valgrinds
+/// the process runs under, 0 natively.
+#[cfg(all(target_arch = "x86_64", not(callgate_loom)))]
+const RUNNING_ON_VALGRIND: usize = 0x1001;
 
 /// `VG_USERREQ__MAKE_MEM_DEFINED` (memcheck.h: tool base `'M','C'`, + 2).
 #[cfg(all(target_arch = "x86_64", not(callgate_loom)))]
@@ -58,15 +64,28 @@ pub(crate) fn happens_after<T>(tag: *const T) {
     let _ = tag;
 }
 
+/// Whether the process runs under valgrind (a client request, which
+/// answers 0 natively). For what is decided once, not on every call.
+pub(crate) fn running() -> bool {
+    #[cfg(all(target_arch = "x86_64", not(callgate_loom)))]
+    return client_request(RUNNING_ON_VALGRIND, 0, 0) != 0;
+    #[cfg(not(all(target_arch = "x86_64", not(callgate_loom))))]
+    false
+}
+
+/// Valgrind's client request `request` with two arguments; its answer
+/// (0 natively, where nothing happens).
 #[cfg(all(target_arch = "x86_64", not(callgate_loom)))]
 #[inline]
-fn client_request(request: usize, first: usize, second: usize) {
+fn client_request(request: usize, first: usize, second: usize) -> usize {
     let arguments: [usize; 6] = [request, first, second, 0, 0, 0];
+    let answer;
     // SAFETY: the special instruction preamble of valgrind.h for amd64: four
     // rotations of %rdi by 128 bits in all (its value is unchanged, but it
     // is declared clobbered) and `xchg rbx, rbx` (a no-op that preserves the
     // reserved %rbx). Under valgrind the sequence is a client request that
-    // reads the six words at %rax and writes %rdx; natively nothing happens.
+    // reads the six words at %rax and writes its answer to %rdx; natively
+    // nothing happens, and %rdx keeps the 0 it was given.
     // `arguments` outlives the asm, which may read memory (no `nomem`).
     unsafe {
         core::arch::asm!(
@@ -76,9 +95,10 @@ fn client_request(request: usize, first: usize, second: usize) {
             "rol rdi, 51",
             "xchg rbx, rbx",
             in("rax") arguments.as_ptr(),
-            inout("rdx") 0usize => _,
+            inout("rdx") 0usize => answer,
             out("rdi") _,
             options(nostack),
         );
     }
+    answer
 }
