@@ -2,7 +2,8 @@
 # ThreadSanitizer and AddressSanitizer over the C-host scenarios: the test
 # fixture built with a nightly `-Zsanitizer=…` and `-Zbuild-std` (so std is
 # instrumented too), loaded by the C hosts compiled with the same
-# `-fsanitize=…`. Needs the nightly toolchain with `rust-src`; without it,
+# `-fsanitize=…`, and the callbacks program (user data and closures shared
+# by C threads) linked against it. Needs the nightly toolchain with `rust-src`; without it,
 # prints one `SKIPPED: …` line and succeeds.
 #
 # Options: ASan runs with detect_leaks=0, because contexts and `#[local]`
@@ -27,6 +28,16 @@ fi
 
 target=x86_64-unknown-linux-gnu
 started=$SECONDS
+# The callbacks program (tests/c/linked/callbacks.c) is compiled against the
+# header generated from the fixture, which its test writes (stable build).
+cargo test -p callgate-dev --test callbacks --quiet >/dev/null
+target_dir=$(cargo metadata --format-version 1 --no-deps |
+    grep -o '"target_directory":"[^"]*"' | cut -d'"' -f4)
+header_dir="$target_dir/tmp/linked"
+if [[ ! -f "$header_dir/fixture.h" ]]; then
+    echo "sanitizers: the fixture's header ($header_dir/fixture.h) is missing" >&2
+    exit 1
+fi
 
 run_host() {
     local what=$1
@@ -60,6 +71,12 @@ for sanitizer in thread address; do
         cc "${flags[@]}" -c tests/c/hosts/$host.c -o "$hosts/$host.o"
         c++ "$hosts/$host.o" -o "$hosts/$host" "${link[@]}"
     done
+    # Linked against the fixture, as its test builds it.
+    fixture_dir=$(dirname "$fixture")
+    cc "${flags[@]}" -std=c11 -I "$header_dir" -c tests/c/linked/callbacks.c \
+        -o "$hosts/callbacks.o"
+    c++ "$hosts/callbacks.o" -o "$hosts/callbacks" -L "$fixture_dir" -lcallgate_fixture \
+        -Wl,-rpath,"$fixture_dir" "${link[@]}"
 
     echo "==> $sanitizer sanitizer: run the hosts"
     export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
@@ -73,6 +90,11 @@ for sanitizer in thread address; do
     run_host longjmp "$hosts/abandon" "$fixture" longjmp-per-call 64
     run_host signals "$hosts/signals" "$fixture" reentrant-binds 100
     run_host signals "$hosts/signals" "$fixture" reentrant-per-call 50
+    # User data and an FnMut closure shared by C threads (the closure's
+    # calls take turns), closures freed on other threads and while a call
+    # is in them, once closures as thread start routines.
+    run_host callbacks "$hosts/callbacks" threads 8 200
+    run_host callbacks "$hosts/callbacks" closures 50
     # Not run here: pthread_exit, cancellation and a C++ exception through a
     # callback. Instrumented code keeps the landing pads that a plain release
     # build drops, as a debug build does, so the forced unwind stops in the
