@@ -92,9 +92,11 @@ for sanitizer in thread address; do
     run_host signals "$hosts/signals" "$fixture" reentrant-per-call 50
     # User data and an FnMut closure shared by C threads (the closure's
     # calls take turns), closures freed on other threads and while a call
-    # is in them, once closures as thread start routines.
+    # is in them, once closures as thread start routines, an FnMut
+    # closure's calls abandoned by longjmp.
     run_host callbacks "$hosts/callbacks" threads 8 200
     run_host callbacks "$hosts/callbacks" closures 50
+    run_host callbacks "$hosts/callbacks" abandon 20
     # Not run here: pthread_exit, cancellation and a C++ exception through a
     # callback. Instrumented code keeps the landing pads that a plain release
     # build drops, as a debug build does, so the forced unwind stops in the

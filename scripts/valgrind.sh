@@ -14,8 +14,9 @@
 #             same way (tests/c/linked/callbacks.c): user data through the
 #             table of local callbacks (qsort_r, C threads), closures made,
 #             called, freed on another thread and while a call is in them,
-#             once closures as thread start routines — every value dropped
-#             exactly once; the values program (tests/c/linked/values.c):
+#             once closures as thread start routines, an FnMut closure's
+#             calls abandoned by longjmp — every value dropped exactly
+#             once; the values program (tests/c/linked/values.c):
 #             enums C passes checked against their variants, a struct by
 #             value; and the test binaries that hand Rust state and
 #             closures to SQLite, libuv and glib and to C threads
@@ -136,6 +137,7 @@ check memcheck data-cycles "$linked/data" cycles "$cycles" no-rss
 check memcheck callbacks-table "$linked/callbacks" table
 check memcheck callbacks-threads "$linked/callbacks" threads 8 200
 check memcheck callbacks-closures "$linked/callbacks" closures "$closures"
+check memcheck callbacks-abandon "$linked/callbacks" abandon 20
 check memcheck values "$linked/values"
 
 # check_tests NAME: the dev package's integration test NAME under memcheck,

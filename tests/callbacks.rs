@@ -46,3 +46,14 @@ fn closures_made_called_and_freed_from_c() {
     outcome.assert_ok();
     assert_eq!(outcome.number("closures"), (count * 3 + 1) as f64);
 }
+
+/// Calls of an `FnMut` closure left by `longjmp` out of C code inside
+/// them: the next call on the same thread takes the turn back (and the
+/// abandoned call's reference to the closure), and a call from another
+/// thread gets its turn after it; the closure is dropped once when freed.
+#[test]
+fn calls_abandoned_by_longjmp_give_the_closure_back() {
+    let outcome = callbacks(&["abandon", "50"]);
+    outcome.assert_ok();
+    assert_eq!(outcome.number("abandoned"), 50.0);
+}

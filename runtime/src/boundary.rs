@@ -66,6 +66,15 @@ impl Frame {
         core::ptr::from_ref(self.node).addr()
     }
 
+    /// True when no other call is running on the calling thread: every
+    /// call recorded before this one returned or is certainly gone
+    /// (abandoned by a `longjmp` over it, or its thread exited and this
+    /// thread got its context; see `Context::enter`).
+    #[inline(always)]
+    pub(crate) fn is_outermost(&self) -> bool {
+        self.depth == 1
+    }
+
     /// This thread's `T` for a `#[local]` parameter, found through `key`
     /// (the callback's own), or an error if an outer call on this thread is
     /// already using it.

@@ -51,7 +51,7 @@ use crate::diag::{abort_with, report};
 use crate::failure::{Failure, payload_message};
 use crate::gate::GatePolicy;
 use crate::settings::AttachMode;
-use crate::sync::{AtomicUsize, Ordering, Turn};
+use crate::sync::{AtomicUsize, Ordering, Taken, Turn};
 
 /// What the parameters and the result of a [`Closure`] may be: the
 /// crate's [`CValue`](trait@crate::CValue), also reachable here.
@@ -569,8 +569,15 @@ trait Invoke<Args> {
     /// True when the owner's reference is the one a call uses (and
     /// releases): a once closure.
     const CALL_OWNS: bool;
-    /// Runs the body in the call `frame` serves.
-    fn invoke(&self, frame: &Frame, args: Args) -> Result<<Self::Out as Outcome>::C, Failure>;
+    /// Runs the body in the call `frame` serves; `header` is the closure's,
+    /// of which the call holds a reference (for a once closure, the
+    /// owner's).
+    fn invoke(
+        &self,
+        frame: &Frame,
+        header: NonNull<Header>,
+        args: Args,
+    ) -> Result<<Self::Out as Outcome>::C, Failure>;
 }
 
 /// The C result of a body called with `Args`.
@@ -599,7 +606,7 @@ unsafe fn run<B: Invoke<Args>, Args>(data: *mut c_void, args: Args) -> ReturnOf<
             &shared.site,
             || on_failure,
             || on_failure,
-            |frame| shared.body.invoke(frame, args),
+            |frame| shared.body.invoke(frame, header, args),
         )
     };
     // SAFETY: the call's reference (the owner's for a once closure), given
@@ -638,12 +645,39 @@ impl<F> Exclusive<F> {
     /// Runs `run` on the body once no other thread is in it; an error if
     /// this thread already is (a re-entrant call through C). `frame` is
     /// the call's.
+    ///
+    /// A call abandoned inside the body (a `longjmp` out of C code it
+    /// called, or its thread's exit) leaves its turn held and its
+    /// reference to the closure taken. The next call under its mark that
+    /// runs as the outermost call takes the turn back, and gives up that
+    /// reference for it.
+    ///
+    /// # Safety
+    ///
+    /// The call holds a reference to the closure of `header`, whose body
+    /// this is.
     #[inline(always)]
-    fn with<O>(&self, frame: &Frame, run: impl FnOnce(&mut F) -> O) -> Result<O, Failure> {
+    unsafe fn with<O>(
+        &self,
+        frame: &Frame,
+        header: NonNull<Header>,
+        run: impl FnOnce(&mut F) -> O,
+    ) -> Result<O, Failure> {
         // A thread mark is the address of a context, which serves one
         // thread at a time, throughout the call (`Frame::thread_mark`):
         // non-zero, and a multiple of 4 (contexts are 128-byte aligned).
-        self.turn.begin(frame.thread_mark(), reentered)?;
+        // An outermost call has no call of its thread below it that could
+        // hold the turn: a turn held under its mark is an abandoned call's.
+        if self
+            .turn
+            .begin(frame.thread_mark(), frame.is_outermost(), reentered)?
+            == Taken::Back
+        {
+            // SAFETY: the abandoned call took a reference (every call of
+            // an `FnMut` closure does, before its turn) and will never give
+            // it up; this call holds one more, so the count stays above 0.
+            unsafe { release(header) };
+        }
         // Ends the turn when `run` returns or unwinds (a panicking body is
         // caught by the call's boundary; the closure stays callable with
         // whatever state the panic left, as a `#[c_callback]` does).
@@ -660,7 +694,8 @@ struct EndTurn<'a, F>(&'a Exclusive<F>);
 impl<F> Drop for EndTurn<'_, F> {
     fn drop(&mut self) {
         // SAFETY: an `EndTurn` is made only by `Exclusive::with` on the
-        // thread whose `begin` just returned `Ok`, and dropped once.
+        // thread whose `begin` just returned `Ok`, and dropped once (if
+        // the call is abandoned, not at all: see `with`).
         unsafe { self.0.turn.end() };
     }
 }
@@ -735,8 +770,15 @@ macro_rules! arity {
             type Out = O;
             const CALL_OWNS: bool = false;
             #[inline(always)]
-            fn invoke(&self, frame: &Frame, ($($arg,)*): ($($ty,)*)) -> Result<O::C, Failure> {
-                self.with(frame, |body| body($($arg),*))?.into_c()
+            fn invoke(
+                &self,
+                frame: &Frame,
+                header: NonNull<Header>,
+                ($($arg,)*): ($($ty,)*),
+            ) -> Result<O::C, Failure> {
+                // SAFETY: the call holds a reference to the closure of
+                // `header` (`run`), whose body this is.
+                unsafe { self.with(frame, header, |body| body($($arg),*)) }?.into_c()
             }
         }
 
@@ -747,7 +789,12 @@ macro_rules! arity {
             type Out = O;
             const CALL_OWNS: bool = false;
             #[inline(always)]
-            fn invoke(&self, _: &Frame, ($($arg,)*): ($($ty,)*)) -> Result<O::C, Failure> {
+            fn invoke(
+                &self,
+                _: &Frame,
+                _: NonNull<Header>,
+                ($($arg,)*): ($($ty,)*),
+            ) -> Result<O::C, Failure> {
                 (self.body)($($arg),*).into_c()
             }
         }
@@ -759,7 +806,12 @@ macro_rules! arity {
             type Out = O;
             const CALL_OWNS: bool = true;
             #[inline(always)]
-            fn invoke(&self, _: &Frame, ($($arg,)*): ($($ty,)*)) -> Result<O::C, Failure> {
+            fn invoke(
+                &self,
+                _: &Frame,
+                _: NonNull<Header>,
+                ($($arg,)*): ($($ty,)*),
+            ) -> Result<O::C, Failure> {
                 (self.take()?)($($arg),*).into_c()
             }
         }

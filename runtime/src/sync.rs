@@ -8,6 +8,8 @@
 // Used by the closures, which loom builds leave out, and by a loom model.
 #[cfg(any(not(callgate_loom), test))]
 mod turn;
+#[cfg(not(callgate_loom))]
+pub(crate) use turn::Taken;
 #[cfg(any(not(callgate_loom), test))]
 pub(crate) use turn::Turn;
 

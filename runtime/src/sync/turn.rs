@@ -41,6 +41,16 @@ pub(crate) struct Turn {
     wake: Condvar,
 }
 
+/// How [`Turn::begin`] gave the calling thread the turn.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Taken {
+    /// From the thread that held it before, or free.
+    Anew,
+    /// From a call of the same thread, or of the thread whose mark it now
+    /// has, that is gone without ending its turn (see `begin`).
+    Back,
+}
+
 /// The bit of [`Turn::state`] saying that a thread may be waiting.
 const WAITING: usize = 1;
 /// The bit of [`Turn::state`] saying that the turns are announced to
@@ -66,15 +76,22 @@ impl Turn {
     }
 
     /// Takes the turn for the thread marked `me`, waiting while another
-    /// thread holds it; if this thread holds it already, the error
-    /// `held_by_caller` makes (having waited for nothing). On `Ok`, what the
-    /// turn's previous holders did before their [`end`](Turn::end) happens
-    /// before what follows.
+    /// thread holds it. If the turn is held under `me` already: where
+    /// `mine_is_gone` (no call of this thread that could hold it is still
+    /// running), the turn is taken back ([`Taken::Back`]); else the error
+    /// `held_by_caller` makes (having waited for nothing). On `Ok`, what
+    /// the turn's previous holders did before their [`end`](Turn::end), or
+    /// before they were gone, happens before what follows.
     ///
     /// The error is made in the out-of-line slow path, so that the fast
     /// path has one call in it, to that path.
     #[inline(always)]
-    pub(crate) fn begin<E>(&self, me: usize, held_by_caller: impl FnOnce() -> E) -> Result<(), E> {
+    pub(crate) fn begin<E>(
+        &self,
+        me: usize,
+        mine_is_gone: bool,
+        held_by_caller: impl FnOnce() -> E,
+    ) -> Result<Taken, E> {
         debug_assert!(
             me != 0 && me & FLAGS == 0,
             "a mark is a non-zero multiple of 4"
@@ -87,8 +104,8 @@ impl Turn {
             .state
             .compare_exchange(0, me, Ordering::Acquire, Ordering::Relaxed)
         {
-            Ok(_) => Ok(()),
-            Err(held) => self.begin_slow(me, held, held_by_caller),
+            Ok(_) => Ok(Taken::Anew),
+            Err(held) => self.begin_slow(me, held, mine_is_gone, held_by_caller),
         }
     }
 
@@ -100,16 +117,27 @@ impl Turn {
         &self,
         me: usize,
         held: usize,
+        mine_is_gone: bool,
         held_by_caller: impl FnOnce() -> E,
-    ) -> Result<(), E> {
-        // `state` holds `me` only if this thread stored it: marks are
-        // unique among the threads that may hold a turn, so only this
-        // thread's own `begin` (whose store program order shows it) can
-        // have written it.
-        if held & !FLAGS == me {
-            return Err(held_by_caller());
-        }
+    ) -> Result<Taken, E> {
         let annotated = held & ANNOTATED;
+        // `state` holds `me` only if this thread stored it, or a thread
+        // whose mark this thread has now (it exited, and its context came
+        // to this thread through the free list, which orders everything
+        // that thread did before what this one does): marks are unique
+        // among the threads that may hold a turn.
+        if held & !FLAGS == me {
+            if !mine_is_gone {
+                return Err(held_by_caller());
+            }
+            // The call that took the turn is gone without ending it: the
+            // turn is this call's now. `state` stays as it is (a waiting
+            // thread's flag included: this turn's end wakes it).
+            if annotated != 0 {
+                valgrind::happens_after(&raw const self.state);
+            }
+            return Ok(Taken::Back);
+        }
         let mut queue = lock(&self.queue);
         // Read again, under `queue`: a thread waits only on a value read
         // while it holds `queue`. A flagged value read before could be
@@ -133,7 +161,7 @@ impl Turn {
                         if annotated != 0 {
                             valgrind::happens_after(&raw const self.state);
                         }
-                        return Ok(());
+                        return Ok(Taken::Anew);
                     }
                     Err(now) => {
                         held = now;
@@ -209,7 +237,7 @@ impl Turn {
 
 #[cfg(all(test, not(callgate_loom)))]
 mod tests {
-    use super::Turn;
+    use super::{Taken, Turn};
     use std::cell::UnsafeCell;
     use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -243,7 +271,7 @@ mod tests {
                 scope.spawn(move || {
                     let me = (thread + 1) * 4;
                     for _ in 0..TURNS {
-                        guarded.turn.begin(me, || HeldByCaller).unwrap();
+                        guarded.turn.begin(me, false, || HeldByCaller).unwrap();
                         assert!(!guarded.inside.swap(true, Ordering::Relaxed), "two holders");
                         // SAFETY: during this thread's turn.
                         unsafe { *guarded.count.get() += 1 };
@@ -267,25 +295,34 @@ mod tests {
         contend(true);
     }
 
-    fn ask_again(annotated: bool) {
-        let turn = Turn::announced(annotated);
-        turn.begin(4, || HeldByCaller).unwrap();
-        assert_eq!(turn.begin(4, || HeldByCaller), Err(HeldByCaller));
-        // Still the holder's: another thread waits until it ends.
+    /// With the turn held under mark 4: a thread (mark 8) waits for it
+    /// while `then` runs on this thread, which must end the turn; the
+    /// waiter then takes and ends a turn of its own.
+    fn while_a_thread_waits(turn: &Turn, then: impl FnOnce()) {
         std::thread::scope(|scope| {
             let waiter = scope.spawn(|| {
-                turn.begin(8, || HeldByCaller).unwrap();
+                assert_eq!(turn.begin(8, true, || HeldByCaller), Ok(Taken::Anew));
                 // SAFETY: this thread's `begin` returned `Ok`.
                 unsafe { turn.end() };
             });
             std::thread::sleep(std::time::Duration::from_millis(20));
             assert!(!waiter.is_finished(), "the waiter took a held turn");
-            // SAFETY: this thread's `begin(4)` returned `Ok`.
+            then();
+        });
+        assert_eq!(turn.begin(4, false, || HeldByCaller), Ok(Taken::Anew));
+        // SAFETY: this thread's `begin` returned `Ok`.
+        unsafe { turn.end() };
+    }
+
+    fn ask_again(annotated: bool) {
+        let turn = Turn::announced(annotated);
+        assert_eq!(turn.begin(4, false, || HeldByCaller), Ok(Taken::Anew));
+        assert_eq!(turn.begin(4, false, || HeldByCaller), Err(HeldByCaller));
+        // Still the holder's: another thread waits until it ends.
+        while_a_thread_waits(&turn, || {
+            // SAFETY: this thread's first `begin(4)` returned `Ok`.
             unsafe { turn.end() };
         });
-        turn.begin(4, || HeldByCaller).unwrap();
-        // SAFETY: as above.
-        unsafe { turn.end() };
     }
 
     #[test]
@@ -296,5 +333,32 @@ mod tests {
     #[test]
     fn an_annotated_turn_asked_for_again_by_its_holder_is_an_error() {
         ask_again(true);
+    }
+
+    /// A turn whose holder is gone (its call abandoned) is taken back by
+    /// the next call under its mark that knows so, and a thread waiting
+    /// for it is woken when that call ends its turn.
+    fn take_back(annotated: bool) {
+        let turn = Turn::announced(annotated);
+        // The call that takes the turn is then abandoned: no `end`.
+        assert_eq!(turn.begin(4, true, || HeldByCaller), Ok(Taken::Anew));
+        while_a_thread_waits(&turn, || {
+            // A call nested in a running one of the same thread must not
+            // take it back.
+            assert_eq!(turn.begin(4, false, || HeldByCaller), Err(HeldByCaller));
+            assert_eq!(turn.begin(4, true, || HeldByCaller), Ok(Taken::Back));
+            // SAFETY: this thread's `begin` returned `Ok`.
+            unsafe { turn.end() };
+        });
+    }
+
+    #[test]
+    fn a_turn_left_by_a_call_that_is_gone_is_taken_back() {
+        take_back(false);
+    }
+
+    #[test]
+    fn an_annotated_turn_left_by_a_call_that_is_gone_is_taken_back() {
+        take_back(true);
     }
 }

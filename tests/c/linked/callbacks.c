@@ -16,6 +16,9 @@
  *                            any makes them
  *   callbacks closures N     N closures and N once closures made, called and
  *                            freed; a closure freed while a call is in it
+ *   callbacks abandon N      N calls of an FnMut closure left by longjmp out
+ *                            of C code inside them, each followed by calls
+ *                            on the same thread and on another
  *
  * Every mode ends by checking that every Rust value it made was dropped
  * exactly once (fixture_values_live() back where it was). Prints
@@ -23,6 +26,7 @@
  * `FAIL: file:line: message` on stderr and exits 1. */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -234,6 +238,59 @@ static void closures(int n) {
     printf("closures=%d\n", n * 3 + 1);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Calls abandoned by longjmp                                                */
+/* ------------------------------------------------------------------------ */
+
+static _Thread_local jmp_buf *jump_point;
+
+static int64_t jump_out(int32_t depth) {
+    (void)depth;
+    longjmp(*jump_point, 1);
+}
+
+/* Calls the closure with 1, whose body calls `jump_out`: 1 once the jump
+ * came back here, leaving the call. */
+static int abandon_call(adder_fn add, void *data) {
+    jmp_buf here;
+    jump_point = &here;
+    if (setjmp(here) == 0) {
+        add(data, 1);
+        return 0; /* not reached */
+    }
+    return 1;
+}
+
+static void abandon(int n) {
+    int64_t live = fixture_values_live();
+    uint64_t dropped = fixture_values_dropped();
+    adder_fn call = NULL;
+    release_fn release = NULL;
+    void *jumper = fixture_jumper_new(jump_out, &call, &release);
+    CHECK(jumper && call && release, "made the closure");
+    int32_t count = 0;
+    for (int i = 0; i < n; i++) {
+        CHECK(abandon_call(call, jumper) == 1, "the call was left by longjmp");
+        count++;
+        /* The next call on the thread takes the abandoned call's turn back. */
+        int32_t got = call(jumper, 0);
+        CHECK(got == ++count, "call after the jump returned %d, expected %d (%s)", got, count,
+              last_error());
+        /* And a call from another thread gets its turn after it. */
+        struct call_job job = {call, jumper, 0, 0};
+        pthread_t other;
+        CHECK(pthread_create(&other, NULL, call_on_thread, &job) == 0, "pthread_create");
+        pthread_join(other, NULL);
+        CHECK(job.result == ++count, "the other thread's call returned %d, expected %d",
+              job.result, count);
+    }
+    /* Every abandoned call's reference to the closure was given back. */
+    release(jumper);
+    CHECK(fixture_values_live() == live, "the closure was dropped");
+    CHECK(fixture_values_dropped() - dropped == 1, "dropped once");
+    printf("abandoned=%d\n", n);
+}
+
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "";
     int n = argc > 2 ? atoi(argv[2]) : 0;
@@ -244,8 +301,10 @@ int main(int argc, char **argv) {
         threads(n, calls);
     } else if (strcmp(mode, "closures") == 0 && n > 0) {
         closures(n);
+    } else if (strcmp(mode, "abandon") == 0 && n > 0) {
+        abandon(n);
     } else {
-        fprintf(stderr, "usage: %s table | threads T N | closures N\n", argv[0]);
+        fprintf(stderr, "usage: %s table | threads T N | closures N | abandon N\n", argv[0]);
         return 2;
     }
     printf("checks=%d\nresult=ok\n", checks);
