@@ -569,10 +569,15 @@ trait Invoke<Args> {
     /// True when the owner's reference is the one a call uses (and
     /// releases): a once closure.
     const CALL_OWNS: bool;
-    /// Runs the body in the call `frame` serves; `header` is the closure's,
-    /// of which the call holds a reference (for a once closure, the
-    /// owner's).
-    fn invoke(
+    /// Runs the body in the call `frame` serves.
+    ///
+    /// # Safety
+    ///
+    /// `header` is the header of the closure whose body `self` is, and the
+    /// call holds a reference to it (for a once closure, the owner's): an
+    /// `FnMut` call may give up another reference through it (see
+    /// `Exclusive::with`).
+    unsafe fn invoke(
         &self,
         frame: &Frame,
         header: NonNull<Header>,
@@ -606,7 +611,10 @@ unsafe fn run<B: Invoke<Args>, Args>(data: *mut c_void, args: Args) -> ReturnOf<
             &shared.site,
             || on_failure,
             || on_failure,
-            |frame| shared.body.invoke(frame, header, args),
+            // SAFETY: `header` is this closure's, and this call holds a
+            // reference to it (taken above, or the owner's for a once
+            // closure).
+            |frame| unsafe { shared.body.invoke(frame, header, args) },
         )
     };
     // SAFETY: the call's reference (the owner's for a once closure), given
@@ -770,14 +778,13 @@ macro_rules! arity {
             type Out = O;
             const CALL_OWNS: bool = false;
             #[inline(always)]
-            fn invoke(
+            unsafe fn invoke(
                 &self,
                 frame: &Frame,
                 header: NonNull<Header>,
                 ($($arg,)*): ($($ty,)*),
             ) -> Result<O::C, Failure> {
-                // SAFETY: the call holds a reference to the closure of
-                // `header` (`run`), whose body this is.
+                // SAFETY: forwarded caller obligation.
                 unsafe { self.with(frame, header, |body| body($($arg),*)) }?.into_c()
             }
         }
@@ -789,7 +796,7 @@ macro_rules! arity {
             type Out = O;
             const CALL_OWNS: bool = false;
             #[inline(always)]
-            fn invoke(
+            unsafe fn invoke(
                 &self,
                 _: &Frame,
                 _: NonNull<Header>,
@@ -806,7 +813,7 @@ macro_rules! arity {
             type Out = O;
             const CALL_OWNS: bool = true;
             #[inline(always)]
-            fn invoke(
+            unsafe fn invoke(
                 &self,
                 _: &Frame,
                 _: NonNull<Header>,
