@@ -15,8 +15,10 @@
 #             table of local callbacks (qsort_r, C threads), closures made,
 #             called, freed on another thread and while a call is in them,
 #             once closures as thread start routines, an FnMut closure's
-#             calls abandoned by longjmp — every value dropped exactly
-#             once; the values program (tests/c/linked/values.c):
+#             calls abandoned by longjmp, a concurrent closure called by
+#             many threads, freed while calls are in it and left by
+#             longjmp on threads that then exit — every value dropped
+#             exactly once; the values program (tests/c/linked/values.c):
 #             enums C passes checked against their variants, a struct by
 #             value; and the test binaries that hand Rust state and
 #             closures to SQLite, libuv and glib and to C threads
@@ -26,7 +28,9 @@
 #   helgrind  no data race: contexts reused across threads in churn waves,
 #             the nesting harness, and closures and user data shared by C
 #             threads that are all bound at once (the callbacks program:
-#             the FnMut closure's calls ordered by its turns alone)
+#             the FnMut closure's calls ordered by its turns alone, a
+#             concurrent closure's drop after its calls by the hazard
+#             words' annotations)
 #
 # Suppressions (scripts/valgrind.supp) cover only false positives of the
 # tools' model of glibc or std, each documented there. CALLGATE_FULL=1
@@ -138,6 +142,7 @@ check memcheck callbacks-table "$linked/callbacks" table
 check memcheck callbacks-threads "$linked/callbacks" threads 8 200
 check memcheck callbacks-closures "$linked/callbacks" closures "$closures"
 check memcheck callbacks-abandon "$linked/callbacks" abandon 20
+check memcheck callbacks-concurrent "$linked/callbacks" concurrent 4 200
 check memcheck values "$linked/values"
 
 # check_tests NAME: the dev package's integration test NAME under memcheck,
@@ -166,9 +171,11 @@ run helgrind churn-together churn together "$together" 8 no-rss
 run helgrind nest depth nest "$depth"
 run helgrind nest-per-call depth nest-per-call "$depth"
 # A closure's calls from several threads take turns on its lock; its last
-# reference, dropped on any thread, frees it.
+# reference, dropped on any thread, frees it. A concurrent closure's calls
+# announce it in their threads' hazard words, and its drop waits for them.
 check helgrind callbacks-threads "$linked/callbacks" threads 4 100
 check helgrind callbacks-closures "$linked/callbacks" closures 20
+check helgrind callbacks-concurrent "$linked/callbacks" concurrent 4 100
 
 if [[ $failures -ne 0 ]]; then
     echo "valgrind.sh: $failures run(s) failed" >&2

@@ -57,3 +57,19 @@ fn calls_abandoned_by_longjmp_give_the_closure_back() {
     outcome.assert_ok();
     assert_eq!(outcome.number("abandoned"), 50.0);
 }
+
+/// Threads call one `Closure::concurrent` at once (half of them bound
+/// first, so that their calls announce it in their hazard words), nested
+/// calls included; freed while a call is inside it on each thread, it is
+/// dropped by the last to return; a call left by `longjmp` keeps it until
+/// its thread exits.
+#[test]
+fn a_concurrent_closure_from_c_threads() {
+    let calls = host::size(2_000, 50_000);
+    let outcome = callbacks(&["concurrent", "8", &calls.to_string()]);
+    outcome.assert_ok();
+    assert_eq!(
+        outcome.number("concurrent_calls"),
+        (8 * (calls + 2) + 1) as f64
+    );
+}

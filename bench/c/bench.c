@@ -179,13 +179,14 @@ static int64_t spin_barrier_wait(spin_barrier *barrier, int parties, int64_t blo
     return atomic_load_explicit(&barrier->deadline_ns, memory_order_relaxed);
 }
 
-/* Calls `fn` in chunks of `chunk` calls until the clock passes `deadline`
- * (at least one chunk); adds the results to `*checksum` and returns how
- * many chunks it made. */
-static int64_t chunks_until(bench_int_fn fn, int64_t chunk, int64_t deadline, int64_t *checksum) {
+/* Calls the callback of `spec` in chunks of `spec->chunk_calls` calls until
+ * the clock passes `deadline` (at least one chunk); adds the results to
+ * `*checksum` and returns how many chunks it made. */
+static int64_t chunks_until(const bench_scaling *spec, int64_t deadline, int64_t *checksum) {
     int64_t chunks = 0;
     do {
-        *checksum += int_calls(fn, chunk);
+        *checksum += spec->fn ? int_calls(spec->fn, spec->chunk_calls)
+                              : data_calls(spec->data_fn, spec->user_data, spec->chunk_calls);
         chunks++;
     } while (now_ns() < deadline);
     return chunks;
@@ -207,7 +208,7 @@ static void *scaling_worker(void *raw) {
     bench_scaling *spec = self->spec;
     scaling_thread *peers = self - self->index;
     int64_t untimed = 0;
-    chunks_until(spec->fn, spec->chunk_calls, now_ns() + spec->block_ns, &untimed);
+    chunks_until(spec, now_ns() + spec->block_ns, &untimed);
     for (int cycle = 0; cycle < spec->cycles; cycle++) {
         int64_t deadline = spin_barrier_wait(self->barrier, 2, spec->block_ns);
         /* The threads take turns at running alone: the two CPUs they are
@@ -215,7 +216,7 @@ static void *scaling_worker(void *raw) {
          * share its core with a neighbour). */
         if (self->index == cycle % 2) {
             int64_t begin = now_ns();
-            int64_t chunks = chunks_until(spec->fn, spec->chunk_calls, deadline, &self->checksum);
+            int64_t chunks = chunks_until(spec, deadline, &self->checksum);
             spec->one_thread_ns += now_ns() - begin;
             spec->one_thread_chunks += chunks;
         }
@@ -223,7 +224,7 @@ static void *scaling_worker(void *raw) {
          * the other to finish a fixed share: the faster CPU keeps working. */
         deadline = spin_barrier_wait(self->barrier, 2, spec->block_ns);
         self->start_ns = now_ns();
-        self->chunks = chunks_until(spec->fn, spec->chunk_calls, deadline, &self->checksum);
+        self->chunks = chunks_until(spec, deadline, &self->checksum);
         self->end_ns = now_ns();
         spin_barrier_wait(self->barrier, 2, 0);
         if (self->index == 0) {

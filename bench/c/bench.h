@@ -78,7 +78,9 @@ int bench_interleaved(bench_block *blocks, int count, int cycles);
  * block call until the same deadline, so a thread on the faster CPU does
  * not sit idle while the other finishes its share. */
 typedef struct {
-    bench_int_fn fn;
+    bench_int_fn fn;            /* the callback, or NULL and: */
+    bench_data_fn data_fn;      /* a data-first callback, called with */
+    void *user_data;            /* this */
     int64_t chunk_calls;        /* calls between two looks at the clock */
     int64_t block_ns;           /* how long a block lasts */
     int cycles;                 /* one-thread blocks, and as many two-thread ones */

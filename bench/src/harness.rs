@@ -154,7 +154,9 @@ struct BenchBlock {
 
 #[repr(C)]
 struct BenchScaling {
-    fn_: IntFn,
+    fn_: Option<IntFn>,
+    data_fn: Option<DataFn>,
+    user_data: *mut c_void,
     chunk_calls: i64,
     block_ns: i64,
     cycles: c_int,
@@ -322,10 +324,28 @@ pub struct Scaling {
 /// the block's deadline; returns the call rates of each.
 ///
 /// Panics like [`call_loop`].
-pub fn scaling(name: &str, cb: IntFn, chunk_calls: i64, block_ns: f64, cycles: usize) -> Scaling {
+pub fn scaling(
+    name: &str,
+    cb: Callback,
+    chunk_calls: i64,
+    block_ns: f64,
+    cycles: usize,
+) -> Scaling {
     check_calls(chunk_calls);
+    let Pointers {
+        int_fn,
+        data_fn,
+        user_data,
+        ..
+    } = cb.split();
+    assert!(
+        int_fn.is_some() || data_fn.is_some(),
+        "`{name}`: the scaling rows call `int (int)` and data-first callbacks"
+    );
     let mut spec = BenchScaling {
-        fn_: cb,
+        fn_: int_fn,
+        data_fn,
+        user_data,
         chunk_calls,
         block_ns: block_ns as i64,
         cycles: c_int::try_from(cycles).expect("cycle count fits in int"),
@@ -341,7 +361,7 @@ pub fn scaling(name: &str, cb: IntFn, chunk_calls: i64, block_ns: f64, cycles: u
     let chunks = spec.one_thread_chunks + spec.two_threads_chunks;
     assert_eq!(
         spec.checksum,
-        Callback::Int(cb).checksum(chunk_calls) * chunks,
+        cb.checksum(chunk_calls) * chunks,
         "`{name}` returned wrong values (its fallback: a call failed)"
     );
     let rate = |chunks: i64, ns: i64| (chunks * chunk_calls) as f64 * 1e9 / ns as f64;

@@ -848,6 +848,12 @@ fn checks(
             &|p| median("scaling.raw_2t_1t", p),
         ),
         figure(
+            "scaling.closure_concurrent_2t_1t (same blocks, per round)",
+            "",
+            None,
+            &|p| median("scaling.closure_concurrent_2t_1t", p),
+        ),
+        figure(
             "churn.create_callback_join_us / churn.create_join_us",
             "",
             Some(Target::AtMost(CHURN_TARGET)),

@@ -26,7 +26,7 @@ const FIRST_CALL_THREADS: usize = 200;
 const CHURN_THREADS: usize = 400;
 
 /// The rows measured for every [`Place`], in report order: key and unit.
-const PLACE_ROWS: [(&str, &str); 44] = [
+const PLACE_ROWS: [(&str, &str); 47] = [
     ("cthread.raw_ns", "ns"),
     ("cthread.raw_cstr_ns", "ns"),
     ("cthread.bound_ns", "ns"),
@@ -52,6 +52,9 @@ const PLACE_ROWS: [(&str, &str); 44] = [
     ("scaling.bound_2t_ops", "calls/s"),
     ("scaling.raw_2t_1t", "×"),
     ("scaling.bound_2t_1t", "×"),
+    ("scaling.closure_concurrent_1t_ops", "calls/s"),
+    ("scaling.closure_concurrent_2t_ops", "calls/s"),
+    ("scaling.closure_concurrent_2t_1t", "×"),
     ("churn.create_join_us", "µs/thread"),
     ("churn.create_callback_join_us", "µs/thread"),
     ("churn.create_callback_join_ratio", "×"),
@@ -188,7 +191,7 @@ enum Probe {
     /// Calls per second of one thread and of two, in alternating blocks of
     /// a fixed time, calling in chunks of this many calls, and the second
     /// over the first.
-    Scaling(IntFn, i64),
+    Scaling(Callback, i64),
     /// Mean nanoseconds of a new thread's first call, per callback; with
     /// `Some(split)`, then the share of all the threads, in percent, that
     /// ran on the CPU their creator was on, and for each callback whose
@@ -540,9 +543,13 @@ pub fn plan(
             ]),
             rows: vec![per_call_raw_row, per_call_row],
         });
-        for (name, cb) in [("raw", c.raw), ("bound", c.bound)] {
+        for (name, cb) in [
+            ("raw", Callback::Int(c.raw)),
+            ("bound", Callback::Int(c.bound)),
+            ("closure_concurrent", Callback::Data(c.closure_concurrent)),
+        ] {
             let one = row(&format!("scaling.{name}_1t_ops"));
-            let calls = calls_taking(&rows.name(one), Callback::Int(cb), SCALING_CHUNK_NS);
+            let calls = calls_taking(&rows.name(one), cb, SCALING_CHUNK_NS);
             jobs.push(Job {
                 probe: Probe::Scaling(cb, calls),
                 rows: vec![
@@ -685,7 +692,7 @@ pub fn plan(
         turns.push((Callback::Int(go), cthread, rows.name(cthread)));
         let calls = calls_taking(&rows.name(scaling[0]), Callback::Int(go), SCALING_CHUNK_NS);
         jobs.push(Job {
-            probe: Probe::Scaling(go, calls),
+            probe: Probe::Scaling(Callback::Int(go), calls),
             rows: scaling.to_vec(),
         });
         jobs.push(Job {

@@ -597,6 +597,32 @@ fn dynamic_slot(site: &Site) -> Option<tls::ThreadSlot> {
     }
 }
 
+/// The context bound to the calling thread, for a call from `site` about
+/// to start there (a closure's call, taking its hold before `call`): an
+/// unbound thread is bound first, as its first call would bind it
+/// ([`bind_first`]). The context returned stays with the thread until the
+/// thread exits. `None` where the thread is attached per call (its
+/// context goes back to the pool when the outermost call returns), after
+/// its exit hook ran, or cannot be bound now (the gate is shut).
+#[inline(always)]
+pub(crate) fn bound_context(site: &Site) -> Option<&'static ContextNode> {
+    let mut value = thread::slot_any();
+    if value.is_null() && site.attach == AttachMode::Bound {
+        crate::hint::rarely_taken();
+        // SAFETY: the slot held null when read just now.
+        value = unsafe { bind_first(site) };
+    }
+    if !thread::serves(value) {
+        return None;
+    }
+    // SAFETY: a slot value that `serves` accepts (or one `bind_first`
+    // returned, which it accepts) is a node of `CONTEXTS` serving this
+    // thread, freed only when the library is unloaded.
+    let node: &'static ContextNode = unsafe { &*value };
+    // SAFETY: `node` serves this thread, its owner.
+    (!unsafe { node.value.per_call() }).then_some(node)
+}
+
 /// For [`call_unbound`], whose read of the slot found null: the context
 /// it binds to the calling thread now, for a call from `site` (a callback
 /// served on a bound thread) to run on as the bound fast path does. Null

@@ -6,7 +6,7 @@ use crate::failure::Failure;
 use crate::freelist::{FreeList, Link, Node, Pooled};
 use crate::local::{Holder, Local, LocalKey, LocalRef, Locals, held_in, holding};
 use crate::stack::{self, Anchor, Mark, ThreadStack};
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{AtomicU64, Hazard, Ordering};
 
 /// Every context ever created; freed only when the library is unloaded
 /// with no thread bound (`hooks`).
@@ -85,6 +85,10 @@ pub(crate) struct Context {
     // the fields above and these, in the second cache line.
     pub(crate) binds: Counter,
     pub(crate) releases: Counter,
+    /// The `Closure::concurrent` a running call of the owner announced
+    /// (see `closure`), or 0; a thread writes only its own, so calls from
+    /// many threads at once share no line.
+    pub(crate) hazard: Hazard,
     /// The owning thread's stack bounds, for telling abandoned calls.
     stack: ThreadStack,
     /// The marks of the nested running calls: `nested[d - 1]` is the mark
@@ -112,6 +116,7 @@ impl Context {
             link: Link::new(),
             binds: Counter::new(),
             releases: Counter::new(),
+            hazard: Hazard::new(),
             stack: ThreadStack::new(),
             nested: UnsafeCell::new(Vec::new()),
             panics: Counter::new(),
@@ -153,6 +158,17 @@ impl Context {
     /// The caller is the context's owner.
     pub(crate) unsafe fn after_exit(&self) -> bool {
         self.after_exit.get()
+    }
+
+    /// True when the context is released when the outermost call
+    /// returns (attached per call).
+    ///
+    /// # Safety
+    ///
+    /// The caller is the context's owner.
+    #[inline(always)]
+    pub(crate) unsafe fn per_call(&self) -> bool {
+        self.per_call.get()
     }
 
     /// How many callbacks run on the owner right now.
@@ -225,13 +241,17 @@ impl Context {
     }
 
     /// Resets a context whose thread does not exist in this `fork` child.
+    /// Returns what its hazard word announced (see
+    /// [`Hazard::withdraw`]): a call of that thread that will never
+    /// return, whose hold the caller ends.
     ///
     /// # Safety
     ///
     /// The caller is the only thread of a `fork` child and the context is
     /// not serving it.
     #[cfg(unix)]
-    pub(crate) unsafe fn reset_orphan(&self) {
+    #[must_use]
+    pub(crate) unsafe fn reset_orphan(&self) -> usize {
         self.running.set_entry(0);
         // SAFETY: no other thread can reach the context (caller obligation).
         unsafe { (*self.nested.get()).clear() };
@@ -245,6 +265,9 @@ impl Context {
         if self.binds.get() > self.releases.get() {
             self.releases.bump();
         }
+        // SAFETY: the context's thread is gone; this thread, the only one,
+        // stands in for it (caller obligation).
+        unsafe { self.hazard.withdraw() }
     }
 
     /// A callback starts on the owning thread, with `anchor` in its frame,
@@ -471,19 +494,24 @@ impl Context {
 
     /// The owning thread is exiting and none of its frames remain: forget
     /// every call recorded as running and free every `#[local]` value.
+    /// Returns what the hazard word announced (see [`Hazard::withdraw`]):
+    /// an abandoned call's, whose hold the caller ends.
     ///
     /// # Safety
     ///
     /// The caller is the context's owner, running the thread's key
     /// destructor: the thread's callbacks have all returned or been
     /// abandoned, so no `LocalRef` can be used again.
-    pub(crate) unsafe fn forget_all_calls(&self) {
+    #[must_use]
+    pub(crate) unsafe fn forget_all_calls(&self) -> usize {
         // SAFETY: owning thread (caller obligation).
         unsafe {
             (*self.nested.get()).clear();
             self.locals.free_every_hold();
         }
         self.running.set_entry(0);
+        // SAFETY: owning thread; the calls are over (caller obligation).
+        unsafe { self.hazard.withdraw() }
     }
 }
 
@@ -594,3 +622,4 @@ const _: () = assert!(core::mem::offset_of!(ContextNode, value) == 0);
 const _: () = assert!(core::mem::offset_of!(Context, locals) + 32 <= 64);
 const _: () = assert!(core::mem::offset_of!(Context, link) >= 64);
 const _: () = assert!(core::mem::offset_of!(Context, binds) + 8 <= 128);
+const _: () = assert!(core::mem::offset_of!(Context, hazard) + 8 <= 128);

@@ -1,4 +1,5 @@
-//! loom models of the gate, the free list and the closures' turns.
+//! loom models of the gate, the free list, the closures' turns and the
+//! hazard words.
 //!
 //! Run with:
 //! `RUSTFLAGS="--cfg callgate_loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p callgate --lib --release`
@@ -9,7 +10,7 @@ use loom::thread;
 
 use crate::freelist::{FreeList, Item};
 use crate::gate::{Closed, Gate, GatePolicy, InitState};
-use crate::sync::Turn;
+use crate::sync::{Hazard, Retirement, Turn};
 
 #[test]
 fn gate_releases_every_waiter_after_the_last_init() {
@@ -224,4 +225,79 @@ fn turns_exclude_each_other_and_wake_every_waiter() {
 #[test]
 fn annotated_turns_exclude_each_other_and_wake_every_waiter() {
     take_turns(true);
+}
+
+/// Two threads announce an object and use it while a third retires it:
+/// the object is destroyed once, after both uses (loom reports a use that
+/// races with the destruction). The second holder then announces another
+/// object through its word, which the retirement may read instead of the
+/// withdrawn one.
+#[test]
+fn a_retired_object_outlives_the_calls_announcing_it() {
+    const OBJECT: usize = 0x1000;
+    const OTHER: usize = 0x2000;
+    loom::model(|| {
+        let hazards = Arc::new([Hazard::new(), Hazard::new()]);
+        let retirement = Arc::new(Retirement::new());
+        // The object: its contents, and how often it was destroyed.
+        let object = Arc::new(loom::cell::UnsafeCell::new(7_u32));
+        let destroyed = Arc::new(loom::sync::atomic::AtomicUsize::new(0));
+        let inside = Arc::new([AtomicBool::new(false), AtomicBool::new(false)]);
+        let destroy = {
+            let (object, destroyed) = (object.clone(), destroyed.clone());
+            move || {
+                // SAFETY: loom reports any access racing with this one.
+                object.with_mut(|value| unsafe { *value = 0 });
+                destroyed.fetch_add(1, Ordering::Relaxed);
+            }
+        };
+        let holders: Vec<_> = (0..2)
+            .map(|i| {
+                let (hazards, retirement, object, inside, destroy) = (
+                    hazards.clone(),
+                    retirement.clone(),
+                    object.clone(),
+                    inside.clone(),
+                    destroy.clone(),
+                );
+                thread::spawn(move || {
+                    // SAFETY: thread `i` owns word `i`, and announces before
+                    // the retirement starts (it waits for `inside`).
+                    assert!(unsafe { hazards[i].announce(OBJECT, 0) });
+                    inside[i].store(true, Ordering::Release);
+                    // SAFETY: announced (loom checks the claim).
+                    assert_eq!(object.with(|value| unsafe { *value }), 7);
+                    // SAFETY: this thread's word, its use is over.
+                    let withdrawn = unsafe { hazards[i].withdraw() };
+                    assert_eq!(Hazard::object(withdrawn), OBJECT);
+                    // SAFETY: deferred to, released once.
+                    if Hazard::deferred(withdrawn) && unsafe { retirement.release() } {
+                        destroy();
+                    }
+                    if i == 1 {
+                        // SAFETY: this thread's word, free again.
+                        unsafe {
+                            assert!(hazards[i].announce(OTHER, 0));
+                            assert_eq!(hazards[i].withdraw(), OTHER);
+                        }
+                    }
+                })
+            })
+            .collect();
+        // The owner lets go once both calls are inside (as C would, having
+        // heard from them).
+        for flag in inside.iter() {
+            while !flag.load(Ordering::Acquire) {
+                thread::yield_now();
+            }
+        }
+        // SAFETY: retired once; every word is in `hazards`.
+        if unsafe { retirement.retire(OBJECT, hazards.iter()) } {
+            destroy();
+        }
+        for holder in holders {
+            holder.join().unwrap();
+        }
+        assert_eq!(destroyed.load(Ordering::Relaxed), 1);
+    });
 }

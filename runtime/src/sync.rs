@@ -1,11 +1,18 @@
 //! The synchronisation primitives the concurrent parts of the runtime use.
 //!
 //! Under `cfg(callgate_loom)` they are `loom`'s model-checked versions, so the
-//! gate, the free list and [`Turn`] (built on them) can be explored
+//! gate, the free list, [`Turn`] and [`Hazard`] (built on them) can be explored
 //! exhaustively by the loom models in `loom_models.rs`; otherwise they are
 //! `core`/`std`'s.
 
-// Used by the closures, which loom builds leave out, and by a loom model.
+// Used by the closures and contexts, which loom builds leave out, and by
+// loom models.
+#[cfg(any(not(callgate_loom), test))]
+mod hazard;
+#[cfg(not(callgate_loom))]
+pub(crate) use hazard::MARKED;
+#[cfg(any(not(callgate_loom), test))]
+pub(crate) use hazard::{Hazard, Retirement};
 #[cfg(any(not(callgate_loom), test))]
 mod turn;
 #[cfg(not(callgate_loom))]
@@ -15,7 +22,8 @@ pub(crate) use turn::Turn;
 
 #[cfg(callgate_loom)]
 pub(crate) use loom::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
-// Only `Turn` uses it, which loom builds have only in their tests.
+// Only `Turn` and `Hazard` use it, which loom builds have only in their
+// tests.
 #[cfg(all(callgate_loom, test))]
 pub(crate) use loom::sync::atomic::AtomicUsize;
 #[cfg(callgate_loom)]

@@ -66,6 +66,17 @@ pub(crate) fn current() -> Option<&'static ContextNode> {
     Some(unsafe { &*node })
 }
 
+/// The slot's value: read at its static offset where the fast path is
+/// open, else through [`tls::get`].
+#[inline(always)]
+pub(crate) fn slot_any() -> *const ContextNode {
+    if tls::HAS_STATIC {
+        tls::get_static().unwrap_or_else(tls::get)
+    } else {
+        tls::get()
+    }
+}
+
 /// The slot's value read at its static offset, or null while the fast
 /// path is closed (see [`tls::get_static`]): a node serving this thread
 /// when [`serves`] says so. A raw value, so that the fast path's one
@@ -474,7 +485,10 @@ pub(crate) unsafe fn release_at_exit() {
         // - `node` serves this thread;
         // - the thread is in its key destructor: its callbacks all
         //   returned or were abandoned, no `LocalRef` can be used again.
-        unsafe { node.value.forget_all_calls() };
+        let withdrawn = unsafe { node.value.forget_all_calls() };
+        // SAFETY: the thread's calls are over, so the hold `withdrawn`
+        // announced ends.
+        unsafe { crate::closure::end_abandoned_hold(withdrawn) };
         // SAFETY:
         // - `node` serves this thread, which is exiting and never uses it
         //   again as its owner (a later call attaches per call);
@@ -601,7 +615,9 @@ pub(crate) unsafe fn reclaim_orphans() {
         }
         // SAFETY: this is the only thread of the child (caller obligation),
         // and `node` serves no thread of it.
-        unsafe { node.value.reset_orphan() };
+        let withdrawn = unsafe { node.value.reset_orphan() };
+        // SAFETY: the thread whose call announced it is gone.
+        unsafe { crate::closure::end_abandoned_hold(withdrawn) };
         // SAFETY: `node` is neither free nor serving a thread, so the only
         // thread owns it, and gives it up here.
         unsafe { CONTEXTS.push(node) };

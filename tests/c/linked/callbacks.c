@@ -19,6 +19,11 @@
  *   callbacks abandon N      N calls of an FnMut closure left by longjmp out
  *                            of C code inside them, each followed by calls
  *                            on the same thread and on another
+ *   callbacks concurrent T N T threads × N calls of one concurrent (Fn)
+ *                            closure, half of them bound first, with nested
+ *                            calls; the closure freed while T calls are
+ *                            inside it; calls left by longjmp, whose thread
+ *                            keeps the closure until it exits
  *
  * Every mode ends by checking that every Rust value it made was dropped
  * exactly once (fixture_values_live() back where it was). Prints
@@ -291,6 +296,152 @@ static void abandon(int n) {
     printf("abandoned=%d\n", n);
 }
 
+/* ------------------------------------------------------------------------ */
+/* A concurrent closure                                                      */
+/* ------------------------------------------------------------------------ */
+
+struct tally_worker {
+    pthread_t thread;
+    pthread_barrier_t *ready;
+    adder_fn call;
+    void *tally;
+    int calls;
+    int bind_first;
+    int failures;
+    int32_t held_result;
+};
+
+static void *tally_work(void *arg) {
+    struct tally_worker *worker = arg;
+    /* Half the threads bind with a first callback before their calls into
+     * the closure, which then announce it in the thread's hazard word; the
+     * others' first call into it binds them and counts a reference. */
+    if (worker->bind_first && fixture_values_live() < 0) worker->failures++;
+    pthread_barrier_wait(worker->ready);
+    for (int i = 0; i < worker->calls; i++) {
+        if (worker->call(worker->tally, 0) <= 0) worker->failures++;
+    }
+    /* A call nested in a call of the same closure. */
+    if (worker->call(worker->tally, 3000) <= 0) worker->failures++;
+    return NULL;
+}
+
+static void *tally_hold(void *arg) {
+    struct tally_worker *worker = arg;
+    if (worker->bind_first && fixture_values_live() < 0) worker->failures++;
+    worker->held_result = worker->call(worker->tally, 2000);
+    return NULL;
+}
+
+struct jump_job {
+    adder_fn call;
+    void *data;
+    int32_t after;
+    int left;
+    pthread_barrier_t *freed; /* if set: met before and after C frees the closure */
+};
+
+static void *jump_then_call(void *arg) {
+    struct jump_job *job = arg;
+    job->left = abandon_call(job->call, job->data);
+    /* The thread's hazard word still announces the abandoned call: this
+     * one counts a reference instead. */
+    job->after = job->call(job->data, 0);
+    if (job->freed != NULL) {
+        pthread_barrier_wait(job->freed);
+        pthread_barrier_wait(job->freed);
+    }
+    return NULL;
+}
+
+static void concurrent(int count, int calls) {
+    int64_t live = fixture_values_live();
+    uint64_t dropped = fixture_values_dropped();
+    adder_fn call = NULL;
+    release_fn release = NULL;
+    void *tally = fixture_tally_new(jump_out, &call, &release);
+    CHECK(tally && call && release, "made the closure");
+
+    /* Many threads at once, each call and nested call counted once. */
+    struct tally_worker *workers = calloc((size_t)count, sizeof *workers);
+    CHECK(workers != NULL, "out of memory");
+    pthread_barrier_t ready;
+    CHECK(pthread_barrier_init(&ready, NULL, (unsigned)count) == 0, "pthread_barrier_init");
+    for (int i = 0; i < count; i++) {
+        workers[i] = (struct tally_worker){.ready = &ready, .call = call, .tally = tally,
+                                           .calls = calls, .bind_first = i % 2 == 0};
+        CHECK(pthread_create(&workers[i].thread, NULL, tally_work, &workers[i]) == 0,
+              "pthread_create");
+    }
+    int failures = 0;
+    for (int i = 0; i < count; i++) {
+        pthread_join(workers[i].thread, NULL);
+        failures += workers[i].failures;
+    }
+    pthread_barrier_destroy(&ready);
+    CHECK(failures == 0, "%d calls failed", failures);
+    int64_t made = (int64_t)count * (calls + 2);
+    CHECK(call(tally, 0) == made + 1, "count %d, expected %lld", call(tally, 0) - 1,
+          (long long)made + 1);
+    made += 1;
+
+    /* Freed while `count` calls are inside it, on bound threads and on
+     * threads whose first call it is: dropped by the last to return. */
+    for (int i = 0; i < count; i++) {
+        workers[i] = (struct tally_worker){.call = call, .tally = tally, .bind_first = i % 2 == 0};
+        CHECK(pthread_create(&workers[i].thread, NULL, tally_hold, &workers[i]) == 0,
+              "pthread_create");
+    }
+    fixture_tally_wait_inside((uint32_t)count);
+    release(tally);
+    CHECK(fixture_values_live() == live + 1, "dropped while %d calls were in it", count);
+    fixture_tally_release();
+    int64_t results = 0;
+    for (int i = 0; i < count; i++) {
+        pthread_join(workers[i].thread, NULL);
+        failures += workers[i].failures;
+        results += workers[i].held_result;
+    }
+    free(workers);
+    CHECK(failures == 0, "%d calls failed", failures);
+    /* The held calls returned the counts made + 1 to made + count. */
+    int64_t expected = (int64_t)count * made + (int64_t)count * (count + 1) / 2;
+    CHECK(results == expected, "held calls returned %lld in all, expected %lld",
+          (long long)results, (long long)expected);
+    CHECK(fixture_values_live() == live, "dropped by the last held call's return");
+    CHECK(fixture_values_dropped() - dropped == 1, "dropped once");
+
+    /* Calls left by longjmp: the abandoned call's thread announces the
+     * closure until it exits, so freeing it leaves it to the thread's exit. */
+    tally = fixture_tally_new(jump_out, &call, &release);
+    for (int i = 0; i < 4; i++) {
+        struct jump_job job = {call, tally, 0, 0, NULL};
+        pthread_t thread;
+        CHECK(pthread_create(&thread, NULL, jump_then_call, &job) == 0, "pthread_create");
+        pthread_join(thread, NULL);
+        CHECK(job.left == 1, "the call was left by longjmp");
+        CHECK(job.after == 2 * i + 2, "the call after the jump returned %d, expected %d",
+              job.after, 2 * i + 2);
+    }
+    /* Freed while the thread it was left on lives: dropped at its exit. */
+    pthread_barrier_t freed;
+    CHECK(pthread_barrier_init(&freed, NULL, 2) == 0, "pthread_barrier_init");
+    struct jump_job last = {call, tally, 0, 0, &freed};
+    pthread_t thread;
+    CHECK(pthread_create(&thread, NULL, jump_then_call, &last) == 0, "pthread_create");
+    pthread_barrier_wait(&freed);
+    release(tally);
+    CHECK(fixture_values_live() == live + 1, "dropped while its abandoned call's thread lives");
+    pthread_barrier_wait(&freed);
+    pthread_join(thread, NULL);
+    pthread_barrier_destroy(&freed);
+    CHECK(last.left == 1 && last.after == 10, "the last thread's calls: %d, %d", last.left,
+          last.after);
+    CHECK(fixture_values_live() == live, "dropped by the exit of the thread it was left on");
+    CHECK(fixture_values_dropped() - dropped == 2, "each closure dropped once");
+    printf("concurrent_calls=%lld\n", (long long)made);
+}
+
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "";
     int n = argc > 2 ? atoi(argv[2]) : 0;
@@ -299,12 +450,14 @@ int main(int argc, char **argv) {
         table();
     } else if (strcmp(mode, "threads") == 0 && n > 0 && calls > 0) {
         threads(n, calls);
+    } else if (strcmp(mode, "concurrent") == 0 && n > 0 && calls > 0) {
+        concurrent(n, calls);
     } else if (strcmp(mode, "closures") == 0 && n > 0) {
         closures(n);
     } else if (strcmp(mode, "abandon") == 0 && n > 0) {
         abandon(n);
     } else {
-        fprintf(stderr, "usage: %s table | threads T N | closures N | abandon N\n", argv[0]);
+        fprintf(stderr, "usage: %s table | threads T N | closures N | abandon N | concurrent T N\n", argv[0]);
         return 2;
     }
     printf("checks=%d\nresult=ok\n", checks);
