@@ -16,8 +16,9 @@
 #             called, freed on another thread and while a call is in them,
 #             once closures as thread start routines, an FnMut closure's
 #             calls abandoned by longjmp, a concurrent closure called by
-#             many threads, freed while calls are in it and left by
-#             longjmp on threads that then exit — every value dropped
+#             many threads, freed while calls are in it and as they
+#             return, and left by longjmp on threads that then exit —
+#             every value dropped
 #             exactly once; the values program (tests/c/linked/values.c):
 #             enums C passes checked against their variants, a struct by
 #             value; and the test binaries that hand Rust state and
