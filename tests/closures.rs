@@ -1,8 +1,9 @@
 //! `Closure` and `OnceClosure` called from C threads: `FnMut` calls take
 //! turns and a re-entrant one fails, `Fn + Sync` calls run in parallel,
 //! panics and `Err`s return the fallback with a last error, a drop waits
-//! for the calls in flight, C's `free` drops the closure on C's thread, a
-//! once closure frees itself after its call.
+//! for the calls in flight, C's `free` drops the closure on C's thread (or
+//! as the call it frees it from returns), a once closure frees itself after
+//! its call.
 
 use core::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -181,6 +182,50 @@ fn a_drop_waits_for_the_calls_in_flight() {
         std::thread::current().id(),
         "dropped by the C thread"
     );
+}
+
+/// The closure C frees from inside a call of its own (a callback that
+/// unregisters itself): dropped as that call returns, on its thread, for
+/// both kinds, from a C thread's first call (the thread bound by it) and
+/// from a bound thread.
+#[test]
+fn a_closure_freed_inside_its_own_call_is_dropped_as_the_call_returns() {
+    /// Where the call finds its closure's `free` and data.
+    static SELF_FREE: Mutex<Option<(Free, usize)>> = Mutex::new(None);
+    for concurrent in [false, true] {
+        for bound_first in [false, true] {
+            let (probe, drops) = Probe::new();
+            let seen = Arc::clone(&drops);
+            let body = move |value: i32| -> i32 {
+                let _ = &probe;
+                let (free, data) = SELF_FREE.lock().unwrap().take().expect("set");
+                // SAFETY: the closure's own parts; C frees once.
+                unsafe { free(data as *mut c_void) };
+                assert!(seen.lock().unwrap().is_empty(), "dropped under its call");
+                value + 1
+            };
+            let parts = if concurrent {
+                Closure::concurrent(-1, body).into_raw_parts()
+            } else {
+                Closure::new(-1, body).into_raw_parts()
+            };
+            *SELF_FREE.lock().unwrap() = Some((parts.free, parts.data as usize));
+            let (function, data) = (parts.data_first, parts.data as usize);
+            let caller = std::thread::spawn(move || {
+                if bound_first {
+                    let warm = Closure::concurrent(0, |value: i32| value);
+                    // SAFETY: the closure outlives the call.
+                    unsafe { cb_call_first(warm.data_first(), warm.data(), 0) };
+                }
+                // SAFETY: the closure is alive until its call frees it.
+                let result = unsafe { cb_call_first(function, data as *mut c_void, 41) };
+                (result, std::thread::current().id())
+            });
+            let (result, caller) = caller.join().unwrap();
+            assert_eq!(result, 42, "{} ({concurrent}, {bound_first})", last_error());
+            assert_eq!(*drops.lock().unwrap(), [caller]);
+        }
+    }
 }
 
 /// A closure C owns is dropped by C's `free`, on the thread that calls it.
