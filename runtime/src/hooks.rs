@@ -200,7 +200,10 @@ mod imp {
     unsafe extern "C" fn on_thread_exit(_value: *mut c_void) {
         crate::last_error::discard();
         // SAFETY: this is the key destructor of the exiting thread.
-        unsafe { crate::thread::release_at_exit() };
+        let withdrawn = unsafe { crate::thread::release_at_exit() };
+        // SAFETY: just withdrawn from the exiting thread's context, whose
+        // calls are all over.
+        unsafe { crate::closure::end_abandoned_hold(withdrawn) };
     }
 
     /// In a `fork` child only the forking thread exists: the contexts bound
@@ -242,7 +245,12 @@ mod imp {
         crate::messages::unlock();
         // SAFETY: `pthread_atfork` runs child handlers in the child, right
         // after `fork`, on its only thread.
-        unsafe { crate::thread::reclaim_orphans() };
+        let abandoned = unsafe { crate::thread::reclaim_orphans() };
+        for withdrawn in abandoned {
+            // SAFETY: withdrawn from the context of a thread this child
+            // does not have.
+            unsafe { crate::closure::end_abandoned_hold(withdrawn) };
+        }
         crate::init::after_fork_in_child();
     }
 

@@ -184,13 +184,16 @@
 //! 7. **Foundations**: `freelist` and `gate`, the lock-free core the loom
 //!    models check; `failure`, a failure's message; `diag`, reporting and
 //!    aborting; `stack`, telling which recorded calls still have frames;
-//!    `sync`, the atomics loom swaps in; `valgrind`, helgrind annotations.
+//!    `sync`, the atomics loom swaps in, the closures' turns and the
+//!    hazard words; `valgrind`, helgrind annotations.
 //!
 //! The only calls that point up are the hooks C invokes, from outside every
 //! callback: `hooks` → `thread` (release a context at thread exit, reclaim
 //! the contexts of a `fork` child, free the pool at unload), `hooks` →
-//! `last_error` (free the message at thread exit) and `hooks` → `init`
-//! (fail an init that `fork` left behind). `scripts/module-map.sh` checks this.
+//! `last_error` (free the message at thread exit), `hooks` → `init`
+//! (fail an init that `fork` left behind) and `hooks` → `closure` (end the
+//! hold of a `Closure::concurrent` call its exiting thread, or a thread
+//! the `fork` child lacks, abandoned). `scripts/module-map.sh` checks this.
 
 #![cfg_attr(not(callgate_loom), deny(missing_docs))]
 #![deny(unsafe_op_in_unsafe_fn)]

@@ -462,12 +462,15 @@ pub(crate) unsafe fn leave(node: &'static ContextNode, start: u32) {
 /// running had their frames abandoned (a `longjmp`, or a forced unwind
 /// that skipped the trampoline's Rust frames): they are forgotten, their
 /// `#[local]` values freed and released. This also releases a per-call
-/// context whose outermost call never returned.
+/// context whose outermost call never returned. Returns what the context's
+/// hazard word announced (0 for nothing): an abandoned call's, whose hold
+/// the caller ends (`closure::end_abandoned_hold`).
 ///
 /// # Safety
 ///
 /// Runs on the exiting thread, from its key destructor.
-pub(crate) unsafe fn release_at_exit() {
+#[must_use]
+pub(crate) unsafe fn release_at_exit() -> usize {
     let seen = tls::get();
     // First: a callback that a `Local::release` below makes is served per
     // call, and nothing is cached from now on.
@@ -486,15 +489,14 @@ pub(crate) unsafe fn release_at_exit() {
         // - the thread is in its key destructor: its callbacks all
         //   returned or were abandoned, no `LocalRef` can be used again.
         let withdrawn = unsafe { node.value.forget_all_calls() };
-        // SAFETY: the thread's calls are over, so the hold `withdrawn`
-        // announced ends.
-        unsafe { crate::closure::end_abandoned_hold(withdrawn) };
         // SAFETY:
         // - `node` serves this thread, which is exiting and never uses it
         //   again as its owner (a later call attaches per call);
         // - its depth is now 0 and no `LocalRef` is alive.
         unsafe { release(node) };
+        return withdrawn;
     }
+    0
 }
 
 /// Hands `node` back: runs `Local::release` on its values, detaches the
@@ -588,7 +590,9 @@ unsafe fn release_values(node: &'static ContextNode, attached: bool, after_exit:
 /// In a `fork` child: returns every context that is neither free nor
 /// serving (or cached by) this, the only, thread to the free list. Their
 /// `#[local]` values are abandoned: the threads they served are gone, so
-/// neither `release` nor `Drop` runs for them.
+/// neither `release` nor `Drop` runs for them. Returns what their hazard
+/// words announced: calls of those threads that will never return, whose
+/// holds the caller ends (`closure::end_abandoned_hold`).
 ///
 /// # Safety
 ///
@@ -597,7 +601,8 @@ unsafe fn release_values(node: &'static ContextNode, attached: bool, after_exit:
 /// owner left.
 #[cfg(unix)]
 #[cold]
-pub(crate) unsafe fn reclaim_orphans() {
+#[must_use]
+pub(crate) unsafe fn reclaim_orphans() -> Vec<usize> {
     // The context this thread caches is its own too.
     let own = current()
         .or_else(|| cached(tls::get()))
@@ -608,6 +613,7 @@ pub(crate) unsafe fn reclaim_orphans() {
             *slot = true;
         }
     }
+    let mut abandoned = Vec::new();
     for node in CONTEXTS.iter() {
         let index = node.index();
         if Some(index) == own || free.get(index as usize).copied().unwrap_or(false) {
@@ -616,12 +622,14 @@ pub(crate) unsafe fn reclaim_orphans() {
         // SAFETY: this is the only thread of the child (caller obligation),
         // and `node` serves no thread of it.
         let withdrawn = unsafe { node.value.reset_orphan() };
-        // SAFETY: the thread whose call announced it is gone.
-        unsafe { crate::closure::end_abandoned_hold(withdrawn) };
+        if withdrawn != 0 {
+            abandoned.push(withdrawn);
+        }
         // SAFETY: `node` is neither free nor serving a thread, so the only
         // thread owns it, and gives it up here.
         unsafe { CONTEXTS.push(node) };
     }
+    abandoned
 }
 
 /// Frees every context of the pool: the library is being unloaded.

@@ -275,7 +275,10 @@ unsafe extern "system" fn on_fiber_exit(value: *const c_void) {
     // exiting (`DeleteFiber` of the running fiber exits the thread). No
     // callback runs on its context but one that called `ExitThread`, which
     // never returns: `release_at_exit` forgets such calls.
-    unsafe { crate::thread::release_at_exit() };
+    let withdrawn = unsafe { crate::thread::release_at_exit() };
+    // SAFETY: just withdrawn from the exiting thread's context, whose calls
+    // are all over.
+    unsafe { crate::closure::end_abandoned_hold(withdrawn) };
 }
 
 /// Once a thread is bound, a pending FLS callback points into this
