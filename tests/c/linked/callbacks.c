@@ -24,7 +24,10 @@
  *                            calls; the closure freed while T calls are
  *                            inside it, and as T calls return; calls left
  *                            by longjmp, whose thread keeps the closure
- *                            until it exits
+ *                            until it exits; fork with a call inside it
+ *                            (not with no-fork: helgrind takes the child's
+ *                            reclaim of the parent's threads' contexts for
+ *                            races with those threads)
  *
  * Every mode ends by checking that every Rust value it made was dropped
  * exactly once (fixture_values_live() back where it was). Prints
@@ -37,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "fixture.h"
@@ -366,7 +370,7 @@ static void *jump_then_call(void *arg) {
     return NULL;
 }
 
-static void concurrent(int count, int calls) {
+static void concurrent(int count, int calls, int with_fork) {
     int64_t live = fixture_values_live();
     uint64_t dropped = fixture_values_dropped();
     adder_fn call = NULL;
@@ -476,6 +480,44 @@ static void concurrent(int count, int calls) {
           last.after);
     CHECK(fixture_values_live() == live, "dropped by the exit of the thread it was left on");
     CHECK(fixture_values_dropped() - dropped == 2, "each closure dropped once");
+    if (!with_fork) {
+        printf("concurrent_calls=%lld\n", (long long)made);
+        return;
+    }
+    /* fork while a call is inside the closure: the child has no thread
+     * for that call, so it does not wait for it. */
+    fixture_tally_rearm();
+    tally = fixture_tally_new(jump_out, &call, &release);
+    struct tally_worker held = {.call = call, .tally = tally, .bind_first = 1};
+    CHECK(pthread_create(&held.thread, NULL, tally_hold, &held) == 0, "pthread_create");
+    fixture_tally_wait_inside(1);
+    /* Not freed yet: the child frees it, and its drop runs at once. */
+    pid_t child = fork();
+    CHECK(child >= 0, "fork");
+    if (child == 0) {
+        release(tally);
+        _exit(fixture_values_live() == live ? 0 : 10);
+    }
+    int status = 0;
+    CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+          "the child forked with a call inside the closure did not drop it when freed (%d)",
+          status);
+    /* Freed, its drop waiting for that call: the child's fork handler ends
+     * the call's hold, and drops it. */
+    release(tally);
+    CHECK(fixture_values_live() == live + 1, "dropped while a call was in it");
+    child = fork();
+    CHECK(child >= 0, "fork");
+    if (child == 0) _exit(fixture_values_live() == live ? 0 : 11);
+    CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+          "the child forked while a freed closure waited for a call did not drop it (%d)",
+          status);
+    fixture_tally_release();
+    pthread_join(held.thread, NULL);
+    CHECK(held.failures == 0 && held.held_result > 0, "the held call returned %d",
+          held.held_result);
+    CHECK(fixture_values_live() == live, "dropped by the held call's return");
+    CHECK(fixture_values_dropped() - dropped == 3, "each closure dropped once");
     printf("concurrent_calls=%lld\n", (long long)made);
 }
 
@@ -488,13 +530,16 @@ int main(int argc, char **argv) {
     } else if (strcmp(mode, "threads") == 0 && n > 0 && calls > 0) {
         threads(n, calls);
     } else if (strcmp(mode, "concurrent") == 0 && n > 0 && calls > 0) {
-        concurrent(n, calls);
+        concurrent(n, calls, !(argc > 4 && strcmp(argv[4], "no-fork") == 0));
     } else if (strcmp(mode, "closures") == 0 && n > 0) {
         closures(n);
     } else if (strcmp(mode, "abandon") == 0 && n > 0) {
         abandon(n);
     } else {
-        fprintf(stderr, "usage: %s table | threads T N | closures N | abandon N | concurrent T N\n", argv[0]);
+        fprintf(stderr,
+                "usage: %s table | threads T N | closures N | abandon N | concurrent T N "
+                "[no-fork]\n",
+                argv[0]);
         return 2;
     }
     printf("checks=%d\nresult=ok\n", checks);
