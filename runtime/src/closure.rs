@@ -647,12 +647,12 @@ enum Hold {
     /// The one call uses the owner's reference and releases it: a once
     /// closure.
     Owner,
-    /// A call on a bound thread with no other call running announces the
-    /// closure in its context's hazard word (a store and a swap on a line
-    /// only that thread writes), and the drop waits for the calls it finds
-    /// announcing it; any other call counts itself: `Closure::concurrent`,
-    /// whose calls from many threads at once would otherwise all
-    /// read-modify-write the one count.
+    /// A call on a bound thread whose hazard word is free announces the
+    /// closure in it (a store and a swap on a line only that thread
+    /// writes), and the drop waits for the calls it finds announcing it;
+    /// any other call counts itself: `Closure::concurrent`, whose calls
+    /// from many threads at once would otherwise all read-modify-write the
+    /// one count.
     Announced,
 }
 
@@ -693,6 +693,10 @@ unsafe fn hold(header: NonNull<Header>, site: &Site, hold: Hold) -> Held {
                 let hazard = &node.value.hazard;
                 // SAFETY: live (caller obligation).
                 let marked = unsafe { (*header.as_ptr()).marked };
+                // The address is exposed: a thread that ends the hold for
+                // the call (its exit hook) turns the word back into a
+                // pointer (`end_hold`).
+                let object = header.as_ptr().expose_provenance();
                 // SAFETY:
                 // - `node` serves this thread, the only one that announces
                 //   through its word, and stays with it (bound, not per
@@ -701,7 +705,7 @@ unsafe fn hold(header: NonNull<Header>, site: &Site, hold: Hold) -> Held {
                 //   `unhold`;
                 // - a header is a non-zero multiple of 8, of a closure that
                 //   is alive and not retired (the caller may call it).
-                if unsafe { hazard.announce(header.addr().get(), marked) } {
+                if unsafe { hazard.announce(object, marked) } {
                     return Held::Announcement(hazard);
                 }
             }
@@ -751,7 +755,11 @@ unsafe fn unhold(header: NonNull<Header>, held: Held) {
 #[cold]
 #[inline(never)]
 unsafe fn end_hold(withdrawn: usize) {
-    let Some(header) = NonNull::new(Hazard::object(withdrawn) as *mut Header) else {
+    // An address `hold` exposed, of a closure still alive: its retirement
+    // waits for this hold, or has not started.
+    let Some(header) = NonNull::new(core::ptr::with_exposed_provenance_mut::<Header>(
+        Hazard::object(withdrawn),
+    )) else {
         return;
     };
     if withdrawn & MARKED != 0 {
