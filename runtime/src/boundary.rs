@@ -606,7 +606,7 @@ fn dynamic_slot(site: &Site) -> Option<tls::ThreadSlot> {
 /// its exit hook ran, or cannot be bound now (the gate is shut).
 #[inline(always)]
 pub(crate) fn bound_context(site: &Site) -> Option<&'static ContextNode> {
-    let mut value = thread::slot_any();
+    let mut value = thread::slot();
     if value.is_null() && site.attach == AttachMode::Bound {
         crate::hint::rarely_taken();
         // SAFETY: the slot held null when read just now.

@@ -744,9 +744,12 @@ unsafe fn unhold(header: NonNull<Header>, held: Held) {
     }
 }
 
-/// Ends a hold withdrawn from a hazard word with flags: tells helgrind
-/// (under valgrind) that the call's uses of the closure happen before its
-/// drop, and releases the call's part of a retirement that waits for it.
+/// Ends a hold withdrawn from a hazard word with flags (or nothing, for
+/// 0): tells helgrind (under valgrind) that the call's uses of the closure
+/// happen before its drop, and releases the call's part of a retirement
+/// that waits for it. Called by the call itself, and by the hooks for a
+/// call its thread abandoned (the thread exits, or a `fork` child lacks
+/// it): a `longjmp` or a forced unwind left it with its announcement.
 ///
 /// # Safety
 ///
@@ -754,7 +757,7 @@ unsafe fn unhold(header: NonNull<Header>, held: Held) {
 /// that announced it, which uses the closure no more.
 #[cold]
 #[inline(never)]
-unsafe fn end_hold(withdrawn: usize) {
+pub(crate) unsafe fn end_hold(withdrawn: usize) {
     // An address `hold` exposed, of a closure still alive: its retirement
     // waits for this hold, or has not started.
     let Some(header) = NonNull::new(core::ptr::with_exposed_provenance_mut::<Header>(
@@ -770,22 +773,6 @@ unsafe fn end_hold(withdrawn: usize) {
     if Hazard::deferred(withdrawn) && unsafe { (*header.as_ptr()).retirement.release() } {
         // SAFETY: the last holder of a closure with no reference left.
         unsafe { destroy_now(header) };
-    }
-}
-
-/// Ends the hold of a call whose thread exits (or, in a `fork` child, is
-/// gone) while its announcement stands: `withdrawn` is what the thread's
-/// hazard word held, the call of a `Closure::concurrent` that a `longjmp`
-/// or a forced unwind left, or 0.
-///
-/// # Safety
-///
-/// `withdrawn` was just withdrawn from the hazard word of a context whose
-/// calls are all over.
-pub(crate) unsafe fn end_abandoned_hold(withdrawn: usize) {
-    if withdrawn != 0 {
-        // SAFETY: forwarded caller obligation.
-        unsafe { end_hold(withdrawn) };
     }
 }
 

@@ -203,7 +203,7 @@ mod imp {
         let withdrawn = unsafe { crate::thread::release_at_exit() };
         // SAFETY: just withdrawn from the exiting thread's context, whose
         // calls are all over.
-        unsafe { crate::closure::end_abandoned_hold(withdrawn) };
+        unsafe { crate::closure::end_hold(withdrawn) };
     }
 
     /// In a `fork` child only the forking thread exists: the contexts bound
@@ -249,7 +249,7 @@ mod imp {
         for withdrawn in abandoned {
             // SAFETY: withdrawn from the context of a thread this child
             // does not have.
-            unsafe { crate::closure::end_abandoned_hold(withdrawn) };
+            unsafe { crate::closure::end_hold(withdrawn) };
         }
         crate::init::after_fork_in_child();
     }

@@ -66,17 +66,6 @@ pub(crate) fn current() -> Option<&'static ContextNode> {
     Some(unsafe { &*node })
 }
 
-/// The slot's value: read at its static offset where the fast path is
-/// open, else through [`tls::get`].
-#[inline(always)]
-pub(crate) fn slot_any() -> *const ContextNode {
-    if tls::HAS_STATIC {
-        tls::get_static().unwrap_or_else(tls::get)
-    } else {
-        tls::get()
-    }
-}
-
 /// The slot's value read at its static offset, or null while the fast
 /// path is closed (see [`tls::get_static`]): a node serving this thread
 /// when [`serves`] says so. A raw value, so that the fast path's one
@@ -464,7 +453,7 @@ pub(crate) unsafe fn leave(node: &'static ContextNode, start: u32) {
 /// `#[local]` values freed and released. This also releases a per-call
 /// context whose outermost call never returned. Returns what the context's
 /// hazard word announced (0 for nothing): an abandoned call's, whose hold
-/// the caller ends (`closure::end_abandoned_hold`).
+/// the caller ends (`closure::end_hold`).
 ///
 /// # Safety
 ///
@@ -592,7 +581,7 @@ unsafe fn release_values(node: &'static ContextNode, attached: bool, after_exit:
 /// `#[local]` values are abandoned: the threads they served are gone, so
 /// neither `release` nor `Drop` runs for them. Returns what their hazard
 /// words announced: calls of those threads that will never return, whose
-/// holds the caller ends (`closure::end_abandoned_hold`).
+/// holds the caller ends (`closure::end_hold`).
 ///
 /// # Safety
 ///

@@ -278,7 +278,7 @@ unsafe extern "system" fn on_fiber_exit(value: *const c_void) {
     let withdrawn = unsafe { crate::thread::release_at_exit() };
     // SAFETY: just withdrawn from the exiting thread's context, whose calls
     // are all over.
-    unsafe { crate::closure::end_abandoned_hold(withdrawn) };
+    unsafe { crate::closure::end_hold(withdrawn) };
 }
 
 /// Once a thread is bound, a pending FLS callback points into this
