@@ -307,45 +307,29 @@ static void abandon(int n) {
 
 struct tally_worker {
     pthread_t thread;
-    pthread_barrier_t *ready;
+    pthread_barrier_t *ready; /* if set: met before the calls */
     adder_fn call;
     void *tally;
-    int calls;
+    int calls;       /* calls with 0 */
+    int32_t last;    /* then one call with this value (3000 nests a call,
+                        2000 waits inside, 4000 lets C free the closure as
+                        it returns) */
     int bind_first;
     int failures;
-    int32_t held_result;
+    int32_t last_result;
 };
 
-static void *tally_work(void *arg) {
+static void *tally_calls(void *arg) {
     struct tally_worker *worker = arg;
     /* Half the threads bind with a first callback before their calls into
-     * the closure, which then announce it in the thread's hazard word; the
-     * others' first call into it binds them and counts a reference. */
+     * the closure; the others' first call into it binds them. */
     if (worker->bind_first && fixture_values_live() < 0) worker->failures++;
-    pthread_barrier_wait(worker->ready);
+    if (worker->ready != NULL) pthread_barrier_wait(worker->ready);
     for (int i = 0; i < worker->calls; i++) {
         if (worker->call(worker->tally, 0) <= 0) worker->failures++;
     }
-    /* A call nested in a call of the same closure. */
-    if (worker->call(worker->tally, 3000) <= 0) worker->failures++;
-    return NULL;
-}
-
-static void *tally_last_call(void *arg) {
-    struct tally_worker *worker = arg;
-    if (worker->bind_first && fixture_values_live() < 0) worker->failures++;
-    for (int i = 0; i < worker->calls; i++) {
-        if (worker->call(worker->tally, 0) <= 0) worker->failures++;
-    }
-    /* The last call: C may free the closure as it returns. */
-    if (worker->call(worker->tally, 4000) <= 0) worker->failures++;
-    return NULL;
-}
-
-static void *tally_hold(void *arg) {
-    struct tally_worker *worker = arg;
-    if (worker->bind_first && fixture_values_live() < 0) worker->failures++;
-    worker->held_result = worker->call(worker->tally, 2000);
+    worker->last_result = worker->call(worker->tally, worker->last);
+    if (worker->last_result <= 0) worker->failures++;
     return NULL;
 }
 
@@ -385,8 +369,9 @@ static void concurrent(int count, int calls, int with_fork) {
     CHECK(pthread_barrier_init(&ready, NULL, (unsigned)count) == 0, "pthread_barrier_init");
     for (int i = 0; i < count; i++) {
         workers[i] = (struct tally_worker){.ready = &ready, .call = call, .tally = tally,
-                                           .calls = calls, .bind_first = i % 2 == 0};
-        CHECK(pthread_create(&workers[i].thread, NULL, tally_work, &workers[i]) == 0,
+                                           .calls = calls, .last = 3000,
+                                           .bind_first = i % 2 == 0};
+        CHECK(pthread_create(&workers[i].thread, NULL, tally_calls, &workers[i]) == 0,
               "pthread_create");
     }
     int failures = 0;
@@ -404,8 +389,9 @@ static void concurrent(int count, int calls, int with_fork) {
     /* Freed while `count` calls are inside it, on bound threads and on
      * threads whose first call it is: dropped by the last to return. */
     for (int i = 0; i < count; i++) {
-        workers[i] = (struct tally_worker){.call = call, .tally = tally, .bind_first = i % 2 == 0};
-        CHECK(pthread_create(&workers[i].thread, NULL, tally_hold, &workers[i]) == 0,
+        workers[i] = (struct tally_worker){.call = call, .tally = tally, .last = 2000,
+                                           .bind_first = i % 2 == 0};
+        CHECK(pthread_create(&workers[i].thread, NULL, tally_calls, &workers[i]) == 0,
               "pthread_create");
     }
     fixture_tally_wait_inside((uint32_t)count);
@@ -416,7 +402,7 @@ static void concurrent(int count, int calls, int with_fork) {
     for (int i = 0; i < count; i++) {
         pthread_join(workers[i].thread, NULL);
         failures += workers[i].failures;
-        results += workers[i].held_result;
+        results += workers[i].last_result;
     }
     CHECK(failures == 0, "%d calls failed", failures);
     /* The held calls returned the counts made + 1 to made + count. */
@@ -434,8 +420,9 @@ static void concurrent(int count, int calls, int with_fork) {
         tally = fixture_tally_new(jump_out, &call, &release);
         for (int i = 0; i < count; i++) {
             workers[i] = (struct tally_worker){.call = call, .tally = tally,
-                                               .calls = calls / 20, .bind_first = i % 2 == 0};
-            CHECK(pthread_create(&workers[i].thread, NULL, tally_last_call, &workers[i]) == 0,
+                                               .calls = calls / 20, .last = 4000,
+                                               .bind_first = i % 2 == 0};
+            CHECK(pthread_create(&workers[i].thread, NULL, tally_calls, &workers[i]) == 0,
                   "pthread_create");
         }
         fixture_tally_wait_inside((uint32_t)count);
@@ -488,8 +475,8 @@ static void concurrent(int count, int calls, int with_fork) {
      * for that call, so it does not wait for it. */
     fixture_tally_rearm();
     tally = fixture_tally_new(jump_out, &call, &release);
-    struct tally_worker held = {.call = call, .tally = tally, .bind_first = 1};
-    CHECK(pthread_create(&held.thread, NULL, tally_hold, &held) == 0, "pthread_create");
+    struct tally_worker held = {.call = call, .tally = tally, .last = 2000, .bind_first = 1};
+    CHECK(pthread_create(&held.thread, NULL, tally_calls, &held) == 0, "pthread_create");
     fixture_tally_wait_inside(1);
     /* Not freed yet: the child frees it, and its drop runs at once. */
     pid_t child = fork();
@@ -514,8 +501,8 @@ static void concurrent(int count, int calls, int with_fork) {
           status);
     fixture_tally_release();
     pthread_join(held.thread, NULL);
-    CHECK(held.failures == 0 && held.held_result > 0, "the held call returned %d",
-          held.held_result);
+    CHECK(held.failures == 0 && held.last_result > 0, "the held call returned %d",
+          held.last_result);
     CHECK(fixture_values_live() == live, "dropped by the held call's return");
     CHECK(fixture_values_dropped() - dropped == 3, "each closure dropped once");
     printf("concurrent_calls=%lld\n", (long long)made);
