@@ -50,12 +50,26 @@ fn closures_made_called_and_freed_from_c() {
 /// Calls of an `FnMut` closure left by `longjmp` out of C code inside
 /// them: the next call on the same thread takes the turn back (and the
 /// abandoned call's reference to the closure), and a call from another
-/// thread gets its turn after it; the closure is dropped once when freed.
+/// thread gets its turn after it; one left on a thread that then exits is
+/// taken back by the next thread on its context; the closure is dropped
+/// once when freed.
 #[test]
 fn calls_abandoned_by_longjmp_give_the_closure_back() {
     let outcome = callbacks(&["abandon", "50"]);
     outcome.assert_ok();
     assert_eq!(outcome.number("abandoned"), 50.0);
+}
+
+/// A call suspended inside an `FnMut` closure on a coroutine stack, while
+/// the callback it started under returns: the thread's next call is its
+/// outermost, yet is refused with the fallback (the suspended call may
+/// resume inside the body), and calls get their turn once it returns.
+#[cfg(target_env = "gnu")]
+#[test]
+fn a_call_suspended_inside_a_closure_keeps_its_turn() {
+    let outcome = callbacks(&["suspended"]);
+    outcome.assert_ok();
+    assert_eq!(outcome.number("suspended"), 1.0);
 }
 
 /// Threads call one `Closure::concurrent` at once (half of them bound

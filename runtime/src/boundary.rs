@@ -11,7 +11,7 @@ use core::fmt::Display;
 use core::marker::PhantomData;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use crate::context::ContextNode;
+use crate::context::{CallStamp, ContextNode};
 use crate::diag;
 use crate::failure::{Failure, payload_message};
 use crate::gate::{Closed, GatePolicy};
@@ -73,6 +73,34 @@ impl Frame {
     #[inline(always)]
     pub(crate) fn is_outermost(&self) -> bool {
         self.depth == 1
+    }
+
+    /// This call, as something it takes and may keep past its frame
+    /// records it (see [`outlives`](Frame::outlives)).
+    #[inline(always)]
+    pub(crate) fn stamp(&self) -> CallStamp {
+        // SAFETY: frames exist only inside `call` on the thread the context
+        // serves, for a call that entered with `anchor`, which lives until
+        // the call returns (see `local`).
+        unsafe { self.node.value.stamp(&*self.anchor) }
+    }
+
+    /// True when the call that made `stamp` on this thread's context
+    /// ([`stamp`](Frame::stamp)) certainly has no frame left: its thread is
+    /// gone, or it was on the thread's own stack below this call, or its
+    /// frame's memory was reused (see `Context::holder_is_gone`). A call
+    /// on another stack of the thread (a coroutine's) may be suspended
+    /// there, and is not.
+    ///
+    /// # Safety
+    ///
+    /// `stamp` was made on the context serving this thread (by a call of
+    /// this thread, or of a thread that had its context before).
+    #[inline(always)]
+    pub(crate) unsafe fn outlives(&self, stamp: CallStamp) -> bool {
+        // SAFETY: as in `stamp`; the stamp is this context's (caller
+        // obligation).
+        unsafe { self.node.value.holder_is_gone(stamp, &*self.anchor) }
     }
 
     /// This thread's `T` for a `#[local]` parameter, found through `key`

@@ -47,8 +47,10 @@
 //! A call abandoned by a `longjmp` out of the body keeps its hold: an
 //! announcement until its thread exits (the thread's later calls take
 //! references meanwhile); a `Closure::new` call's reference until the
-//! thread's next outermost call of the closure takes the turn back (see
-//! `Exclusive::with`); any other reference for good (the closure leaks).
+//! thread's next outermost call of the closure finds it certainly gone
+//! and takes the turn back (see `Exclusive::with`), or, if its thread
+//! exits first, the next call of the thread that gets its context; any
+//! other reference for good (the closure leaks).
 //!
 //! # Atomic orderings
 //!
@@ -69,12 +71,12 @@ use core::sync::atomic::fence;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::boundary::{Frame, Policy, Site, bound_context, call};
-use crate::context::CONTEXTS;
+use crate::context::{CONTEXTS, CallStamp};
 use crate::diag::{abort_with, report};
 use crate::failure::{Failure, payload_message};
 use crate::gate::GatePolicy;
 use crate::settings::AttachMode;
-use crate::sync::{AtomicUsize, Hazard, MARKED, Ordering, Retirement, Taken, Turn};
+use crate::sync::{AtomicUsize, Hazard, MARKED, Ordering, Retirement, Turn};
 use crate::valgrind;
 
 /// What the parameters and the result of a [`Closure`] may be: the
@@ -201,7 +203,9 @@ pub trait FnOnceBody<S: Signature, M>: Send + 'static {
 /// construction, with a last error naming the closure's type. Calls of a
 /// `Closure::new` closure (an `FnMut`) take turns: one on another thread
 /// waits, and one that re-enters the closure from inside itself (through C)
-/// fails with the fallback instead of aliasing it. A
+/// fails with the fallback instead of aliasing it, as does one made while
+/// a call of the same thread is suspended inside the closure on another
+/// stack (a coroutine switched away from inside the body). A
 /// [`Closure::concurrent`] closure (an `Fn + Sync`) runs calls in parallel.
 ///
 /// # Ownership
@@ -858,6 +862,10 @@ struct Exclusive<F> {
     /// Whose turn it is to run the body (threads named by their
     /// [`Frame::thread_mark`]).
     turn: Turn,
+    /// The call holding the turn, as it stamped itself after taking it
+    /// ([`Frame::stamp`]): read only by a call that finds the turn held
+    /// under its own thread's mark, to tell whether that call is gone.
+    holder: UnsafeCell<CallStamp>,
     body: UnsafeCell<F>,
 }
 
@@ -870,6 +878,7 @@ impl<F> Exclusive<F> {
     fn new(body: F) -> Exclusive<F> {
         Exclusive {
             turn: Turn::new(),
+            holder: UnsafeCell::new(CallStamp::NONE),
             body: UnsafeCell::new(body),
         }
     }
@@ -881,8 +890,12 @@ impl<F> Exclusive<F> {
     /// A call abandoned inside the body (a `longjmp` out of C code it
     /// called, or its thread's exit) leaves its turn held and its
     /// reference to the closure taken. The next call under its mark that
-    /// runs as the outermost call takes the turn back, and gives up that
-    /// reference for it.
+    /// runs as the outermost call, and finds the call that took the turn
+    /// certainly gone ([`Frame::outlives`]), takes the turn back and gives
+    /// up that reference for it. Being the thread's outermost call is not
+    /// enough: a call that started on another stack of the thread (a
+    /// coroutine) is forgotten when the call it started under returns,
+    /// and may be suspended inside the body rather than gone.
     ///
     /// # Safety
     ///
@@ -898,18 +911,41 @@ impl<F> Exclusive<F> {
         // A thread mark is the address of a context, which serves one
         // thread at a time, throughout the call (`Frame::thread_mark`):
         // non-zero, and a multiple of 4 (contexts are 128-byte aligned).
-        // An outermost call has no call of its thread below it that could
-        // hold the turn: a turn held under its mark is an abandoned call's.
-        if self
-            .turn
-            .begin(frame.thread_mark(), frame.is_outermost(), reentered)?
-            == Taken::Back
-        {
-            // SAFETY: the abandoned call took a reference (every call of
-            // an `FnMut` closure does, before its turn) and will never give
-            // it up; this call holds one more, so the count stays above 0.
-            unsafe { release(header) };
-        }
+        self.turn.begin(
+            frame.thread_mark(),
+            || {
+                // Held under this thread's mark. Taken back only by the
+                // thread's outermost call (one nested in a running call,
+                // a signal handler's say, may have interrupted the holder
+                // between its `begin` and its stamp) from a holder that is
+                // certainly gone.
+                let gone = frame.is_outermost()
+                    // SAFETY: the stamp was made on this thread's context
+                    // by the call that took the turn, after its `begin`
+                    // and before any outermost call of the thread could
+                    // start: by this thread, or by one whose context it
+                    // has now through the free list, which orders that
+                    // thread's accesses before this one's. A stamp by
+                    // another thread's later turn came before the turn
+                    // was taken under this mark again (the turn's
+                    // Release/Acquire), and that call stamped after it.
+                    && unsafe { frame.outlives(*self.holder.get()) };
+                if gone {
+                    // SAFETY: the gone call took a reference (every call
+                    // of an `FnMut` closure does, before its turn) and
+                    // will never give it up; this call holds one more, so
+                    // the count stays above 0. (Here rather than after
+                    // `begin`: out of the fast path, which then stays
+                    // small enough for the body to be inlined.)
+                    unsafe { release(header) };
+                }
+                gone
+            },
+            reentered,
+        )?;
+        // SAFETY: this thread holds the turn, and only the holder writes
+        // the stamp (see above for the readers).
+        unsafe { *self.holder.get() = frame.stamp() };
         // Ends the turn when `run` returns or unwinds (a panicking body is
         // caught by the call's boundary; the closure stays callable with
         // whatever state the panic left, as a `#[c_callback]` does).

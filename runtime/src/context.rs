@@ -85,6 +85,10 @@ pub(crate) struct Context {
     // the fields above and these, in the second cache line.
     pub(crate) binds: Counter,
     pub(crate) releases: Counter,
+    /// Threads this context served that are gone (they exited, or are
+    /// not in this `fork` child): their calls are all over, wherever they
+    /// ran (see [`Context::holder_is_gone`]).
+    gone_owners: Counter,
     /// The `Closure::concurrent` a running call of the owner announced
     /// (see `closure`), or 0; a thread writes only its own, so calls from
     /// many threads at once share no line.
@@ -116,6 +120,7 @@ impl Context {
             link: Link::new(),
             binds: Counter::new(),
             releases: Counter::new(),
+            gone_owners: Counter::new(),
             hazard: Hazard::new(),
             stack: ThreadStack::new(),
             nested: UnsafeCell::new(Vec::new()),
@@ -218,6 +223,43 @@ impl Context {
         }
     }
 
+    /// The running call whose anchor is `anchor`, as something it takes
+    /// and may keep past its frame records it (a `Closure::new` turn; see
+    /// [`holder_is_gone`](Context::holder_is_gone)).
+    ///
+    /// # Safety
+    ///
+    /// The caller is the context's owner, inside the call that entered
+    /// with `anchor` (so its anchor holds its token).
+    #[inline(always)]
+    pub(crate) unsafe fn stamp(&self, anchor: &Anchor) -> CallStamp {
+        CallStamp {
+            // SAFETY: the call entered with `anchor` (caller obligation).
+            call: unsafe { anchor.current_mark() },
+            gone_owners: self.gone_owners.get(),
+        }
+    }
+
+    /// True when the call that `holder` stamped on this context certainly
+    /// has no frame left, seen from the running call whose anchor is
+    /// `anchor`: the thread it ran on is gone (the context has been
+    /// released at that thread's exit, or in a `fork` child, since), or
+    /// its own mark tells (`Mark::holder_is_gone`: below the asking call
+    /// on the thread's own stack, or its anchor's memory reused). A holder
+    /// elsewhere (on a coroutine stack, where it may be suspended) is kept.
+    ///
+    /// # Safety
+    ///
+    /// As for [`stamp`](Context::stamp); `holder` is a stamp this context
+    /// made.
+    #[cold]
+    pub(crate) unsafe fn holder_is_gone(&self, holder: CallStamp, anchor: &Anchor) -> bool {
+        // SAFETY: forwarded caller obligations.
+        let asking = unsafe { anchor.current_mark() };
+        holder.gone_owners != self.gone_owners.get()
+            || holder.call.holder_is_gone(asking, &self.stack)
+    }
+
     /// True when a call that may still run holds a `#[local]` value of
     /// the context, now that its outermost call returned: a callback that
     /// started inside it on another stack of the thread and is suspended
@@ -265,6 +307,7 @@ impl Context {
         if self.binds.get() > self.releases.get() {
             self.releases.bump();
         }
+        self.gone_owners.bump();
         // SAFETY: the context's thread is gone; this thread, the only one,
         // stands in for it (caller obligation).
         unsafe { self.hazard.withdraw() }
@@ -510,9 +553,29 @@ impl Context {
             self.locals.free_every_hold();
         }
         self.running.set_entry(0);
+        self.gone_owners.bump();
         // SAFETY: owning thread; the calls are over (caller obligation).
         unsafe { self.hazard.withdraw() }
     }
+}
+
+/// A running call as something it takes and may keep past its frame
+/// records it ([`Context::stamp`]), for telling later whether that call is
+/// certainly gone ([`Context::holder_is_gone`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CallStamp {
+    /// The call's own mark.
+    call: Mark,
+    /// `Context::gone_owners` when it was stamped.
+    gone_owners: u64,
+}
+
+impl CallStamp {
+    /// No call: stands in until a call stamps.
+    pub(crate) const NONE: CallStamp = CallStamp {
+        call: Mark::new(0, 0),
+        gone_owners: 0,
+    };
 }
 
 /// The entry word and the address of the outermost running call's

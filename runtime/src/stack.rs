@@ -97,6 +97,30 @@ impl Anchor {
     }
 }
 
+impl Anchor {
+    /// The mark [`mark`](Anchor::mark) made, read back: for something the
+    /// running call takes that outlives it if the call is abandoned (a
+    /// `Closure::new` turn; see `Context::stamp`). Unlike
+    /// [`holder_mark`](Anchor::holder_mark) it does not write the token
+    /// again: where the compiler dropped the call's own write, nothing the
+    /// call runs can leave it (abandon it, or suspend it on another stack)
+    /// without the compiler seeing a call out, so whenever the mark is
+    /// checked while its call has a frame, the token is in memory.
+    ///
+    /// # Safety
+    ///
+    /// [`mark`](Anchor::mark) wrote the anchor (its call entered).
+    #[inline(always)]
+    pub(crate) unsafe fn current_mark(&self) -> Mark {
+        let word = self.0.get().cast::<u64>();
+        Mark {
+            address: word.expose_provenance(),
+            // SAFETY: `mark` initialised the word (caller obligation).
+            token: unsafe { word.read() },
+        }
+    }
+}
+
 /// Where a running call's anchor is, and the token it wrote there.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Mark {

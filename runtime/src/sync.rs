@@ -15,8 +15,6 @@ pub(crate) use hazard::MARKED;
 pub(crate) use hazard::{Hazard, Retirement};
 #[cfg(any(not(callgate_loom), test))]
 mod turn;
-#[cfg(not(callgate_loom))]
-pub(crate) use turn::Taken;
 #[cfg(any(not(callgate_loom), test))]
 pub(crate) use turn::Turn;
 

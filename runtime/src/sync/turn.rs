@@ -41,16 +41,6 @@ pub(crate) struct Turn {
     wake: Condvar,
 }
 
-/// How [`Turn::begin`] gave the calling thread the turn.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Taken {
-    /// From the thread that held it before, or free.
-    Anew,
-    /// From a call of the same thread, or of the thread whose mark it now
-    /// has, that is gone without ending its turn (see `begin`).
-    Back,
-}
-
 /// The bit of [`Turn::state`] saying that a thread may be waiting.
 const WAITING: usize = 1;
 /// The bit of [`Turn::state`] saying that the turns are announced to
@@ -76,22 +66,24 @@ impl Turn {
     }
 
     /// Takes the turn for the thread marked `me`, waiting while another
-    /// thread holds it. If the turn is held under `me` already: where
-    /// `mine_is_gone` (no call of this thread that could hold it is still
-    /// running), the turn is taken back ([`Taken::Back`]); else the error
-    /// `held_by_caller` makes (having waited for nothing). On `Ok`, what
-    /// the turn's previous holders did before their [`end`](Turn::end), or
-    /// before they were gone, happens before what follows.
+    /// thread holds it. If the turn is held under `me` already, the call
+    /// of this thread that took it is running, or gone without ending it:
+    /// `take_back` tells, and where it returns true (having done what
+    /// taking the turn over from a gone call needs) the turn is this
+    /// call's; else the error `held_by_caller` makes (having waited for
+    /// nothing). On `Ok`, what the turn's previous holders did before
+    /// their [`end`](Turn::end), or before they were gone, happens before
+    /// what follows.
     ///
-    /// The error is made in the out-of-line slow path, so that the fast
-    /// path has one call in it, to that path.
+    /// `take_back` runs, and the error is made, in the out-of-line slow
+    /// path, so that the fast path has one call in it, to that path.
     #[inline(always)]
     pub(crate) fn begin<E>(
         &self,
         me: usize,
-        mine_is_gone: bool,
+        take_back: impl FnOnce() -> bool,
         held_by_caller: impl FnOnce() -> E,
-    ) -> Result<Taken, E> {
+    ) -> Result<(), E> {
         debug_assert!(
             me != 0 && me & FLAGS == 0,
             "a mark is a non-zero multiple of 4"
@@ -104,8 +96,8 @@ impl Turn {
             .state
             .compare_exchange(0, me, Ordering::Acquire, Ordering::Relaxed)
         {
-            Ok(_) => Ok(Taken::Anew),
-            Err(held) => self.begin_slow(me, held, mine_is_gone, held_by_caller),
+            Ok(_) => Ok(()),
+            Err(held) => self.begin_slow(me, held, take_back, held_by_caller),
         }
     }
 
@@ -117,9 +109,9 @@ impl Turn {
         &self,
         me: usize,
         held: usize,
-        mine_is_gone: bool,
+        take_back: impl FnOnce() -> bool,
         held_by_caller: impl FnOnce() -> E,
-    ) -> Result<Taken, E> {
+    ) -> Result<(), E> {
         let annotated = held & ANNOTATED;
         // `state` holds `me` only if this thread stored it, or a thread
         // whose mark this thread has now (it exited, and its context came
@@ -127,7 +119,7 @@ impl Turn {
         // that thread did before what this one does): marks are unique
         // among the threads that may hold a turn.
         if held & !FLAGS == me {
-            if !mine_is_gone {
+            if !take_back() {
                 return Err(held_by_caller());
             }
             // The call that took the turn is gone without ending it: the
@@ -136,7 +128,7 @@ impl Turn {
             if annotated != 0 {
                 valgrind::happens_after(&raw const self.state);
             }
-            return Ok(Taken::Back);
+            return Ok(());
         }
         let mut queue = lock(&self.queue);
         // Read again, under `queue`: a thread waits only on a value read
@@ -161,7 +153,7 @@ impl Turn {
                         if annotated != 0 {
                             valgrind::happens_after(&raw const self.state);
                         }
-                        return Ok(Taken::Anew);
+                        return Ok(());
                     }
                     Err(now) => {
                         held = now;
@@ -237,13 +229,39 @@ impl Turn {
 
 #[cfg(all(test, not(callgate_loom)))]
 mod tests {
-    use super::{Taken, Turn};
-    use std::cell::UnsafeCell;
+    use super::Turn;
+    use std::cell::{Cell, UnsafeCell};
     use std::sync::atomic::{AtomicBool, Ordering};
 
     /// The error the tests ask `begin` for.
     #[derive(Debug, PartialEq, Eq)]
     struct HeldByCaller;
+
+    /// How a `begin` went.
+    #[derive(Debug, PartialEq, Eq)]
+    enum Asked {
+        /// The turn was free, or handed on.
+        Anew,
+        /// Held under the asking mark, and taken back (`take_back` said so).
+        Back,
+        /// Held under the asking mark, and refused.
+        Refused,
+    }
+
+    /// Asks for the turn under `me`; `holder_gone` is what `take_back`
+    /// answers if asked.
+    fn ask(turn: &Turn, me: usize, holder_gone: bool) -> Asked {
+        let asked = Cell::new(false);
+        let take_back = || {
+            asked.set(true);
+            holder_gone
+        };
+        match turn.begin(me, take_back, || HeldByCaller) {
+            Ok(()) if asked.get() => Asked::Back,
+            Ok(()) => Asked::Anew,
+            Err(HeldByCaller) => Asked::Refused,
+        }
+    }
 
     /// What the turns guard in the test: a count that a data race would
     /// lose increments of, and a flag that catches two holders at once.
@@ -271,7 +289,7 @@ mod tests {
                 scope.spawn(move || {
                     let me = (thread + 1) * 4;
                     for _ in 0..TURNS {
-                        guarded.turn.begin(me, false, || HeldByCaller).unwrap();
+                        guarded.turn.begin(me, || false, || HeldByCaller).unwrap();
                         assert!(!guarded.inside.swap(true, Ordering::Relaxed), "two holders");
                         // SAFETY: during this thread's turn.
                         unsafe { *guarded.count.get() += 1 };
@@ -301,7 +319,7 @@ mod tests {
     fn while_a_thread_waits(turn: &Turn, then: impl FnOnce()) {
         std::thread::scope(|scope| {
             let waiter = scope.spawn(|| {
-                assert_eq!(turn.begin(8, true, || HeldByCaller), Ok(Taken::Anew));
+                assert_eq!(ask(turn, 8, true), Asked::Anew);
                 // SAFETY: this thread's `begin` returned `Ok`.
                 unsafe { turn.end() };
             });
@@ -309,15 +327,15 @@ mod tests {
             assert!(!waiter.is_finished(), "the waiter took a held turn");
             then();
         });
-        assert_eq!(turn.begin(4, false, || HeldByCaller), Ok(Taken::Anew));
+        assert_eq!(ask(turn, 4, false), Asked::Anew);
         // SAFETY: this thread's `begin` returned `Ok`.
         unsafe { turn.end() };
     }
 
     fn ask_again(annotated: bool) {
         let turn = Turn::announced(annotated);
-        assert_eq!(turn.begin(4, false, || HeldByCaller), Ok(Taken::Anew));
-        assert_eq!(turn.begin(4, false, || HeldByCaller), Err(HeldByCaller));
+        assert_eq!(ask(&turn, 4, false), Asked::Anew);
+        assert_eq!(ask(&turn, 4, false), Asked::Refused);
         // Still the holder's: another thread waits until it ends.
         while_a_thread_waits(&turn, || {
             // SAFETY: this thread's first `begin(4)` returned `Ok`.
@@ -341,12 +359,12 @@ mod tests {
     fn take_back(annotated: bool) {
         let turn = Turn::announced(annotated);
         // The call that takes the turn is then abandoned: no `end`.
-        assert_eq!(turn.begin(4, true, || HeldByCaller), Ok(Taken::Anew));
+        assert_eq!(ask(&turn, 4, true), Asked::Anew);
         while_a_thread_waits(&turn, || {
             // A call nested in a running one of the same thread must not
             // take it back.
-            assert_eq!(turn.begin(4, false, || HeldByCaller), Err(HeldByCaller));
-            assert_eq!(turn.begin(4, true, || HeldByCaller), Ok(Taken::Back));
+            assert_eq!(ask(&turn, 4, false), Asked::Refused);
+            assert_eq!(ask(&turn, 4, true), Asked::Back);
             // SAFETY: this thread's `begin` returned `Ok`.
             unsafe { turn.end() };
         });

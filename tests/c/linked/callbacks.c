@@ -18,7 +18,12 @@
  *                            freed; a closure freed while a call is in it
  *   callbacks abandon N      N calls of an FnMut closure left by longjmp out
  *                            of C code inside them, each followed by calls
- *                            on the same thread and on another
+ *                            on the same thread and on another; one on a
+ *                            thread that exits, followed by a call on the
+ *                            next thread
+ *   callbacks suspended      a call suspended inside an FnMut closure on a
+ *                            coroutine stack while the callback it started
+ *                            under returns (glibc: swapcontext)
  *   callbacks concurrent T N T threads × N calls of one concurrent (Fn)
  *                            closure, half of them bound first, with nested
  *                            calls; the closure freed while T calls are
@@ -42,6 +47,9 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#ifdef __GLIBC__
+#include <ucontext.h>
+#endif
 
 #include "fixture.h"
 #include "check.h"
@@ -271,6 +279,18 @@ static int abandon_call(adder_fn add, void *data) {
     return 1;
 }
 
+struct abandon_job {
+    adder_fn call;
+    void *data;
+    int left;
+};
+
+static void *abandon_on_thread(void *arg) {
+    struct abandon_job *job = arg;
+    job->left = abandon_call(job->call, job->data);
+    return NULL;
+}
+
 static void abandon(int n) {
     int64_t live = fixture_values_live();
     uint64_t dropped = fixture_values_dropped();
@@ -294,12 +314,100 @@ static void abandon(int n) {
         CHECK(job.result == ++count, "the other thread's call returned %d, expected %d",
               job.result, count);
     }
+    /* A call abandoned on a thread that then exits, on a stack of its own:
+     * the next thread gets that thread's context (the free list hands back
+     * the context pushed last) and takes the turn back, though the
+     * abandoned call's frame was on no stack it knows. */
+    size_t stack_size = 256 * 1024;
+    void *stack = malloc(stack_size);
+    CHECK(stack != NULL, "malloc");
+    pthread_attr_t attributes;
+    CHECK(pthread_attr_init(&attributes) == 0 &&
+              pthread_attr_setstack(&attributes, stack, stack_size) == 0,
+          "a thread attribute with a stack");
+    struct abandon_job abandoner = {call, jumper, 0};
+    pthread_t thread;
+    CHECK(pthread_create(&thread, &attributes, abandon_on_thread, &abandoner) == 0,
+          "pthread_create");
+    pthread_join(thread, NULL);
+    pthread_attr_destroy(&attributes);
+    CHECK(abandoner.left == 1, "the call was left by longjmp");
+    count++;
+    struct call_job next = {call, jumper, 0, 0};
+    alarm(60); /* a call waiting for the abandoned turn for good fails the test */
+    CHECK(pthread_create(&thread, NULL, call_on_thread, &next) == 0, "pthread_create");
+    pthread_join(thread, NULL);
+    alarm(0);
+    CHECK(next.result == ++count, "the next thread's call returned %d, expected %d", next.result,
+          count);
+    free(stack);
+    CHECK(call(jumper, 0) == ++count, "a call after it");
     /* Every abandoned call's reference to the closure was given back. */
     release(jumper);
     CHECK(fixture_values_live() == live, "the closure was dropped");
     CHECK(fixture_values_dropped() - dropped == 1, "dropped once");
     printf("abandoned=%d\n", n);
 }
+
+#ifdef __GLIBC__
+/* ------------------------------------------------------------------------ */
+/* A call suspended inside a closure on a coroutine stack                   */
+/* ------------------------------------------------------------------------ */
+
+static ucontext_t suspender, coroutine;
+static adder_fn suspended_add;
+static void *suspended_data;
+static int32_t suspended_result;
+
+/* The closure body's hook: suspends the coroutine inside the body. */
+static int64_t suspend_inside(int32_t depth) {
+    (void)depth;
+    CHECK(swapcontext(&coroutine, &suspender) == 0, "swapcontext");
+    return 0;
+}
+
+static void coroutine_entry(void) { suspended_result = suspended_add(suspended_data, 1); }
+
+/* A callback's C callee: runs the coroutine until it suspends. */
+static int64_t start_coroutine(int32_t depth) {
+    (void)depth;
+    CHECK(swapcontext(&suspender, &coroutine) == 0, "swapcontext");
+    return 0;
+}
+
+/* A callback starts a coroutine whose call into an FnMut closure suspends
+ * inside the body, then returns: the thread's next call into the closure
+ * is its outermost one, but the suspended call still holds the body, so
+ * the call is refused (not given the body a second time); once the
+ * suspended call resumes and returns, calls get their turn again. */
+static void suspended(void) {
+    int64_t live = fixture_values_live();
+    uint64_t dropped = fixture_values_dropped();
+    release_fn release = NULL;
+    suspended_data = fixture_jumper_new(suspend_inside, &suspended_add, &release);
+    CHECK(suspended_data && suspended_add && release, "made the closure");
+    size_t size = 256 * 1024;
+    void *stack = malloc(size);
+    CHECK(stack != NULL && getcontext(&coroutine) == 0, "a coroutine");
+    coroutine.uc_stack.ss_sp = stack;
+    coroutine.uc_stack.ss_size = size;
+    coroutine.uc_link = &suspender;
+    makecontext(&coroutine, coroutine_entry, 0);
+    CHECK(fixture_nest(1, start_coroutine) == 0, "the callback that started the coroutine");
+    int32_t got = suspended_add(suspended_data, 0);
+    CHECK(got == -1, "a call while another is suspended inside the closure returned %d", got);
+    CHECK(strstr(last_error(), "called again from inside its own call") != NULL,
+          "last error: %s", last_error());
+    CHECK(swapcontext(&suspender, &coroutine) == 0, "swapcontext");
+    CHECK(suspended_result == 1, "the suspended call returned %d", suspended_result);
+    CHECK(suspended_add(suspended_data, 0) == 2, "a call after it");
+    release(suspended_data);
+    free(stack);
+    CHECK(fixture_values_live() == live, "the closure was dropped");
+    CHECK(fixture_values_dropped() - dropped == 1, "dropped once");
+    printf("suspended=1\n");
+}
+#endif
 
 /* ------------------------------------------------------------------------ */
 /* A concurrent closure                                                      */
@@ -522,10 +630,14 @@ int main(int argc, char **argv) {
         closures(n);
     } else if (strcmp(mode, "abandon") == 0 && n > 0) {
         abandon(n);
+#ifdef __GLIBC__
+    } else if (strcmp(mode, "suspended") == 0) {
+        suspended();
+#endif
     } else {
         fprintf(stderr,
-                "usage: %s table | threads T N | closures N | abandon N | concurrent T N "
-                "[no-fork]\n",
+                "usage: %s table | threads T N | closures N | abandon N | suspended | "
+                "concurrent T N [no-fork]\n",
                 argv[0]);
         return 2;
     }
