@@ -5,7 +5,8 @@
 #   memcheck  no definite leak, no invalid read or write: thread churn (plain
 #             and in barrier-synchronised waves), 1 000-deep nesting (bound
 #             and per-call), callbacks from a 64 KiB stack and a swapcontext
-#             stack, the bad-input cases (panics, errors, panicking Local
+#             stack, callbacks on coroutine stacks finishing out of order
+#             (bound and per call), the bad-input cases (panics, errors, panicking Local
 #             hooks), calls at exit, callbacks abandoned by longjmp (bound
 #             and per-call); and the data program compiled against
 #             the generated header (tests/c/linked/data.c): every slice,
@@ -134,6 +135,7 @@ run memcheck nest depth nest "$depth"
 run memcheck nest-per-call depth nest-per-call "$depth"
 run memcheck small-stack depth small-stack 64
 run memcheck swapcontext depth swapcontext 64
+run memcheck interleaved depth interleaved 64
 run memcheck bad-input bad_input returns
 run memcheck exit-handlers teardown exit bound
 run memcheck longjmp abandon longjmp 16

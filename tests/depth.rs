@@ -120,6 +120,25 @@ fn a_suspended_call_outliving_the_call_it_started_under_keeps_its_local_value() 
         outcome.number("per_call_releases"),
         "{outcome}"
     );
+    // Per call, with the suspended callback holding nothing: it may still
+    // resume on the context, which stays on the thread (not released to
+    // another) until the thread exits.
+    assert_eq!(
+        outcome.number("plain_bound_while_suspended"),
+        1.0,
+        "{outcome}"
+    );
+    assert_eq!(
+        outcome.number("plain_releases_while_suspended"),
+        0.0,
+        "{outcome}"
+    );
+    assert_eq!(outcome.number("plain_bound_after_exit"), 0.0, "{outcome}");
+    assert_eq!(
+        outcome.number("plain_binds"),
+        outcome.number("plain_releases"),
+        "{outcome}"
+    );
 }
 
 /// Tasks on coroutine stacks of one thread (green threads), switched at

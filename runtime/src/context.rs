@@ -77,6 +77,11 @@ pub(crate) struct Context {
     /// or one without an exit hook (no pthread key was left): per call,
     /// never cached.
     after_exit: Cell<bool>,
+    /// A call that a `leave` forgot may be suspended on another stack of
+    /// the thread and resume there (see [`leave`](Context::leave)): the
+    /// context must stay with the thread until it exits. Reset when the
+    /// thread exits, or the context goes back to the free list anyway.
+    forgotten_may_resume: Cell<bool>,
     /// The free list's link, in the second cache line, which the thread
     /// that pops the context writes when it binds: a pop reads it from a
     /// line the new owner fetches anyway.
@@ -117,6 +122,7 @@ impl Context {
             locals: Locals::new(),
             per_call: Cell::new(false),
             after_exit: Cell::new(false),
+            forgotten_may_resume: Cell::new(false),
             link: Link::new(),
             binds: Counter::new(),
             releases: Counter::new(),
@@ -299,6 +305,7 @@ impl Context {
         unsafe { (*self.nested.get()).clear() };
         self.per_call.set(false);
         self.after_exit.set(false);
+        self.forgotten_may_resume.set(false);
         // SAFETY: forwarded caller obligation.
         unsafe { self.locals.abandon() };
         // Count the release only if the context was attached: a thread may
@@ -515,6 +522,10 @@ impl Context {
     /// not finish in the order they started). What is recorded now belongs
     /// to other calls, so it leaves it as it is.
     ///
+    /// A forgotten call that may be suspended rather than gone keeps the
+    /// context on the thread for good (see
+    /// [`forget_deeper`](Context::forget_deeper)).
+    ///
     /// # Safety
     ///
     /// - The caller is the context's owner.
@@ -523,8 +534,14 @@ impl Context {
     #[inline(always)]
     pub(crate) unsafe fn leave(&self, start: u32) -> bool {
         // SAFETY: owning thread (caller obligation).
-        if unsafe { self.depth() } <= start {
+        let depth = unsafe { self.depth() };
+        if depth <= start {
             return false;
+        }
+        if depth > start + 1 {
+            // SAFETY: owning thread; the returning call entered at `start`
+            // and `depth` calls are recorded (caller obligations).
+            unsafe { self.forget_deeper(start, depth) };
         }
         // Keeps the held index: an outer call's, or 0 (at `start` 0 no
         // outer call runs, and a call that entered through `enter` holds
@@ -533,6 +550,66 @@ impl Context {
         // `&`, not `&&`: straight-line code with one not-taken branch on the
         // common path (a short-circuit made LLVM jump out and back).
         self.per_call.get() & (start == 0)
+    }
+
+    /// The call that entered at `start` returns while `depth` calls are
+    /// recorded: the ones recorded deeper than it are forgotten. A call
+    /// abandoned inside it is gone; but one that started inside it on
+    /// another stack of the thread may be suspended there, and resume
+    /// after the context is released, on a context then serving another
+    /// thread. Unless every forgotten call is certainly gone by its mark,
+    /// seen from the returning call (`stack`), the context stays with the
+    /// thread until the thread exits: a per-call release keeps it bound
+    /// instead (`thread::release`).
+    ///
+    /// # Safety
+    ///
+    /// The caller is the context's owner, in the returning call, which
+    /// entered at `start`; `depth` (more than `start + 1`) is the depth
+    /// recorded.
+    #[cold]
+    #[inline(never)]
+    unsafe fn forget_deeper(&self, start: u32, depth: u32) {
+        // SAFETY: owning thread (caller obligation); no user code runs
+        // while this borrow lives.
+        let nested = unsafe { &*self.nested.get() };
+        // `nested[d - 2]` is the mark of the call recorded at depth `d`.
+        let returning = match start {
+            0 => Some(self.outer_mark()),
+            _ => nested.get(start as usize - 1).copied(),
+        };
+        let gone = match (returning, nested.get(start as usize..depth as usize - 1)) {
+            (Some(returning), Some(forgotten)) => forgotten
+                .iter()
+                .all(|mark| mark.is_gone(returning, &self.stack)),
+            // Not recorded as the entries say: keep the context, on the
+            // safe side.
+            _ => false,
+        };
+        if !gone {
+            self.forgotten_may_resume.set(true);
+        }
+    }
+
+    /// True when a call that a `leave` forgot may be suspended on another
+    /// stack and resume (see [`forget_deeper`](Context::forget_deeper)).
+    ///
+    /// # Safety
+    ///
+    /// The caller is the context's owner.
+    pub(crate) unsafe fn forgotten_may_resume(&self) -> bool {
+        self.forgotten_may_resume.get()
+    }
+
+    /// Clears [`forgotten_may_resume`](Context::forgotten_may_resume) for
+    /// the context's next owner, as the context goes back to the free
+    /// list.
+    ///
+    /// # Safety
+    ///
+    /// The caller is the context's owner, giving it up.
+    pub(crate) unsafe fn clear_forgotten(&self) {
+        self.forgotten_may_resume.set(false);
     }
 
     /// The owning thread is exiting and none of its frames remain: forget
@@ -553,6 +630,7 @@ impl Context {
             self.locals.free_every_hold();
         }
         self.running.set_entry(0);
+        self.forgotten_may_resume.set(false);
         self.gone_owners.bump();
         // SAFETY: owning thread; the calls are over (caller obligation).
         unsafe { self.hazard.withdraw() }

@@ -86,7 +86,11 @@ mod imp {
     /// Stores `node`, the context just bound to the calling thread, in the
     /// pthread key, so `on_thread_exit` releases it when the thread exits.
     /// Called only once [`exit_hook_ready`] returned true.
-    #[inline]
+    ///
+    /// Always inlined: a thread's first call runs it inside `bind_first`,
+    /// whose page it then shares (see `boundary::bind_first`); left to the
+    /// compiler, it went out of line after unrelated changes elsewhere.
+    #[inline(always)]
     pub(crate) fn register_exit_hook(node: &'static ContextNode) {
         let Some(key) = key() else {
             unreachable!("a thread was bound without an exit hook")

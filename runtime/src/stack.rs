@@ -141,7 +141,7 @@ impl Mark {
 
     /// True when the call that made this mark certainly has no frame left,
     /// seen from a new call marked `current` (the rules of the module).
-    fn is_gone(self, current: Mark, stack: &ThreadStack) -> bool {
+    pub(crate) fn is_gone(self, current: Mark, stack: &ThreadStack) -> bool {
         // Address 0: the outermost call's mark as a call's leave clears it
         // (`context::Running`). A call recorded as running with it is one
         // that a signal handler's call interrupted after it recorded its

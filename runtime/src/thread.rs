@@ -509,12 +509,14 @@ pub(crate) unsafe fn release_at_exit() -> usize {
 unsafe extern "C" fn release(node: &'static ContextNode) {
     // SAFETY: this thread owns `node`, whose outermost call returned (or
     // the thread is exiting: then no value is held any more).
-    if unsafe { node.value.locals.has_values() && node.value.held_past_the_outermost_call() }
-        && ptr::eq(tls::get(), node)
+    if unsafe {
+        node.value.forgotten_may_resume()
+            || node.value.locals.has_values() && node.value.held_past_the_outermost_call()
+    } && ptr::eq(tls::get(), node)
     {
         // A callback that started inside the outermost call on another
-        // stack is suspended there holding a value: releasing would hand
-        // the value, and the context, to others while that call may
+        // stack may be suspended there (holding a value): releasing would
+        // hand the context (and the value) to others while that call may
         // resume. The context stays attached, as a bound one, until the
         // thread exits (its exit hook is armed: `attach_slow`).
         // SAFETY: this thread owns `node`.
@@ -569,6 +571,8 @@ unsafe fn release_values(node: &'static ContextNode, attached: bool, after_exit:
         unsafe { tls::set(tagged(node)) };
         return;
     }
+    // SAFETY: this thread owns `node` and gives it up (caller obligation).
+    unsafe { node.value.clear_forgotten() };
     // SAFETY: this thread owns `node`, which `attach` took from `CONTEXTS`
     // or its cache (it was not pushed since: only a release pushes it, and
     // a cached context is pushed only once it left the slot), and gives it

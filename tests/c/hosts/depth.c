@@ -273,7 +273,11 @@ static int64_t green_back_to_x(int32_t depth) {
     return 0;
 }
 
-static void green_y_main(void) { green_held = lib.hold_token(1, green_back_to_x); }
+static int green_plain; /* Y's callback is `nest`, holding nothing */
+
+static void green_y_main(void) {
+    green_held = green_plain ? lib.nest(1, green_back_to_x) : lib.hold_token(1, green_back_to_x);
+}
 
 static int64_t green_to_y(int32_t depth) {
     (void)depth;
@@ -356,21 +360,52 @@ static void *interleaved_thread(void *raw) {
     return NULL;
 }
 
+/* For the per-call runs below: X's callback is `nest_per_call`, and X and
+ * Y get stacks of `kib` KiB mapped below the calling thread's. */
+static size_t per_call_green_stacks(int kib, void **x_stack, void **y_stack) {
+    size_t size = (size_t)kib * 1024;
+    int here = 0;
+    *x_stack = map_below((uintptr_t)&here, size);
+    *y_stack = map_below((uintptr_t)&here, size);
+    green_per_call = 1;
+    return size;
+}
+
 /* Per call: the same on a thread that never bound, where the callback on
  * X (`nest_per_call`) releasing its context would release the Token. */
 static void *interleaved_per_call_thread(void *raw) {
-    int kib = *(int *)raw;
-    size_t size = (size_t)kib * 1024;
-    int here = 0;
-    void *x_stack = map_below((uintptr_t)&here, size);
-    void *y_stack = map_below((uintptr_t)&here, size);
-    green_per_call = 1;
+    void *x_stack, *y_stack;
+    size_t size = per_call_green_stacks(*(int *)raw, &x_stack, &y_stack);
     int64_t during;
     outlive(x_stack, y_stack, size, &during, message);
     printf("per_call_token_while_outliving=%" PRId64 "\n", during);
     printf("per_call_error_while_outliving=%s\n", message);
     printf("per_call_held_is_after=%d\n",
            green_held > 0 && green_held == lib.token_per_call());
+    CHECK(munmap(x_stack, size) == 0 && munmap(y_stack, size) == 0, "munmap");
+    return NULL;
+}
+
+/* Per call, with Y's callback holding nothing: when the callback on X
+ * returns, the one on Y may still resume on the context, so the context
+ * stays bound to the thread instead of being released (and handed to
+ * another thread) until the thread exits. */
+static void *suspended_plain_per_call_thread(void *raw) {
+    void *x_stack, *y_stack;
+    size_t size = per_call_green_stacks(*(int *)raw, &x_stack, &y_stack);
+    green_plain = 1;
+    fixture_stats_t before = fixture_snapshot(&lib);
+    make_coroutine(&green_y, y_stack, size, &green_thread, green_y_main);
+    make_coroutine(&green_x, x_stack, size, &green_thread, green_x_main);
+    CHECK(swapcontext(&green_thread, &green_x) == 0, "swapcontext");
+    fixture_stats_t during = fixture_snapshot(&lib);
+    printf("plain_bound_while_suspended=%" PRIu64 "\n",
+           during.contexts_bound - before.contexts_bound);
+    printf("plain_releases_while_suspended=%" PRIu64 "\n", during.releases - before.releases);
+    CHECK(lib.plain(1) == 2, "a callback failed meanwhile");
+    CHECK(swapcontext(&green_thread, &green_y) == 0, "swapcontext");
+    CHECK(green_held == 0, "the suspended nest returned %" PRId64, green_held);
+    green_plain = 0;
     CHECK(munmap(x_stack, size) == 0 && munmap(y_stack, size) == 0, "munmap");
     return NULL;
 }
@@ -385,6 +420,12 @@ static void interleaved(int kib) {
     printf("per_call_bound_after_exit=%" PRIu64 "\n", after.contexts_bound);
     printf("per_call_binds=%" PRIu64 "\nper_call_releases=%" PRIu64 "\n",
            after.binds - before.binds, after.releases - before.releases);
+    id = fixture_spawn(suspended_plain_per_call_thread, &kib, 0);
+    fixture_join(id);
+    fixture_stats_t plain = fixture_wait_bound(&lib, 0, 10);
+    printf("plain_bound_after_exit=%" PRIu64 "\n", plain.contexts_bound);
+    printf("plain_binds=%" PRIu64 "\nplain_releases=%" PRIu64 "\n", plain.binds - after.binds,
+           plain.releases - after.releases);
 }
 
 /* --- a green-thread scheduler, at random -------------------------------- */
