@@ -11,7 +11,7 @@ use core::fmt::Display;
 use core::marker::PhantomData;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use crate::context::{CallStamp, ContextNode};
+use crate::context::{CallStamp, Context, ContextNode};
 use crate::diag;
 use crate::failure::{Failure, payload_message};
 use crate::gate::{Closed, GatePolicy};
@@ -66,41 +66,13 @@ impl Frame {
         core::ptr::from_ref(self.node).addr()
     }
 
-    /// True when no other call is running on the calling thread: every
-    /// call recorded before this one returned or is certainly gone
-    /// (abandoned by a `longjmp` over it, or its thread exited and this
-    /// thread got its context; see `Context::enter`).
-    #[inline(always)]
-    pub(crate) fn is_outermost(&self) -> bool {
-        self.depth == 1
-    }
-
     /// This call, as something it takes and may keep past its frame
-    /// records it (see [`outlives`](Frame::outlives)).
+    /// records it (see [`stamped_call_is_gone`]).
     #[inline(always)]
     pub(crate) fn stamp(&self) -> CallStamp {
-        // SAFETY: frames exist only inside `call` on the thread the context
-        // serves, for a call that entered with `anchor`, which lives until
-        // the call returns (see `local`).
-        unsafe { self.node.value.stamp(&*self.anchor) }
-    }
-
-    /// True when the call that made `stamp` on this thread's context
-    /// ([`stamp`](Frame::stamp)) certainly has no frame left: its thread is
-    /// gone, or it was on the thread's own stack below this call, or its
-    /// frame's memory was reused (see `Context::holder_is_gone`). A call
-    /// on another stack of the thread (a coroutine's) may be suspended
-    /// there, and is not.
-    ///
-    /// # Safety
-    ///
-    /// `stamp` was made on the context serving this thread (by a call of
-    /// this thread, or of a thread that had its context before).
-    #[inline(always)]
-    pub(crate) unsafe fn outlives(&self, stamp: CallStamp) -> bool {
-        // SAFETY: as in `stamp`; the stamp is this context's (caller
-        // obligation).
-        unsafe { self.node.value.holder_is_gone(stamp, &*self.anchor) }
+        // SAFETY: frames exist only inside `call`, for a call that entered
+        // with `anchor`, which lives until the call returns (see `local`).
+        unsafe { Context::stamp(&*self.anchor) }
     }
 
     /// This thread's `T` for a `#[local]` parameter, found through `key`
@@ -114,6 +86,32 @@ impl Frame {
         // lives until the call returns.
         unsafe { self.node.value.local(key, self.depth, &*self.anchor) }
     }
+}
+
+/// For a call of this thread that finds something held under its own
+/// thread's mark by the call that made `stamp` ([`Frame::stamp`]): true
+/// when the asking call is its thread's outermost one and that call
+/// certainly has no frame left: its thread is gone, or it was on the
+/// thread's own stack below the asking call, or its frame's memory was
+/// reused (see `Context::holder_is_gone`). A call on another stack of the
+/// thread (a coroutine's) may be suspended there, and is not; nor is one
+/// a nested asking call (a signal handler's, say) may have interrupted.
+///
+/// # Safety
+///
+/// Called from inside a call on this thread; `stamp` was made on the
+/// context serving this thread (by a call of this thread, or of a thread
+/// that had its context before, which handed it on through the free
+/// list).
+#[cold]
+pub(crate) unsafe fn stamped_call_is_gone(stamp: CallStamp) -> bool {
+    let Some(node) = thread::current() else {
+        return false;
+    };
+    // SAFETY: `node` serves this thread, its owner; at depth 1 the asking
+    // call is its outermost running call; the stamp is its (caller
+    // obligation).
+    unsafe { node.value.depth() == 1 && node.value.holder_is_gone(stamp) }
 }
 
 /// Wraps a plain return value for [`call`]'s body.

@@ -70,7 +70,7 @@ use core::ptr::NonNull;
 use core::sync::atomic::fence;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use crate::boundary::{Frame, Policy, Site, bound_context, call};
+use crate::boundary::{Frame, Policy, Site, bound_context, call, stamped_call_is_gone};
 use crate::context::{CONTEXTS, CallStamp};
 use crate::diag::{abort_with, report};
 use crate::failure::{Failure, payload_message};
@@ -891,7 +891,7 @@ impl<F> Exclusive<F> {
     /// called, or its thread's exit) leaves its turn held and its
     /// reference to the closure taken. The next call under its mark that
     /// runs as the outermost call, and finds the call that took the turn
-    /// certainly gone ([`Frame::outlives`]), takes the turn back and gives
+    /// certainly gone ([`stamped_call_is_gone`]), takes the turn back and gives
     /// up that reference for it. Being the thread's outermost call is not
     /// enough: a call that started on another stack of the thread (a
     /// coroutine) is forgotten when the call it started under returns,
@@ -914,22 +914,17 @@ impl<F> Exclusive<F> {
         self.turn.begin(
             frame.thread_mark(),
             || {
-                // Held under this thread's mark. Taken back only by the
-                // thread's outermost call (one nested in a running call,
-                // a signal handler's say, may have interrupted the holder
-                // between its `begin` and its stamp) from a holder that is
-                // certainly gone.
-                let gone = frame.is_outermost()
-                    // SAFETY: the stamp was made on this thread's context
-                    // by the call that took the turn, after its `begin`
-                    // and before any outermost call of the thread could
-                    // start: by this thread, or by one whose context it
-                    // has now through the free list, which orders that
-                    // thread's accesses before this one's. A stamp by
-                    // another thread's later turn came before the turn
-                    // was taken under this mark again (the turn's
-                    // Release/Acquire), and that call stamped after it.
-                    && unsafe { frame.outlives(*self.holder.get()) };
+                // SAFETY: the turn is held under this thread's mark, so the
+                // stamp was made on this thread's context by the call that
+                // took it: by this thread, or by one whose context it has
+                // now through the free list, which orders that thread's
+                // accesses before this one's. A stamp by another thread's
+                // later turn came before the turn was taken under this mark
+                // again (the turn's Release/Acquire), and that call stamped
+                // after it. A call of this thread that interrupted the
+                // holder between its `begin` and its stamp is nested in it,
+                // and is refused whatever the stamp says.
+                let gone = unsafe { stamped_call_is_gone(*self.holder.get()) };
                 if gone {
                     // SAFETY: the gone call took a reference (every call
                     // of an `FnMut` closure does, before its turn) and

@@ -90,10 +90,12 @@ pub(crate) struct Context {
     // the fields above and these, in the second cache line.
     pub(crate) binds: Counter,
     pub(crate) releases: Counter,
-    /// Threads this context served that are gone (they exited, or are
-    /// not in this `fork` child): their calls are all over, wherever they
-    /// ran (see [`Context::holder_is_gone`]).
-    gone_owners: Counter,
+    /// [`calls`](Context::calls) and [`nested_calls`](Context::nested_calls)
+    /// when the last thread the context served was found gone (it exited,
+    /// or is not in this `fork` child): a call whose token is at most
+    /// these ran on a thread whose calls are all over, wherever they ran
+    /// (see [`Context::holder_is_gone`]).
+    calls_when_gone: Cell<(u64, u64)>,
     /// The `Closure::concurrent` a running call of the owner announced
     /// (see `closure`), or 0; a thread writes only its own, so calls from
     /// many threads at once share no line.
@@ -126,7 +128,7 @@ impl Context {
             link: Link::new(),
             binds: Counter::new(),
             releases: Counter::new(),
-            gone_owners: Counter::new(),
+            calls_when_gone: Cell::new((0, 0)),
             hazard: Hazard::new(),
             stack: ThreadStack::new(),
             nested: UnsafeCell::new(Vec::new()),
@@ -231,39 +233,44 @@ impl Context {
 
     /// The running call whose anchor is `anchor`, as something it takes
     /// and may keep past its frame records it (a `Closure::new` turn; see
-    /// [`holder_is_gone`](Context::holder_is_gone)).
+    /// [`holder_is_gone`](Context::holder_is_gone)): its mark, two words
+    /// the call has at hand.
     ///
     /// # Safety
     ///
-    /// The caller is the context's owner, inside the call that entered
-    /// with `anchor` (so its anchor holds its token).
+    /// The caller is inside the call that entered the context with
+    /// `anchor` (so its anchor holds its token).
     #[inline(always)]
-    pub(crate) unsafe fn stamp(&self, anchor: &Anchor) -> CallStamp {
+    pub(crate) unsafe fn stamp(anchor: &Anchor) -> CallStamp {
         CallStamp {
             // SAFETY: the call entered with `anchor` (caller obligation).
             call: unsafe { anchor.current_mark() },
-            gone_owners: self.gone_owners.get(),
         }
     }
 
     /// True when the call that `holder` stamped on this context certainly
-    /// has no frame left, seen from the running call whose anchor is
-    /// `anchor`: the thread it ran on is gone (the context has been
-    /// released at that thread's exit, or in a `fork` child, since), or
-    /// its own mark tells (`Mark::holder_is_gone`: below the asking call
-    /// on the thread's own stack, or its anchor's memory reused). A holder
-    /// elsewhere (on a coroutine stack, where it may be suspended) is kept.
+    /// has no frame left, seen from the outermost running call of the
+    /// owner: the thread it ran on is gone (its token is from before the
+    /// last thread the context served was found gone), or its own mark
+    /// tells (`Mark::holder_is_gone`: below the outermost call's anchor on
+    /// the thread's own stack, or its anchor's memory reused). A holder
+    /// elsewhere (on a coroutine stack, where it may be suspended) is
+    /// kept.
     ///
     /// # Safety
     ///
-    /// As for [`stamp`](Context::stamp); `holder` is a stamp this context
-    /// made.
+    /// The caller is the context's owner, inside its outermost running
+    /// call; `holder` is a stamp made on this context.
     #[cold]
-    pub(crate) unsafe fn holder_is_gone(&self, holder: CallStamp, anchor: &Anchor) -> bool {
-        // SAFETY: forwarded caller obligations.
-        let asking = unsafe { anchor.current_mark() };
-        holder.gone_owners != self.gone_owners.get()
-            || holder.call.holder_is_gone(asking, &self.stack)
+    pub(crate) unsafe fn holder_is_gone(&self, holder: CallStamp) -> bool {
+        let token = holder.call.token();
+        let (calls, nested) = self.calls_when_gone.get();
+        let before = if token & NESTED_TOKEN == 0 {
+            token <= calls
+        } else {
+            token & !NESTED_TOKEN <= nested
+        };
+        before || holder.call.holder_is_gone(self.outer_mark(), &self.stack)
     }
 
     /// True when a call that may still run holds a `#[local]` value of
@@ -314,7 +321,8 @@ impl Context {
         if self.binds.get() > self.releases.get() {
             self.releases.bump();
         }
-        self.gone_owners.bump();
+        self.calls_when_gone
+            .set((self.calls.get(), self.nested_calls.get()));
         // SAFETY: the context's thread is gone; this thread, the only one,
         // stands in for it (caller obligation).
         unsafe { self.hazard.withdraw() }
@@ -631,7 +639,8 @@ impl Context {
         }
         self.running.set_entry(0);
         self.forgotten_may_resume.set(false);
-        self.gone_owners.bump();
+        self.calls_when_gone
+            .set((self.calls.get(), self.nested_calls.get()));
         // SAFETY: owning thread; the calls are over (caller obligation).
         unsafe { self.hazard.withdraw() }
     }
@@ -644,15 +653,12 @@ impl Context {
 pub(crate) struct CallStamp {
     /// The call's own mark.
     call: Mark,
-    /// `Context::gone_owners` when it was stamped.
-    gone_owners: u64,
 }
 
 impl CallStamp {
     /// No call: stands in until a call stamps.
     pub(crate) const NONE: CallStamp = CallStamp {
         call: Mark::new(0, 0),
-        gone_owners: 0,
     };
 }
 

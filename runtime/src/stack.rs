@@ -139,6 +139,11 @@ impl Mark {
         self.address
     }
 
+    /// The token the call wrote there.
+    pub(crate) const fn token(self) -> u64 {
+        self.token
+    }
+
     /// True when the call that made this mark certainly has no frame left,
     /// seen from a new call marked `current` (the rules of the module).
     pub(crate) fn is_gone(self, current: Mark, stack: &ThreadStack) -> bool {
