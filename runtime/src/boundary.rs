@@ -11,13 +11,13 @@ use core::fmt::Display;
 use core::marker::PhantomData;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use crate::context::{CallStamp, Context, ContextNode};
+use crate::context::ContextNode;
 use crate::diag;
 use crate::failure::{Failure, payload_message};
 use crate::gate::{Closed, GatePolicy};
 use crate::local::{Local, LocalKey, LocalRef};
 use crate::settings::{self, AttachMode, PanicMode};
-use crate::stack::Anchor;
+use crate::stack::{Anchor, Mark};
 use crate::{init, last_error, stats, thread, tls};
 
 /// What to do with a failure (`on_panic = abort`).
@@ -66,13 +66,14 @@ impl Frame {
         core::ptr::from_ref(self.node).addr()
     }
 
-    /// This call, as something it takes and may keep past its frame
-    /// records it (see [`stamped_call_is_gone`]).
+    /// This call's mark, for something it takes and may keep past its
+    /// frame (a `Closure::new` turn) to record it by (see
+    /// [`marked_call_is_gone`]).
     #[inline(always)]
-    pub(crate) fn stamp(&self) -> CallStamp {
+    pub(crate) fn mark(&self) -> Mark {
         // SAFETY: frames exist only inside `call`, for a call that entered
         // with `anchor`, which lives until the call returns (see `local`).
-        unsafe { Context::stamp(&*self.anchor) }
+        unsafe { (*self.anchor).current_mark() }
     }
 
     /// This thread's `T` for a `#[local]` parameter, found through `key`
@@ -89,7 +90,7 @@ impl Frame {
 }
 
 /// For a call of this thread that finds something held under its own
-/// thread's mark by the call that made `stamp` ([`Frame::stamp`]): true
+/// thread's mark by the call marked `holder` ([`Frame::mark`]): true
 /// when the asking call is its thread's outermost one and that call
 /// certainly has no frame left: its thread is gone, or it was on the
 /// thread's own stack below the asking call, or its frame's memory was
@@ -99,19 +100,19 @@ impl Frame {
 ///
 /// # Safety
 ///
-/// Called from inside a call on this thread; `stamp` was made on the
-/// context serving this thread (by a call of this thread, or of a thread
+/// Called from inside a call on this thread; `holder` is the mark of a
+/// call made on the context serving this thread (by a call of this thread, or of a thread
 /// that had its context before, which handed it on through the free
 /// list).
 #[cold]
-pub(crate) unsafe fn stamped_call_is_gone(stamp: CallStamp) -> bool {
+pub(crate) unsafe fn marked_call_is_gone(holder: Mark) -> bool {
     let Some(node) = thread::current() else {
         return false;
     };
     // SAFETY: `node` serves this thread, its owner; at depth 1 the asking
-    // call is its outermost running call; the stamp is its (caller
-    // obligation).
-    unsafe { node.value.depth() == 1 && node.value.holder_is_gone(stamp) }
+    // call is its outermost running call; `holder` marks a call made on it
+    // (caller obligation).
+    unsafe { node.value.depth() == 1 && node.value.holder_is_gone(holder) }
 }
 
 /// Wraps a plain return value for [`call`]'s body.

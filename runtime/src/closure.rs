@@ -70,12 +70,13 @@ use core::ptr::NonNull;
 use core::sync::atomic::fence;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use crate::boundary::{Frame, Policy, Site, bound_context, call, stamped_call_is_gone};
-use crate::context::{CONTEXTS, CallStamp};
+use crate::boundary::{Frame, Policy, Site, bound_context, call, marked_call_is_gone};
+use crate::context::CONTEXTS;
 use crate::diag::{abort_with, report};
 use crate::failure::{Failure, payload_message};
 use crate::gate::GatePolicy;
 use crate::settings::AttachMode;
+use crate::stack::Mark;
 use crate::sync::{AtomicUsize, Hazard, MARKED, Ordering, Retirement, Turn};
 use crate::valgrind;
 
@@ -862,10 +863,10 @@ struct Exclusive<F> {
     /// Whose turn it is to run the body (threads named by their
     /// [`Frame::thread_mark`]).
     turn: Turn,
-    /// The call holding the turn, as it stamped itself after taking it
-    /// ([`Frame::stamp`]): read only by a call that finds the turn held
+    /// The mark of the call holding the turn, written by it after taking
+    /// it ([`Frame::mark`]): read only by a call that finds the turn held
     /// under its own thread's mark, to tell whether that call is gone.
-    holder: UnsafeCell<CallStamp>,
+    holder: UnsafeCell<Mark>,
     body: UnsafeCell<F>,
 }
 
@@ -878,7 +879,7 @@ impl<F> Exclusive<F> {
     fn new(body: F) -> Exclusive<F> {
         Exclusive {
             turn: Turn::new(),
-            holder: UnsafeCell::new(CallStamp::NONE),
+            holder: UnsafeCell::new(Mark::new(0, 0)),
             body: UnsafeCell::new(body),
         }
     }
@@ -891,7 +892,7 @@ impl<F> Exclusive<F> {
     /// called, or its thread's exit) leaves its turn held and its
     /// reference to the closure taken. The next call under its mark that
     /// runs as the outermost call, and finds the call that took the turn
-    /// certainly gone ([`stamped_call_is_gone`]), takes the turn back and gives
+    /// certainly gone ([`marked_call_is_gone`]), takes the turn back and gives
     /// up that reference for it. Being the thread's outermost call is not
     /// enough: a call that started on another stack of the thread (a
     /// coroutine) is forgotten when the call it started under returns,
@@ -914,17 +915,17 @@ impl<F> Exclusive<F> {
         self.turn.begin(
             frame.thread_mark(),
             || {
-                // SAFETY: the turn is held under this thread's mark, so the
-                // stamp was made on this thread's context by the call that
-                // took it: by this thread, or by one whose context it has
+                // SAFETY: the turn is held under this thread's mark, so
+                // `holder` was written by the call that took it, a call on
+                // this thread's context: by this thread, or by one whose context it has
                 // now through the free list, which orders that thread's
-                // accesses before this one's. A stamp by another thread's
+                // accesses before this one's. A write by another thread's
                 // later turn came before the turn was taken under this mark
-                // again (the turn's Release/Acquire), and that call stamped
+                // again (the turn's Release/Acquire), and that call wrote
                 // after it. A call of this thread that interrupted the
-                // holder between its `begin` and its stamp is nested in it,
-                // and is refused whatever the stamp says.
-                let gone = unsafe { stamped_call_is_gone(*self.holder.get()) };
+                // holder between its `begin` and its mark is nested in it,
+                // and is refused whatever the mark says.
+                let gone = unsafe { marked_call_is_gone(*self.holder.get()) };
                 if gone {
                     // SAFETY: the gone call took a reference (every call
                     // of an `FnMut` closure does, before its turn) and
@@ -939,8 +940,8 @@ impl<F> Exclusive<F> {
             reentered,
         )?;
         // SAFETY: this thread holds the turn, and only the holder writes
-        // the stamp (see above for the readers).
-        unsafe { *self.holder.get() = frame.stamp() };
+        // its mark (see above for the readers).
+        unsafe { *self.holder.get() = frame.mark() };
         // Ends the turn when `run` returns or unwinds (a panicking body is
         // caught by the call's boundary; the closure stays callable with
         // whatever state the panic left, as a `#[c_callback]` does).

@@ -231,25 +231,9 @@ impl Context {
         }
     }
 
-    /// The running call whose anchor is `anchor`, as something it takes
-    /// and may keep past its frame records it (a `Closure::new` turn; see
-    /// [`holder_is_gone`](Context::holder_is_gone)): its mark, two words
-    /// the call has at hand.
-    ///
-    /// # Safety
-    ///
-    /// The caller is inside the call that entered the context with
-    /// `anchor` (so its anchor holds its token).
-    #[inline(always)]
-    pub(crate) unsafe fn stamp(anchor: &Anchor) -> CallStamp {
-        CallStamp {
-            // SAFETY: the call entered with `anchor` (caller obligation).
-            call: unsafe { anchor.current_mark() },
-        }
-    }
-
-    /// True when the call that `holder` stamped on this context certainly
-    /// has no frame left, seen from the outermost running call of the
+    /// True when the call marked `holder` (its mark kept by something it
+    /// took: a `Closure::new` turn, see `Frame::mark`) certainly has no
+    /// frame left, seen from the outermost running call of the
     /// owner: the thread it ran on is gone (its token is from before the
     /// last thread the context served was found gone), or its own mark
     /// tells (`Mark::holder_is_gone`: below the outermost call's anchor on
@@ -260,17 +244,17 @@ impl Context {
     /// # Safety
     ///
     /// The caller is the context's owner, inside its outermost running
-    /// call; `holder` is a stamp made on this context.
+    /// call; `holder` is the mark of a call made on this context.
     #[cold]
-    pub(crate) unsafe fn holder_is_gone(&self, holder: CallStamp) -> bool {
-        let token = holder.call.token();
+    pub(crate) unsafe fn holder_is_gone(&self, holder: Mark) -> bool {
+        let token = holder.token();
         let (calls, nested) = self.calls_when_gone.get();
         let before = if token & NESTED_TOKEN == 0 {
             token <= calls
         } else {
             token & !NESTED_TOKEN <= nested
         };
-        before || holder.call.holder_is_gone(self.outer_mark(), &self.stack)
+        before || holder.holder_is_gone(self.outer_mark(), &self.stack)
     }
 
     /// True when a call that may still run holds a `#[local]` value of
@@ -312,7 +296,6 @@ impl Context {
         unsafe { (*self.nested.get()).clear() };
         self.per_call.set(false);
         self.after_exit.set(false);
-        self.forgotten_may_resume.set(false);
         // SAFETY: forwarded caller obligation.
         unsafe { self.locals.abandon() };
         // Count the release only if the context was attached: a thread may
@@ -321,8 +304,7 @@ impl Context {
         if self.binds.get() > self.releases.get() {
             self.releases.bump();
         }
-        self.calls_when_gone
-            .set((self.calls.get(), self.nested_calls.get()));
+        self.owner_gone();
         // SAFETY: the context's thread is gone; this thread, the only one,
         // stands in for it (caller obligation).
         unsafe { self.hazard.withdraw() }
@@ -620,6 +602,17 @@ impl Context {
         self.forgotten_may_resume.set(false);
     }
 
+    /// The thread the context served is gone (it is exiting, or is not in
+    /// this `fork` child), and every call it made is over, wherever it ran:
+    /// records the call counts that tell its calls' tokens
+    /// ([`calls_when_gone`](Context::calls_when_gone)), and clears
+    /// [`forgotten_may_resume`](Context::forgotten_may_resume).
+    fn owner_gone(&self) {
+        self.forgotten_may_resume.set(false);
+        self.calls_when_gone
+            .set((self.calls.get(), self.nested_calls.get()));
+    }
+
     /// The owning thread is exiting and none of its frames remain: forget
     /// every call recorded as running and free every `#[local]` value.
     /// Returns what the hazard word announced (see [`Hazard::withdraw`]):
@@ -638,28 +631,10 @@ impl Context {
             self.locals.free_every_hold();
         }
         self.running.set_entry(0);
-        self.forgotten_may_resume.set(false);
-        self.calls_when_gone
-            .set((self.calls.get(), self.nested_calls.get()));
+        self.owner_gone();
         // SAFETY: owning thread; the calls are over (caller obligation).
         unsafe { self.hazard.withdraw() }
     }
-}
-
-/// A running call as something it takes and may keep past its frame
-/// records it ([`Context::stamp`]), for telling later whether that call is
-/// certainly gone ([`Context::holder_is_gone`]).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct CallStamp {
-    /// The call's own mark.
-    call: Mark,
-}
-
-impl CallStamp {
-    /// No call: stands in until a call stamps.
-    pub(crate) const NONE: CallStamp = CallStamp {
-        call: Mark::new(0, 0),
-    };
 }
 
 /// The entry word and the address of the outermost running call's

@@ -84,23 +84,16 @@ impl Anchor {
     /// [`mark`](Anchor::mark) wrote the anchor (its call entered).
     #[inline(always)]
     pub(crate) unsafe fn holder_mark(&self) -> Mark {
-        let word = self.0.get().cast::<u64>();
-        // SAFETY: `mark` initialised the word (caller obligation); it is
-        // this anchor's own, in a live frame.
-        let token = unsafe { word.read() };
-        // SAFETY: as above.
-        unsafe { word.write_volatile(token) };
-        Mark {
-            address: word.expose_provenance(),
-            token,
-        }
+        // SAFETY: `mark` wrote the word (caller obligation).
+        let mark = unsafe { self.current_mark() };
+        // SAFETY: the anchor's own word, in a live frame.
+        unsafe { self.0.get().cast::<u64>().write_volatile(mark.token) };
+        mark
     }
-}
 
-impl Anchor {
     /// The mark [`mark`](Anchor::mark) made, read back: for something the
     /// running call takes that outlives it if the call is abandoned (a
-    /// `Closure::new` turn; see `Context::stamp`). Unlike
+    /// `Closure::new` turn; see `Frame::mark`). Unlike
     /// [`holder_mark`](Anchor::holder_mark) it does not write the token
     /// again: where the compiler dropped the call's own write, nothing the
     /// call runs can leave it (abandon it, or suspend it on another stack)
