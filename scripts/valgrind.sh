@@ -16,8 +16,9 @@
 #             table of local callbacks (qsort_r, C threads), closures made,
 #             called, freed on another thread and while a call is in them,
 #             once closures as thread start routines, an FnMut closure's
-#             calls abandoned by longjmp (one on a thread that then exits)
-#             and one suspended inside it on a swapcontext stack, a
+#             calls abandoned by longjmp (one on a thread that then exits,
+#             others inside per-call callbacks whose contexts go to other
+#             threads) and one suspended inside it on a swapcontext stack, a
 #             concurrent closure called by
 #             many threads, freed while calls are in it and as they
 #             return, and left by longjmp on threads that then exit —
@@ -147,6 +148,7 @@ check memcheck callbacks-table "$linked/callbacks" table
 check memcheck callbacks-threads "$linked/callbacks" threads 8 200
 check memcheck callbacks-closures "$linked/callbacks" closures "$closures"
 check memcheck callbacks-abandon "$linked/callbacks" abandon 20
+check memcheck callbacks-handed-on "$linked/callbacks" handed-on
 check memcheck callbacks-suspended "$linked/callbacks" suspended
 check memcheck callbacks-concurrent "$linked/callbacks" concurrent 4 200
 check memcheck values "$linked/values"

@@ -60,6 +60,19 @@ fn calls_abandoned_by_longjmp_give_the_closure_back() {
     assert_eq!(outcome.number("abandoned"), 50.0);
 }
 
+/// Calls of an `FnMut` closure left by `longjmp` inside a per-call
+/// callback, whose context then goes to another thread: the next thread
+/// on it takes the turn back, whether the context went to the free list
+/// at the exit of the thread that cached it, or while that thread still
+/// lived (a per-call release from its key destructor, after its exit
+/// hook ran, which caches nothing).
+#[test]
+fn a_turn_left_under_a_per_call_context_goes_with_it() {
+    let outcome = callbacks(&["handed-on"]);
+    outcome.assert_ok();
+    assert_eq!(outcome.number("handed_on"), 7.0);
+}
+
 /// A call suspended inside an `FnMut` closure on a coroutine stack, while
 /// the callback it started under returns: the thread's next call is its
 /// outermost, yet is refused with the fallback (the suspended call may

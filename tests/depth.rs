@@ -139,6 +139,29 @@ fn a_suspended_call_outliving_the_call_it_started_under_keeps_its_local_value() 
         outcome.number("plain_releases"),
         "{outcome}"
     );
+    // The same where the outermost call was left by `longjmp`: the
+    // thread's next call drops the suspended call's record with it, and
+    // the context still stays on the thread until it exits.
+    assert_eq!(
+        outcome.number("abandoned_bound_while_suspended"),
+        1.0,
+        "{outcome}"
+    );
+    assert_eq!(
+        outcome.number("abandoned_releases_while_suspended"),
+        0.0,
+        "{outcome}"
+    );
+    assert_eq!(
+        outcome.number("abandoned_bound_after_exit"),
+        0.0,
+        "{outcome}"
+    );
+    assert_eq!(
+        outcome.number("abandoned_binds"),
+        outcome.number("abandoned_releases"),
+        "{outcome}"
+    );
 }
 
 /// Tasks on coroutine stacks of one thread (green threads), switched at

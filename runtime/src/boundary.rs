@@ -92,8 +92,9 @@ impl Frame {
 /// For a call of this thread that finds something held under its own
 /// thread's mark by the call marked `holder` ([`Frame::mark`]): true
 /// when the asking call is its thread's outermost one and that call
-/// certainly has no frame left: its thread is gone, or it was on the
-/// thread's own stack below the asking call, or its frame's memory was
+/// certainly has no frame left: it ran before the context last changed
+/// hands (its thread exited or gave the context up with its calls over),
+/// or it was on the thread's own stack below the asking call, or its frame's memory was
 /// reused (see `Context::holder_is_gone`). A call on another stack of the
 /// thread (a coroutine's) may be suspended there, and is not; nor is one
 /// a nested asking call (a signal handler's, say) may have interrupted.

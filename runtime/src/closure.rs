@@ -48,9 +48,10 @@
 //! announcement until its thread exits (the thread's later calls take
 //! references meanwhile); a `Closure::new` call's reference until the
 //! thread's next outermost call of the closure finds it certainly gone
-//! and takes the turn back (see `Exclusive::with`), or, if its thread
-//! exits first, the next call of the thread that gets its context; any
-//! other reference for good (the closure leaks).
+//! and takes the turn back (see `Exclusive::with`), or, once its thread
+//! gave up its context (it exited, or a per-call release handed the
+//! context on), the next call of the thread that gets it; any other
+//! reference for good (the closure leaks).
 //!
 //! # Atomic orderings
 //!

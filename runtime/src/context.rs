@@ -77,8 +77,9 @@ pub(crate) struct Context {
     /// or one without an exit hook (no pthread key was left): per call,
     /// never cached.
     after_exit: Cell<bool>,
-    /// A call that a `leave` forgot may be suspended on another stack of
-    /// the thread and resume there (see [`leave`](Context::leave)): the
+    /// A call that a `leave` or an `enter` forgot may be suspended on
+    /// another stack of the thread and resume there (see
+    /// [`leave`](Context::leave) and [`enter`](Context::enter)): the
     /// context must stay with the thread until it exits. Reset when the
     /// thread exits, or the context goes back to the free list anyway.
     forgotten_may_resume: Cell<bool>,
@@ -91,10 +92,11 @@ pub(crate) struct Context {
     pub(crate) binds: Counter,
     pub(crate) releases: Counter,
     /// [`calls`](Context::calls) and [`nested_calls`](Context::nested_calls)
-    /// when the last thread the context served was found gone (it exited,
-    /// or is not in this `fork` child): a call whose token is at most
-    /// these ran on a thread whose calls are all over, wherever they ran
-    /// (see [`Context::holder_is_gone`]).
+    /// when the last thread the context served gave it up with its calls
+    /// on it all over, wherever they ran (it exited, is not in this `fork`
+    /// child, or handed the context on after judging every call it forgot
+    /// gone): a call whose token is at most these is over (see
+    /// [`Context::holder_is_gone`]).
     calls_when_gone: Cell<(u64, u64)>,
     /// The `Closure::concurrent` a running call of the owner announced
     /// (see `closure`), or 0; a thread writes only its own, so calls from
@@ -234,8 +236,8 @@ impl Context {
     /// True when the call marked `holder` (its mark kept by something it
     /// took: a `Closure::new` turn, see `Frame::mark`) certainly has no
     /// frame left, seen from the outermost running call of the
-    /// owner: the thread it ran on is gone (its token is from before the
-    /// last thread the context served was found gone), or its own mark
+    /// owner: its token is from before the context last changed hands
+    /// (see [`calls_when_gone`](Context::calls_when_gone)), or its own mark
     /// tells (`Mark::holder_is_gone`: below the outermost call's anchor on
     /// the thread's own stack, or its anchor's memory reused). A holder
     /// elsewhere (on a coroutine stack, where it may be suspended) is
@@ -304,7 +306,7 @@ impl Context {
         if self.binds.get() > self.releases.get() {
             self.releases.bump();
         }
-        self.owner_gone();
+        self.all_calls_over();
         // SAFETY: the context's thread is gone; this thread, the only one,
         // stands in for it (caller obligation).
         unsafe { self.hazard.withdraw() }
@@ -470,6 +472,14 @@ impl Context {
     /// recorded call is live, the call becomes the outermost one and gets
     /// an outermost token instead.
     ///
+    /// The calls recorded deeper than the first gone one are dropped with
+    /// it. On the thread's own stack they were nested in it and are gone
+    /// too; but one that started inside it on another stack (a coroutine's)
+    /// may be suspended there and resume. Each dropped call is judged by
+    /// its own mark, and if one may still run the context stays with the
+    /// thread until it exits, as for the calls a `leave` forgets (see
+    /// [`forget_deeper`](Context::forget_deeper)).
+    ///
     /// # Safety
     ///
     /// As for `enter`.
@@ -481,8 +491,14 @@ impl Context {
         // while this borrow lives.
         let nested = unsafe { &mut *self.nested.get() };
         nested.truncate(recorded as usize - 1);
-        let outer = core::iter::once(self.outer_mark()).chain(nested.iter().copied());
-        let live = stack::live_calls(outer, mark, &self.stack);
+        let recorded_marks = || core::iter::once(self.outer_mark()).chain(nested.iter().copied());
+        let live = stack::live_calls(recorded_marks(), mark, &self.stack);
+        if recorded_marks()
+            .skip(live as usize)
+            .any(|dropped| !dropped.is_gone(mark, &self.stack))
+        {
+            self.forgotten_may_resume.set(true);
+        }
         if live == 0 {
             self.mark_outermost(anchor);
         } else {
@@ -591,23 +607,36 @@ impl Context {
         self.forgotten_may_resume.get()
     }
 
-    /// Clears [`forgotten_may_resume`](Context::forgotten_may_resume) for
-    /// the context's next owner, as the context goes back to the free
-    /// list.
+    /// The owning thread gives the context up (it goes back to the free
+    /// list, for another thread to take): records its calls as over for
+    /// the next owner, unless a call it forgot may still resume, and
+    /// clears [`forgotten_may_resume`](Context::forgotten_may_resume).
+    ///
+    /// Its calls on the context are all over then: its outermost call
+    /// returned or it is exiting, and a call forgotten on the way was
+    /// judged gone by its mark, or set `forgotten_may_resume` (which keeps
+    /// a living thread's context with it: `thread::release`). So a turn
+    /// stamped by one of them (a call abandoned inside a `Closure::new`
+    /// body) can be taken back by the next owner's calls, on whatever
+    /// stack it was abandoned.
     ///
     /// # Safety
     ///
-    /// The caller is the context's owner, giving it up.
-    pub(crate) unsafe fn clear_forgotten(&self) {
-        self.forgotten_may_resume.set(false);
+    /// The caller is the context's owner, giving it up: no call runs on it.
+    pub(crate) unsafe fn give_up(&self) {
+        if self.forgotten_may_resume.get() {
+            self.forgotten_may_resume.set(false);
+        } else {
+            self.all_calls_over();
+        }
     }
 
-    /// The thread the context served is gone (it is exiting, or is not in
-    /// this `fork` child), and every call it made is over, wherever it ran:
-    /// records the call counts that tell its calls' tokens
+    /// Every call made on the context is over, wherever it ran (its thread
+    /// is exiting, or is not in this `fork` child, or gave it up): records
+    /// the call counts that tell their tokens
     /// ([`calls_when_gone`](Context::calls_when_gone)), and clears
     /// [`forgotten_may_resume`](Context::forgotten_may_resume).
-    fn owner_gone(&self) {
+    fn all_calls_over(&self) {
         self.forgotten_may_resume.set(false);
         self.calls_when_gone
             .set((self.calls.get(), self.nested_calls.get()));
@@ -631,7 +660,7 @@ impl Context {
             self.locals.free_every_hold();
         }
         self.running.set_entry(0);
-        self.owner_gone();
+        self.all_calls_over();
         // SAFETY: owning thread; the calls are over (caller obligation).
         unsafe { self.hazard.withdraw() }
     }

@@ -466,9 +466,13 @@ pub(crate) unsafe fn release_at_exit() -> usize {
     // SAFETY: `EXITED` is one of the slot's values.
     unsafe { tls::set(EXITED) };
     if let Some(node) = cached(seen) {
-        // SAFETY: the cache owned `node`, released already; the slot no
-        // longer holds it, so this thread gives it up.
-        unsafe { CONTEXTS.push(node) };
+        // SAFETY: the cache owned `node` for this thread, released already
+        // (no call runs on it); the slot no longer holds it, so this
+        // thread gives it up.
+        unsafe {
+            node.value.give_up();
+            CONTEXTS.push(node);
+        }
     } else if serves(seen) {
         // SAFETY: the slot held it, so it is a node of `CONTEXTS` serving
         // this thread (the contract of `tls::set`).
@@ -571,8 +575,9 @@ unsafe fn release_values(node: &'static ContextNode, attached: bool, after_exit:
         unsafe { tls::set(tagged(node)) };
         return;
     }
-    // SAFETY: this thread owns `node` and gives it up (caller obligation).
-    unsafe { node.value.clear_forgotten() };
+    // SAFETY: this thread owns `node` and gives it up; no call runs on it
+    // (caller obligations).
+    unsafe { node.value.give_up() };
     // SAFETY: this thread owns `node`, which `attach` took from `CONTEXTS`
     // or its cache (it was not pushed since: only a release pushes it, and
     // a cached context is pushed only once it left the slot), and gives it

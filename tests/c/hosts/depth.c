@@ -24,6 +24,7 @@
 /* musl has no swapcontext: there the swapcontext mode is not built. */
 #ifdef __GLIBC__
 #define HAVE_SWAPCONTEXT 1
+#include <setjmp.h>
 #include <sys/mman.h>
 #include <ucontext.h>
 #endif
@@ -410,22 +411,73 @@ static void *suspended_plain_per_call_thread(void *raw) {
     return NULL;
 }
 
+/* Per call, with the outermost callback left by longjmp rather than
+ * returning: its C callee starts a coroutine whose callback (holding
+ * nothing) suspends back, then jumps out. The thread's next callback finds
+ * the outermost call gone and drops the suspended one's record with it;
+ * that call may still resume on the context, which stays bound to the
+ * thread (not released to another) until the thread exits. */
+static jmp_buf *outermost_exit;
+
+static int64_t start_y_then_jump(int32_t depth) {
+    (void)depth;
+    CHECK(swapcontext(&green_x, &green_y) == 0, "swapcontext");
+    longjmp(*outermost_exit, 1);
+}
+
+/* Out of line, with the jump buffer in its frame: the abandoned callback's
+ * frame lies below the frames of the thread's later callbacks. */
+static __attribute__((noinline)) void abandon_outermost(void) {
+    jmp_buf here;
+    outermost_exit = &here;
+    if (setjmp(here) == 0) {
+        int64_t returned = lib.nest_per_call(1, start_y_then_jump);
+        CHECK(0, "the outermost callback returned %" PRId64, returned);
+    }
+}
+
+static void *abandoned_outermost_per_call_thread(void *raw) {
+    size_t size = (size_t)*(int *)raw * 1024;
+    int here = 0;
+    void *y_stack = map_below((uintptr_t)&here, size);
+    green_plain = 1;
+    fixture_stats_t before = fixture_snapshot(&lib);
+    make_coroutine(&green_y, y_stack, size, &green_thread, green_y_main);
+    abandon_outermost();
+    CHECK(lib.plain(1) == 2, "a callback after the jump failed");
+    fixture_stats_t during = fixture_snapshot(&lib);
+    printf("abandoned_bound_while_suspended=%" PRIu64 "\n",
+           during.contexts_bound - before.contexts_bound);
+    printf("abandoned_releases_while_suspended=%" PRIu64 "\n",
+           during.releases - before.releases);
+    CHECK(swapcontext(&green_thread, &green_y) == 0, "swapcontext");
+    CHECK(green_held == 0, "the suspended nest returned %" PRId64, green_held);
+    green_plain = 0;
+    CHECK(munmap(y_stack, size) == 0, "munmap");
+    return NULL;
+}
+
+/* Runs `thread` on a new thread, waits until no context is bound, and
+ * prints what the run bound and released (the lines named `name`_…);
+ * returns the statistics after it, for the next run's `before`. */
+static fixture_stats_t exit_counts(const char *name, void *(*thread)(void *), int kib,
+                                   fixture_stats_t before) {
+    pthread_t id = fixture_spawn(thread, &kib, 0);
+    fixture_join(id);
+    fixture_stats_t after = fixture_wait_bound(&lib, 0, 10);
+    printf("%s_bound_after_exit=%" PRIu64 "\n", name, after.contexts_bound);
+    printf("%s_binds=%" PRIu64 "\n%s_releases=%" PRIu64 "\n", name, after.binds - before.binds,
+           name, after.releases - before.releases);
+    return after;
+}
+
 static void interleaved(int kib) {
     pthread_t id = fixture_spawn(interleaved_thread, &kib, 0);
     fixture_join(id);
     fixture_stats_t before = fixture_wait_bound(&lib, 0, 10);
-    id = fixture_spawn(interleaved_per_call_thread, &kib, 0);
-    fixture_join(id);
-    fixture_stats_t after = fixture_wait_bound(&lib, 0, 10);
-    printf("per_call_bound_after_exit=%" PRIu64 "\n", after.contexts_bound);
-    printf("per_call_binds=%" PRIu64 "\nper_call_releases=%" PRIu64 "\n",
-           after.binds - before.binds, after.releases - before.releases);
-    id = fixture_spawn(suspended_plain_per_call_thread, &kib, 0);
-    fixture_join(id);
-    fixture_stats_t plain = fixture_wait_bound(&lib, 0, 10);
-    printf("plain_bound_after_exit=%" PRIu64 "\n", plain.contexts_bound);
-    printf("plain_binds=%" PRIu64 "\nplain_releases=%" PRIu64 "\n", plain.binds - after.binds,
-           plain.releases - after.releases);
+    before = exit_counts("per_call", interleaved_per_call_thread, kib, before);
+    before = exit_counts("plain", suspended_plain_per_call_thread, kib, before);
+    exit_counts("abandoned", abandoned_outermost_per_call_thread, kib, before);
 }
 
 /* --- a green-thread scheduler, at random -------------------------------- */

@@ -21,6 +21,12 @@
  *                            on the same thread and on another; one on a
  *                            thread that exits, followed by a call on the
  *                            next thread
+ *   callbacks handed-on      calls of an FnMut closure left by longjmp
+ *                            inside a per-call callback, whose context then
+ *                            goes to another thread: at the exit of the
+ *                            thread that cached it, and from a thread that
+ *                            still lives (its key destructor, after its exit
+ *                            hook ran)
  *   callbacks suspended      a call suspended inside an FnMut closure on a
  *                            coroutine stack while the callback it started
  *                            under returns (glibc: swapcontext)
@@ -291,6 +297,24 @@ static void *abandon_on_thread(void *arg) {
     return NULL;
 }
 
+/* Runs start(arg) on a new thread with a stack of its own (malloc'd, so
+ * that glibc's cache of thread stacks does not give it to a later thread),
+ * and waits for it. */
+static void run_on_own_stack(start_fn start, void *arg) {
+    size_t size = 256 * 1024;
+    void *stack = malloc(size);
+    CHECK(stack != NULL, "malloc");
+    pthread_attr_t attributes;
+    CHECK(pthread_attr_init(&attributes) == 0 &&
+              pthread_attr_setstack(&attributes, stack, size) == 0,
+          "a thread attribute with a stack");
+    pthread_t thread;
+    CHECK(pthread_create(&thread, &attributes, start, arg) == 0, "pthread_create");
+    pthread_join(thread, NULL);
+    pthread_attr_destroy(&attributes);
+    free(stack);
+}
+
 static void abandon(int n) {
     int64_t live = fixture_values_live();
     uint64_t dropped = fixture_values_dropped();
@@ -318,35 +342,120 @@ static void abandon(int n) {
      * the next thread gets that thread's context (the free list hands back
      * the context pushed last) and takes the turn back, though the
      * abandoned call's frame was on no stack it knows. */
-    size_t stack_size = 256 * 1024;
-    void *stack = malloc(stack_size);
-    CHECK(stack != NULL, "malloc");
-    pthread_attr_t attributes;
-    CHECK(pthread_attr_init(&attributes) == 0 &&
-              pthread_attr_setstack(&attributes, stack, stack_size) == 0,
-          "a thread attribute with a stack");
     struct abandon_job abandoner = {call, jumper, 0};
-    pthread_t thread;
-    CHECK(pthread_create(&thread, &attributes, abandon_on_thread, &abandoner) == 0,
-          "pthread_create");
-    pthread_join(thread, NULL);
-    pthread_attr_destroy(&attributes);
+    run_on_own_stack(abandon_on_thread, &abandoner);
     CHECK(abandoner.left == 1, "the call was left by longjmp");
     count++;
     struct call_job next = {call, jumper, 0, 0};
+    pthread_t thread;
     alarm(60); /* a call waiting for the abandoned turn for good fails the test */
     CHECK(pthread_create(&thread, NULL, call_on_thread, &next) == 0, "pthread_create");
     pthread_join(thread, NULL);
     alarm(0);
     CHECK(next.result == ++count, "the next thread's call returned %d, expected %d", next.result,
           count);
-    free(stack);
     CHECK(call(jumper, 0) == ++count, "a call after it");
     /* Every abandoned call's reference to the closure was given back. */
     release(jumper);
     CHECK(fixture_values_live() == live, "the closure was dropped");
     CHECK(fixture_values_dropped() - dropped == 1, "dropped once");
     printf("abandoned=%d\n", n);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Calls abandoned under a per-call context that goes to another thread      */
+/* ------------------------------------------------------------------------ */
+
+static adder_fn handed_call;
+static void *handed_data;
+
+/* A per-call callback's C callee: a call into the closure, left by
+ * longjmp back here. The callback then returns, and its context is
+ * released. */
+static int64_t abandon_inside(int32_t depth) {
+    (void)depth;
+    return abandon_call(handed_call, handed_data) == 1 ? 0 : -1;
+}
+
+static void *abandon_per_call(void *arg) {
+    int64_t *result = arg;
+    *result = fixture_nest_per_call(1, abandon_inside);
+    return NULL;
+}
+
+static pthread_key_t late_key;
+static int32_t late_result;
+static int64_t late_nest;
+
+/* A key destructor that runs after the runtime's (its key was made
+ * later): the thread's exit hook ran, so its calls are served per call,
+ * never cached; the context goes back to the free list as the callback
+ * returns, while the thread lives. A new thread then gets that context
+ * and calls the closure. */
+static void late_destructor(void *value) {
+    (void)value;
+    late_nest = fixture_nest_per_call(1, abandon_inside);
+    struct call_job next = {handed_call, handed_data, 0, 0};
+    pthread_t thread;
+    CHECK(pthread_create(&thread, NULL, call_on_thread, &next) == 0, "pthread_create");
+    pthread_join(thread, NULL);
+    late_result = next.result;
+}
+
+static void *exit_late(void *arg) {
+    struct call_job *job = arg;
+    /* Binds the thread, so that the runtime's key destructor runs. */
+    job->result = job->add(job->data, job->value);
+    CHECK(pthread_setspecific(late_key, &late_key) == 0, "pthread_setspecific");
+    return NULL;
+}
+
+/* The next thread on the context of a thread whose per-call callback left
+ * a call inside the closure takes the turn back: the thread gave up the
+ * context with that call judged gone. Where the context is cached between
+ * a thread's calls (x86-64), it goes to the free list at the thread's
+ * exit; the thread runs on a stack of its own, so that the abandoned
+ * call's frame is on no stack the next thread knows. */
+static void handed_on(void) {
+    int64_t live = fixture_values_live();
+    uint64_t dropped = fixture_values_dropped();
+    release_fn release = NULL;
+    handed_data = fixture_jumper_new(jump_out, &handed_call, &release);
+    CHECK(handed_data && handed_call && release, "made the closure");
+    int32_t count = 0;
+    /* This thread's call binds it: the runtime's pthread key exists from
+     * here on, so `late_key` comes after it. */
+    CHECK(handed_call(handed_data, 0) == ++count, "a first call");
+    CHECK(pthread_key_create(&late_key, late_destructor) == 0, "pthread_key_create");
+
+    int64_t nested = -9;
+    run_on_own_stack(abandon_per_call, &nested);
+    CHECK(nested == 0, "the per-call callback returned %lld", (long long)nested);
+    count++;
+    struct call_job next = {handed_call, handed_data, 0, 0};
+    pthread_t thread;
+    alarm(60); /* a call waiting for the abandoned turn for good fails the test */
+    CHECK(pthread_create(&thread, NULL, call_on_thread, &next) == 0, "pthread_create");
+    pthread_join(thread, NULL);
+    CHECK(next.result == ++count, "the next thread's call returned %d, expected %d", next.result,
+          count);
+
+    struct call_job first = {handed_call, handed_data, 0, 0};
+    CHECK(pthread_create(&thread, NULL, exit_late, &first) == 0, "pthread_create");
+    pthread_join(thread, NULL);
+    alarm(0);
+    CHECK(first.result == ++count, "the late thread's first call returned %d", first.result);
+    CHECK(late_nest == 0, "the late per-call callback returned %lld", (long long)late_nest);
+    count++;
+    CHECK(late_result == ++count,
+          "the call of the thread that got the late context returned %d, expected %d",
+          late_result, count);
+    CHECK(handed_call(handed_data, 0) == ++count, "a call after it");
+    CHECK(pthread_key_delete(late_key) == 0, "pthread_key_delete");
+    release(handed_data);
+    CHECK(fixture_values_live() == live, "the closure was dropped");
+    CHECK(fixture_values_dropped() - dropped == 1, "dropped once");
+    printf("handed_on=%d\n", count);
 }
 
 #ifdef __GLIBC__
@@ -630,13 +739,15 @@ int main(int argc, char **argv) {
         closures(n);
     } else if (strcmp(mode, "abandon") == 0 && n > 0) {
         abandon(n);
+    } else if (strcmp(mode, "handed-on") == 0) {
+        handed_on();
 #ifdef __GLIBC__
     } else if (strcmp(mode, "suspended") == 0) {
         suspended();
 #endif
     } else {
         fprintf(stderr,
-                "usage: %s table | threads T N | closures N | abandon N | suspended | "
+                "usage: %s table | threads T N | closures N | abandon N | handed-on | suspended | "
                 "concurrent T N [no-fork]\n",
                 argv[0]);
         return 2;
