@@ -93,12 +93,14 @@ for sanitizer in thread address; do
     # User data and an FnMut closure shared by C threads (the closure's
     # calls take turns), closures freed on other threads and while a call
     # is in them, once closures as thread start routines, an FnMut
-    # closure's calls abandoned by longjmp; a concurrent closure called by
+    # closure's calls abandoned by longjmp (also inside per-call callbacks
+    # whose contexts then go to other threads); a concurrent closure called by
     # many threads at once, freed while calls are in it, its calls left by
     # longjmp.
     run_host callbacks "$hosts/callbacks" threads 8 200
     run_host callbacks "$hosts/callbacks" closures 50
     run_host callbacks "$hosts/callbacks" abandon 20
+    run_host callbacks "$hosts/callbacks" handed-on
     run_host callbacks "$hosts/callbacks" concurrent 8 200
     # Not run here: pthread_exit, cancellation and a C++ exception through a
     # callback. Instrumented code keeps the landing pads that a plain release
