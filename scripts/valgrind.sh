@@ -147,8 +147,8 @@ check memcheck data-cycles "$linked/data" cycles "$cycles" no-rss
 check memcheck callbacks-table "$linked/callbacks" table
 check memcheck callbacks-threads "$linked/callbacks" threads 8 200
 check memcheck callbacks-closures "$linked/callbacks" closures "$closures"
-check memcheck callbacks-abandon "$linked/callbacks" abandon 20
-check memcheck callbacks-handed-on "$linked/callbacks" handed-on
+FIXTURE_INIT=none check memcheck callbacks-abandon "$linked/callbacks" abandon 20
+FIXTURE_INIT=none check memcheck callbacks-handed-on "$linked/callbacks" handed-on
 check memcheck callbacks-suspended "$linked/callbacks" suspended
 check memcheck callbacks-concurrent "$linked/callbacks" concurrent 4 200
 check memcheck values "$linked/values"
