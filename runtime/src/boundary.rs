@@ -94,17 +94,18 @@ impl Frame {
 /// when the asking call is its thread's outermost one and that call
 /// certainly has no frame left: it ran before the context last changed
 /// hands (its thread exited or gave the context up with its calls over),
-/// or it was on the thread's own stack below the asking call, or its frame's memory was
-/// reused (see `Context::holder_is_gone`). A call on another stack of the
-/// thread (a coroutine's) may be suspended there, and is not; nor is one
-/// a nested asking call (a signal handler's, say) may have interrupted.
+/// or it was on the thread's own stack below the asking call, or its
+/// frame's memory was reused (see `Context::holder_is_gone`). A call on
+/// another stack of the thread (a coroutine's) may be suspended there, and
+/// is not; nor is one a nested asking call (a signal handler's, say) may
+/// have interrupted.
 ///
 /// # Safety
 ///
 /// Called from inside a call on this thread; `holder` is the mark of a
-/// call made on the context serving this thread (by a call of this thread, or of a thread
-/// that had its context before, which handed it on through the free
-/// list).
+/// call made on the context serving this thread (by a call of this thread,
+/// or of a thread that had its context before, which handed it on through
+/// the free list).
 #[cold]
 pub(crate) unsafe fn marked_call_is_gone(holder: Mark) -> bool {
     let Some(node) = thread::current() else {

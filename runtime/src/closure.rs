@@ -918,9 +918,9 @@ impl<F> Exclusive<F> {
             || {
                 // SAFETY: the turn is held under this thread's mark, so
                 // `holder` was written by the call that took it, a call on
-                // this thread's context: by this thread, or by one whose context it has
-                // now through the free list, which orders that thread's
-                // accesses before this one's. A write by another thread's
+                // this thread's context: by this thread, or by one whose
+                // context it has now through the free list, which orders
+                // that thread's accesses before this one's. A write by another thread's
                 // later turn came before the turn was taken under this mark
                 // again (the turn's Release/Acquire), and that call wrote
                 // after it. A call of this thread that interrupted the

@@ -469,10 +469,7 @@ pub(crate) unsafe fn release_at_exit() -> usize {
         // SAFETY: the cache owned `node` for this thread, released already
         // (no call runs on it); the slot no longer holds it, so this
         // thread gives it up.
-        unsafe {
-            node.value.give_up();
-            CONTEXTS.push(node);
-        }
+        unsafe { hand_back(node) };
     } else if serves(seen) {
         // SAFETY: the slot held it, so it is a node of `CONTEXTS` serving
         // this thread (the contract of `tls::set`).
@@ -575,14 +572,26 @@ unsafe fn release_values(node: &'static ContextNode, attached: bool, after_exit:
         unsafe { tls::set(tagged(node)) };
         return;
     }
-    // SAFETY: this thread owns `node` and gives it up; no call runs on it
-    // (caller obligations).
-    unsafe { node.value.give_up() };
     // SAFETY: this thread owns `node`, which `attach` took from `CONTEXTS`
     // or its cache (it was not pushed since: only a release pushes it, and
     // a cached context is pushed only once it left the slot), and gives it
-    // up (caller obligation).
-    unsafe { CONTEXTS.push(node) };
+    // up; no call runs on it (caller obligations).
+    unsafe { hand_back(node) };
+}
+
+/// Pushes `node`, which served this thread, back onto the free list, its
+/// calls recorded as over for the next owner ([`Context::give_up`]).
+///
+/// # Safety
+///
+/// This thread owns `node`, which is not on the free list, and gives it
+/// up: no call runs on it, and nothing uses it as its owner afterwards.
+unsafe fn hand_back(node: &'static ContextNode) {
+    // SAFETY: forwarded caller obligations.
+    unsafe {
+        node.value.give_up();
+        CONTEXTS.push(node);
+    }
 }
 
 /// In a `fork` child: returns every context that is neither free nor

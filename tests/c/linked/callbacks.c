@@ -209,6 +209,15 @@ static void *call_on_thread(void *arg) {
     return NULL;
 }
 
+/* add(data, value) on a new thread, waited for; returns its result. */
+static int32_t call_on_new_thread(adder_fn add, void *data, int32_t value) {
+    struct call_job job = {add, data, value, 0};
+    pthread_t thread;
+    CHECK(pthread_create(&thread, NULL, call_on_thread, &job) == 0, "pthread_create");
+    pthread_join(thread, NULL);
+    return job.result;
+}
+
 static void closures(int n) {
     int64_t live = fixture_values_live();
     uint64_t dropped = fixture_values_dropped();
@@ -345,12 +354,8 @@ static void abandon(int n) {
         CHECK(got == ++count, "call after the jump returned %d, expected %d (%s)", got, count,
               last_error());
         /* And a call from another thread gets its turn after it. */
-        struct call_job job = {call, jumper, 0, 0};
-        pthread_t other;
-        CHECK(pthread_create(&other, NULL, call_on_thread, &job) == 0, "pthread_create");
-        pthread_join(other, NULL);
-        CHECK(job.result == ++count, "the other thread's call returned %d, expected %d",
-              job.result, count);
+        got = call_on_new_thread(call, jumper, 0);
+        CHECK(got == ++count, "the other thread's call returned %d, expected %d", got, count);
     }
     /* A call abandoned on a thread that then exits, on a stack of its own:
      * the next thread gets that thread's context (the free list hands back
@@ -360,14 +365,10 @@ static void abandon(int n) {
     run_on_own_stack(abandon_on_thread, &abandoner);
     CHECK(abandoner.left == 1, "the call was left by longjmp");
     count++;
-    struct call_job next = {call, jumper, 0, 0};
-    pthread_t thread;
     alarm(60); /* a call waiting for the abandoned turn for good fails the test */
-    CHECK(pthread_create(&thread, NULL, call_on_thread, &next) == 0, "pthread_create");
-    pthread_join(thread, NULL);
+    int32_t next = call_on_new_thread(call, jumper, 0);
     alarm(0);
-    CHECK(next.result == ++count, "the next thread's call returned %d, expected %d", next.result,
-          count);
+    CHECK(next == ++count, "the next thread's call returned %d, expected %d", next, count);
     CHECK(call(jumper, 0) == ++count, "a call after it");
     /* Every abandoned call's reference to the closure was given back. */
     release(jumper);
@@ -409,11 +410,7 @@ static int64_t late_nest;
 static void late_destructor(void *value) {
     (void)value;
     late_nest = fixture_nest_per_call(1, abandon_inside);
-    struct call_job next = {handed_call, handed_data, 0, 0};
-    pthread_t thread;
-    CHECK(pthread_create(&thread, NULL, call_on_thread, &next) == 0, "pthread_create");
-    pthread_join(thread, NULL);
-    late_result = next.result;
+    late_result = call_on_new_thread(handed_call, handed_data, 0);
 }
 
 static void *exit_late(void *arg) {
@@ -447,15 +444,12 @@ static void handed_on(void) {
     run_on_own_stack(abandon_per_call, &nested);
     CHECK(nested == 0, "the per-call callback returned %lld", (long long)nested);
     count++;
-    struct call_job next = {handed_call, handed_data, 0, 0};
-    pthread_t thread;
     alarm(60); /* a call waiting for the abandoned turn for good fails the test */
-    CHECK(pthread_create(&thread, NULL, call_on_thread, &next) == 0, "pthread_create");
-    pthread_join(thread, NULL);
-    CHECK(next.result == ++count, "the next thread's call returned %d, expected %d", next.result,
-          count);
+    int32_t next = call_on_new_thread(handed_call, handed_data, 0);
+    CHECK(next == ++count, "the next thread's call returned %d, expected %d", next, count);
 
     struct call_job first = {handed_call, handed_data, 0, 0};
+    pthread_t thread;
     CHECK(pthread_create(&thread, NULL, exit_late, &first) == 0, "pthread_create");
     pthread_join(thread, NULL);
     alarm(0);
