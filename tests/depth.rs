@@ -174,6 +174,17 @@ fn a_suspended_call_outliving_the_call_it_started_under_keeps_its_local_value() 
 /// tasks (2 000 with `CALLGATE_FULL=1`), each with its own seed. (The
 /// runtime before holds were judged by their holders' marks handed the
 /// value out twice about 6 700 times in 20 threads.)
+/// A callback abandoned by `longjmp` on a coroutine's stack, which is then
+/// unmapped: the next callback nested in the same outermost call judges the
+/// abandoned one without reading its frame (it used to fault there).
+#[test]
+fn a_call_abandoned_on_a_freed_coroutine_stack_is_not_read() {
+    let outcome = depth(&["freed-coroutine", "64"]);
+    outcome.assert_ok();
+    assert_eq!(outcome.number("nested_after_unmap"), 42.0);
+    assert_eq!(outcome.number("plain_after"), 2.0);
+}
+
 #[test]
 fn green_threads_switched_at_random_never_share_a_local_value() {
     let rounds = host::size(200, 2_000);

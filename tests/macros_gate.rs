@@ -68,6 +68,17 @@ fn gate_policies_while_init_is_pending() {
     let started = Instant::now();
     assert_eq!(call(skips, 8), 8);
     assert!(started.elapsed() < Duration::from_secs(5));
+    // The thread is bound now: its later calls run on its context, as on
+    // an open gate, and take none from the pool (each did, and put it
+    // back, while the fast path stayed closed for the init).
+    let before = callgate::stats();
+    for value in 0..100 {
+        assert_eq!(call(skips, value), value);
+    }
+    let after = callgate::stats();
+    assert_eq!(after.contexts_created, before.contexts_created);
+    assert_eq!(after.contexts_free, before.contexts_free);
+    assert_eq!(after.binds, before.binds);
 
     // `gate = wait`: blocks until the init finishes.
     static RETURNED: AtomicBool = AtomicBool::new(false);

@@ -183,3 +183,89 @@ fn structs_arrive_as_they_are() {
         }
     );
 }
+
+// Behind a pointer C may have stored any integer of the enum's repr: each
+// value is checked before the body reads it.
+
+#[c_callback(on_error = -1)]
+fn turn_behind(turn: &Turn) -> i32 {
+    turn_of(*turn)
+}
+
+#[c_callback(on_error = -1)]
+fn turns_total(turns: &[Turn]) -> i32 {
+    turns.iter().map(|turn| turn_of(*turn)).sum()
+}
+
+#[c_callback(on_error = -1)]
+fn flag_toggle(flag: &mut Flag) -> i32 {
+    *flag = if *flag == Flag::On {
+        Flag::Off
+    } else {
+        Flag::On
+    };
+    *flag as i32
+}
+
+#[c_callback(on_error = 0)]
+fn tier_or_zero(tier: Option<&Tier>) -> u32 {
+    tier.map_or(0, |tier| *tier as u32)
+}
+
+fn turn_of(turn: Turn) -> i32 {
+    turn as i32
+}
+
+/// What C passes: a pointer to integers, some of which are no variant.
+fn as_turns(raw: &[i32]) -> *const Turn {
+    raw.as_ptr().cast()
+}
+
+#[test]
+fn values_behind_pointers_are_checked() {
+    callgate::clear_last_error();
+    // SAFETY: each pointer is valid for the call (a C caller's
+    // obligation); the values are what C may have stored.
+    unsafe {
+        assert_eq!(turn_behind(as_turns(&[90])), 90);
+        assert_eq!(turn_behind(as_turns(&[91])), -1);
+        assert_eq!(
+            last_error(),
+            "argument `turn` is 91, which is not a `Turn` (expected -180, -90, 0 or 90), \
+             behind the pointer C passed"
+        );
+
+        assert_eq!(turns_total(as_turns(&[0, 90, -90, -180]), 4), -180);
+        assert_eq!(turns_total(as_turns(&[0, 90, 5, -180]), 4), -1);
+        assert_eq!(
+            last_error(),
+            "argument `turns` is 5, which is not a `Turn` (expected -180, -90, 0 or 90), \
+             at index 2 of the array C passed"
+        );
+        // Only the `len` values C passed are read.
+        assert_eq!(turns_total(as_turns(&[90, 7]), 1), 90);
+
+        let mut flag = 1i32;
+        assert_eq!(flag_toggle((&raw mut flag).cast()), 0);
+        assert_eq!(flag, 0);
+        let mut flag = 3i32;
+        assert_eq!(flag_toggle((&raw mut flag).cast()), -1);
+        assert_eq!(flag, 3, "an invalid value is left as C stored it");
+        assert_eq!(
+            last_error(),
+            "argument `flag` is 3, which is not a `Flag` (expected 0 or 1), behind the pointer \
+             C passed"
+        );
+
+        let tier = 200u8;
+        assert_eq!(tier_or_zero((&raw const tier).cast()), 200);
+        assert_eq!(tier_or_zero(core::ptr::null()), 0);
+        let tier = 4u8;
+        assert_eq!(tier_or_zero((&raw const tier).cast()), 0);
+        assert_eq!(
+            last_error(),
+            "argument `tier` is 4, which is not a `Tier` (expected 1, 2 or 200), behind the \
+             pointer C passed"
+        );
+    }
+}

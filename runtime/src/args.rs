@@ -152,3 +152,168 @@ pub unsafe fn opt_str_arg<'a>(
     // SAFETY: forwarded caller obligation.
     unsafe { str_arg(p, name) }.map(Some)
 }
+
+/// The memory one pointer argument covers, as C passed it, for
+/// [`check_disjoint`]: `len` bytes from `start` (none for NULL), and
+/// whether the body may write them.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug)]
+pub struct Region {
+    start: usize,
+    len: usize,
+    writable: bool,
+    name: &'static str,
+}
+
+impl Region {
+    /// The `count` values of `T` from `first` (a pointer, a slice or an
+    /// `OutBuf` argument, or user data of type `T`), by address only: nothing
+    /// is read.
+    #[inline(always)]
+    #[must_use]
+    pub fn values<T>(first: *const T, count: usize, writable: bool, name: &'static str) -> Self {
+        Region {
+            start: first.addr(),
+            // NULL, or more bytes than a slice may span, covers nothing
+            // here: the argument's conversion fails on it with its own
+            // message.
+            len: count
+                .checked_mul(size_of::<T>())
+                .filter(|&len| !first.is_null() && len <= isize::MAX as usize)
+                .unwrap_or(0),
+            writable,
+            name,
+        }
+    }
+
+    /// A C string argument, with its NUL (none for NULL).
+    ///
+    /// # Safety
+    ///
+    /// A non-null `text` points to a NUL-terminated string, as the
+    /// trampoline's contract says.
+    #[inline(always)]
+    #[must_use]
+    pub unsafe fn c_string(text: *const c_char, name: &'static str) -> Self {
+        let len = if text.is_null() {
+            0
+        } else {
+            // SAFETY: non-null, NUL-terminated (caller obligation).
+            unsafe { CStr::from_ptr(text) }.count_bytes() + 1
+        };
+        Region {
+            start: text.addr(),
+            len,
+            writable: false,
+            name,
+        }
+    }
+
+    fn overlaps(&self, other: &Region) -> bool {
+        self.len != 0
+            && other.len != 0
+            && self.start < other.start.saturating_add(other.len)
+            && other.start < self.start.saturating_add(self.len)
+    }
+}
+
+/// Fails if two of the arguments' `regions` overlap and the body may write
+/// one of them: the references the body takes would alias a `&mut` (C
+/// calling `f(buf, buf)` for `f(src: &[u8], dst: &mut [u8])`), undefined
+/// behaviour in Rust. Checked before any argument is converted.
+#[inline]
+pub fn check_disjoint(regions: &[Region]) -> Result<(), Failure> {
+    for (index, first) in regions.iter().enumerate() {
+        for second in &regions[index + 1..] {
+            if (first.writable || second.writable) && first.overlaps(second) {
+                return Err(overlap(first, second));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cold]
+#[inline(never)]
+fn overlap(first: &Region, second: &Region) -> Failure {
+    let written = if second.writable {
+        second.name
+    } else {
+        first.name
+    };
+    Failure::new(format!(
+        "arguments `{}` and `{}` overlap, and the callback writes `{written}`: pass separate \
+         memory (a callback that works in place takes one `&mut` argument, or raw pointers)",
+        first.name, second.name
+    ))
+}
+
+#[cfg(test)]
+mod region_tests {
+    use super::*;
+
+    fn bytes(start: usize, len: usize, writable: bool, name: &'static str) -> Region {
+        Region {
+            start,
+            len,
+            writable,
+            name,
+        }
+    }
+
+    #[test]
+    fn overlapping_writes_fail() {
+        let message = |regions: &[Region]| {
+            check_disjoint(regions)
+                .map(|()| String::new())
+                .unwrap_or_else(|failure| failure.message().to_owned())
+        };
+        // Shared reads may overlap.
+        assert_eq!(
+            message(&[bytes(100, 8, false, "a"), bytes(104, 8, false, "b")]),
+            ""
+        );
+        // Adjacent ranges do not overlap; empty ones never do.
+        assert_eq!(
+            message(&[bytes(100, 8, true, "a"), bytes(108, 8, true, "b")]),
+            ""
+        );
+        assert_eq!(
+            message(&[bytes(100, 0, true, "a"), bytes(100, 8, true, "b")]),
+            ""
+        );
+        assert_eq!(
+            message(&[bytes(100, 8, false, "src"), bytes(107, 8, true, "dst")]),
+            "arguments `src` and `dst` overlap, and the callback writes `dst`: pass separate \
+             memory (a callback that works in place takes one `&mut` argument, or raw pointers)"
+        );
+        assert!(
+            message(&[
+                bytes(0, 4, false, "x"),
+                bytes(200, 4, true, "out"),
+                bytes(usize::MAX - 3, 8, false, "end"),
+                bytes(202, 1, false, "inside")
+            ])
+            .starts_with("arguments `out` and `inside` overlap")
+        );
+    }
+
+    #[test]
+    fn regions_from_pointers() {
+        let values = [0u32; 4];
+        let region = Region::values(values.as_ptr(), 4, false, "values");
+        assert_eq!((region.start, region.len), (values.as_ptr().addr(), 16));
+        let null = Region::values(core::ptr::null::<u64>(), 9, true, "none");
+        assert_eq!(null.len, 0);
+        let huge = Region::values(values.as_ptr(), usize::MAX / 2, true, "huge");
+        assert_eq!(huge.len, 0);
+        // SAFETY: a NUL-terminated string, and NULL.
+        let (text, none) = unsafe {
+            (
+                Region::c_string(c"abc".as_ptr(), "text"),
+                Region::c_string(core::ptr::null(), "none"),
+            )
+        };
+        assert_eq!((text.len, none.len), (4, 0));
+    }
+}

@@ -283,9 +283,9 @@ extern "C" fn call_cold<R>(
 ) -> R {
     let slot = match dynamic_slot(site) {
         Some(slot) => Some(slot),
-        // The static read found null on a bound site: an unbound thread's
-        // first call (or the fast path closed).
-        None if site.attach == AttachMode::Bound && fast_slot(site).is_null() => None,
+        // The slot read at its static offset holds null on a bound site:
+        // an unbound thread's first call.
+        None if site.attach == AttachMode::Bound && slot_read_null(site) => None,
         None => return call_slow(site, anchor, on_error, on_panic, body),
     };
     call_unbound(site, anchor, slot, on_error, on_panic, body)
@@ -603,6 +603,20 @@ fn fast_slot(site: &Site) -> *const ContextNode {
         thread::slot()
     } else {
         core::ptr::null()
+    }
+}
+
+/// True when the slot, read as [`fast_slot`] reads it, holds null: the
+/// calling thread is not bound. False where that read is not made: the
+/// static offset is not recorded (the fast path is closed, which
+/// `fast_slot` reads as null, whether the thread is bound or not), or,
+/// where there is no static read, the gate is shut.
+#[inline(always)]
+fn slot_read_null(site: &Site) -> bool {
+    if tls::HAS_STATIC {
+        tls::get_static().is_some_and(|value| value.is_null())
+    } else {
+        (site.gate == GatePolicy::Skip || init::GATE.is_ready()) && thread::slot().is_null()
     }
 }
 

@@ -131,6 +131,15 @@ pub trait Signature {
     type DataLast: Copy;
 }
 
+mod sealed {
+    /// What the closure traits extend, implemented for closures (and other
+    /// `FnOnce` values) of C values only: the `unsafe extern "C"`
+    /// functions a [`Closure`](super::Closure) holds read the data as the
+    /// closure type that made them, so no other implementation may name
+    /// them. Unreachable outside this module, so the traits are sealed.
+    pub trait Body<S, M> {}
+}
+
 /// A closure [`Closure::new`] takes: `FnMut(A, B, …) -> O + Send + 'static`
 /// with [`CValue`] parameters and an [`Outcome`]. `M` only tells the
 /// parameter lists apart.
@@ -142,7 +151,7 @@ pub trait Signature {
             value or a `Result` of one, and is `Send + 'static`; references and strings arrive \
             as raw pointers"
 )]
-pub trait FnMutBody<S: Signature, M>: Send + 'static {
+pub trait FnMutBody<S: Signature, M>: sealed::Body<S, M> + Send + 'static {
     /// The C functions of this closure type.
     #[doc(hidden)]
     fn functions() -> (S::DataFirst, S::DataLast);
@@ -158,7 +167,7 @@ pub trait FnMutBody<S: Signature, M>: Send + 'static {
             value or a `Result` of one, and is `Send + 'static`; references and strings arrive \
             as raw pointers"
 )]
-pub trait FnBody<S: Signature, M>: Send + Sync + 'static {
+pub trait FnBody<S: Signature, M>: sealed::Body<S, M> + Send + Sync + 'static {
     /// The C functions of this closure type.
     #[doc(hidden)]
     fn functions() -> (S::DataFirst, S::DataLast);
@@ -174,7 +183,7 @@ pub trait FnBody<S: Signature, M>: Send + Sync + 'static {
             value or a `Result` of one, and is `Send + 'static`; references and strings arrive \
             as raw pointers"
 )]
-pub trait FnOnceBody<S: Signature, M>: Send + 'static {
+pub trait FnOnceBody<S: Signature, M>: sealed::Body<S, M> + Send + 'static {
     /// The C functions of this closure type.
     #[doc(hidden)]
     fn functions() -> (S::DataFirst, S::DataLast);
@@ -1078,6 +1087,12 @@ macro_rules! arity {
             ) -> Result<O::C, Failure> {
                 (self.take()?)($($arg),*).into_c()
             }
+        }
+
+        impl<F, O: Outcome, $($ty: CValue),*> sealed::Body<fn($($ty),*) -> O::C, ($($ty,)* O,)> for F
+        where
+            F: FnOnce($($ty),*) -> O + Send + 'static,
+        {
         }
 
         impl<F, O: Outcome, $($ty: CValue),*> FnMutBody<fn($($ty),*) -> O::C, ($($ty,)* O,)> for F

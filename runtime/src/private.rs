@@ -4,7 +4,8 @@
 //! `export_error_api!` names lives here; it may change in any release.
 
 pub use crate::args::{
-    cstr_arg, mut_arg, opt_cstr_arg, opt_mut_arg, opt_ref_arg, opt_str_arg, ref_arg, str_arg,
+    Region, check_disjoint, cstr_arg, mut_arg, opt_cstr_arg, opt_mut_arg, opt_ref_arg, opt_str_arg,
+    ref_arg, str_arg,
 };
 pub use crate::boundary::{Frame, Policy, Site, call, call_local, from_result, ok};
 pub use crate::failure::Failure;
@@ -28,7 +29,9 @@ pub use crate::user_data::{
     ExclusiveUserData, SharedUserData, opt_user_data_mut, opt_user_data_ref, user_data_mut,
     user_data_ref,
 };
-pub use crate::value::{CArg, check_c_enum_size, not_a_variant};
+pub use crate::value::{
+    CArg, CheckedStored, Stored, UncheckedStored, check_c_enum_size, not_a_variant,
+};
 pub use callgate_macros::export_free_impl;
 pub use callgate_macros::export_table_impl;
 

@@ -149,10 +149,18 @@ impl Mark {
         if self.address > current.address || self.address == 0 {
             return false;
         }
+        // On a coroutine's stack, which the host may have freed since a
+        // call there was abandoned (a `longjmp` out of it, then the
+        // coroutine's end): its word cannot be read, and the call cannot be
+        // told from a suspended one. It is kept.
+        if stack.is_elsewhere(self.address) {
+            return false;
+        }
         crate::valgrind::mark_defined(self.address, 8);
-        // SAFETY: the address is a word of this thread's stack that was an
-        // anchor: stacks stay mapped while their thread runs (a stack freed
-        // while a callback was suspended on it is outside the contract).
+        // SAFETY: the address is a word that was an anchor, on the thread's
+        // own stack, which stays mapped while the thread runs, or (off
+        // Linux, where the bounds are unknown) on a stack the contract
+        // keeps mapped while the thread calls back (see Known limits).
         if unsafe { read_word(self.address) } != self.token {
             return true;
         }
@@ -229,15 +237,29 @@ impl ThreadStack {
     }
 
     pub(crate) fn contains(&self, address: usize) -> bool {
-        let (low, high) = match self.0.get() {
+        let (low, high) = self.bounds();
+        (low..high).contains(&address)
+    }
+
+    /// True when the bounds are known and `address` lies outside them: on
+    /// another stack of the thread (a coroutine's), which may have been
+    /// freed since.
+    pub(crate) fn is_elsewhere(&self, address: usize) -> bool {
+        let (low, high) = self.bounds();
+        low < high && !(low..high).contains(&address)
+    }
+
+    /// `[low, high)`, looked up on first need; `(0, 0)` where the C
+    /// library cannot tell.
+    fn bounds(&self) -> (usize, usize) {
+        match self.0.get() {
             Some(bounds) => bounds,
             None => {
                 let bounds = imp::thread_stack().unwrap_or((0, 0));
                 self.0.set(Some(bounds));
                 bounds
             }
-        };
-        (low..high).contains(&address)
+        }
     }
 }
 

@@ -143,10 +143,17 @@ pub trait CArg: Sized {
     /// `Self` from what C passed to the argument `name`, or the failure
     /// that names it and the value.
     fn from_c(raw: Self::Raw, name: &'static str) -> Result<Self, Failure>;
+
+    /// True when every `Raw` value converts (a [`CValue`], its own `Raw`):
+    /// the values behind a pointer from C need no check.
+    #[doc(hidden)]
+    const TAKES_EVERY_VALUE: bool = false;
 }
 
 impl<T: CValue> CArg for T {
     type Raw = T;
+
+    const TAKES_EVERY_VALUE: bool = true;
 
     #[inline(always)]
     fn from_c(raw: T, _name: &'static str) -> Result<T, Failure> {
@@ -178,6 +185,99 @@ pub fn not_a_variant<R: Display>(
     Failure::new(format!(
         "argument `{name}` is {raw}, which is not a `{ty}` ({expected})"
     ))
+}
+
+/// The values of type `T` behind a pointer from C, for the check that they
+/// are valid `T`s before the body reads them: C may store any bits of the
+/// C type there, as it may pass any by value. A call `(&Stored::<T>::new())
+/// .check(…)` checks each value with `T`'s [`CArg`] conversion where `T`
+/// has one ([`CheckedStored`]: a `#[derive(CEnum)]` enum is checked, a
+/// [`CValue`] takes every value), and does nothing for other types
+/// ([`UncheckedStored`]: the opaque Rust types C hands back; the macro
+/// rejects the others whose values C may get wrong by name).
+#[doc(hidden)]
+pub struct Stored<T>(PhantomData<T>);
+
+impl<T> Stored<T> {
+    #[doc(hidden)]
+    #[inline(always)]
+    #[must_use]
+    pub const fn new() -> Self {
+        Stored(PhantomData)
+    }
+}
+
+/// [`Stored::check`] for the types with a [`CArg`] conversion.
+#[doc(hidden)]
+pub trait CheckedStored<T> {
+    /// Checks the `len` values at `first`, a C array the trampoline
+    /// already checked (non-null unless empty, aligned, readable); a
+    /// failure names the argument `name` and, for an array of more than
+    /// one, the index.
+    ///
+    /// # Safety
+    ///
+    /// `first` is valid for reads of `len` values of `T`'s size and
+    /// alignment for the call.
+    unsafe fn check(&self, first: *const T, len: usize, name: &'static str) -> Result<(), Failure>;
+}
+
+impl<T: CArg> CheckedStored<T> for Stored<T> {
+    #[inline(always)]
+    unsafe fn check(&self, first: *const T, len: usize, name: &'static str) -> Result<(), Failure> {
+        const {
+            assert!(
+                size_of::<T::Raw>() == size_of::<T>() && align_of::<T::Raw>() <= align_of::<T>(),
+                "a type whose `CArg::Raw` differs from it in size cannot be behind a pointer \
+                 from C; take a pointer to the `Raw` type and convert each value"
+            );
+        }
+        if T::TAKES_EVERY_VALUE {
+            return Ok(());
+        }
+        for index in 0..len {
+            // SAFETY: `first` is valid for `len` reads of `T`'s size and
+            // alignment (caller obligation), which `T::Raw` shares (the
+            // assertion above; a smaller alignment divides `T`'s), and every
+            // bit pattern is a valid `T::Raw` (a `CValue`).
+            let raw = unsafe { first.cast::<T::Raw>().add(index).read() };
+            if let Err(failure) = T::from_c(raw, name) {
+                return Err(stored_failure(failure, index, len));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// [`Stored::check`] for the types without a [`CArg`] conversion: nothing
+/// to check.
+#[doc(hidden)]
+pub trait UncheckedStored<T> {
+    /// Checks nothing.
+    ///
+    /// # Safety
+    ///
+    /// As [`CheckedStored::check`], which the call site cannot tell this
+    /// from.
+    unsafe fn check(&self, first: *const T, len: usize, name: &'static str) -> Result<(), Failure>;
+}
+
+impl<T> UncheckedStored<T> for &Stored<T> {
+    #[inline(always)]
+    unsafe fn check(&self, _: *const T, _: usize, _: &'static str) -> Result<(), Failure> {
+        Ok(())
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn stored_failure(failure: Failure, index: usize, len: usize) -> Failure {
+    let message = failure.into_message();
+    Failure::new(if len == 1 {
+        format!("{message}, behind the pointer C passed")
+    } else {
+        format!("{message}, at index {index} of the array C passed")
+    })
 }
 
 /// Fails to compile unless a `#[repr(C)]` enum, which C passes as an `int`,

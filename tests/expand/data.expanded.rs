@@ -9,6 +9,7 @@ callgate::export_free!(pub data_bytes_free : Vec < u8 >);
 /// Each pointer argument is NULL or valid for the duration of the call.
 #[unsafe(no_mangle)]
 #[deny(improper_ctypes_definitions)]
+#[deny(unsafe_op_in_unsafe_fn)]
 pub unsafe extern "C" fn scale(
     values: *const f64,
     out: *mut f64,
@@ -83,6 +84,29 @@ pub unsafe extern "C" fn scale(
         __callgate_on_error,
         __callgate_on_error,
         move |_: &::callgate::__private::Frame| {
+            ::callgate::__private::check_disjoint(
+                &[
+                    ::callgate::__private::Region::values(
+                        values as *const f64,
+                        ::callgate::__private::len_arg(count, "count")?,
+                        false,
+                        "values",
+                    ),
+                    ::callgate::__private::Region::values(
+                        out as *const f64,
+                        ::callgate::__private::len_arg(count, "count")?,
+                        true,
+                        "out",
+                    ),
+                    ::callgate::__private::Region::values(unit, unit_len, false, "unit"),
+                    ::callgate::__private::Region::values(
+                        text as *const c_char,
+                        text_len,
+                        true,
+                        "text",
+                    ),
+                ],
+            )?;
             let values = unsafe {
                 ::callgate::__private::slice_arg(
                     values,
@@ -90,6 +114,21 @@ pub unsafe extern "C" fn scale(
                     "values",
                 )
             }?;
+            {
+                #[allow(unused_imports)]
+                use ::callgate::__private::{CheckedStored as _, UncheckedStored as _};
+                {
+                    let __callgate_stored = &values;
+                    unsafe {
+                        (&::callgate::__private::Stored::<f64>::new())
+                            .check(
+                                __callgate_stored.as_ptr(),
+                                __callgate_stored.len(),
+                                "values",
+                            )
+                    }?;
+                }
+            }
             let out = unsafe {
                 ::callgate::__private::mut_slice_arg(
                     out,
@@ -97,6 +136,21 @@ pub unsafe extern "C" fn scale(
                     "out",
                 )
             }?;
+            {
+                #[allow(unused_imports)]
+                use ::callgate::__private::{CheckedStored as _, UncheckedStored as _};
+                {
+                    let __callgate_stored = &out;
+                    unsafe {
+                        (&::callgate::__private::Stored::<f64>::new())
+                            .check(
+                                __callgate_stored.as_ptr(),
+                                __callgate_stored.len(),
+                                "out",
+                            )
+                    }?;
+                }
+            }
             let unit = unsafe {
                 ::callgate::__private::opt_str_len_arg(unit, unit_len, "unit")
             }?;
@@ -114,6 +168,7 @@ pub unsafe extern "C" fn scale(
 /// Each pointer argument is NULL or valid for the duration of the call.
 #[unsafe(no_mangle)]
 #[deny(improper_ctypes_definitions)]
+#[deny(unsafe_op_in_unsafe_fn)]
 pub unsafe extern "C" fn name(
     bytes: *const u8,
     bytes_len: usize,
@@ -168,6 +223,21 @@ pub unsafe extern "C" fn name(
             let bytes = unsafe {
                 ::callgate::__private::slice_arg(bytes, bytes_len, "bytes")
             }?;
+            {
+                #[allow(unused_imports)]
+                use ::callgate::__private::{CheckedStored as _, UncheckedStored as _};
+                {
+                    let __callgate_stored = &bytes;
+                    unsafe {
+                        (&::callgate::__private::Stored::<u8>::new())
+                            .check(
+                                __callgate_stored.as_ptr(),
+                                __callgate_stored.len(),
+                                "bytes",
+                            )
+                    }?;
+                }
+            }
             ::callgate::__private::ok(__callgate_body(bytes))
                 .map(::callgate::__private::owned_value)
         },
@@ -180,6 +250,7 @@ pub unsafe extern "C" fn name(
 /// Each pointer argument is NULL or valid for the duration of the call.
 #[unsafe(no_mangle)]
 #[deny(improper_ctypes_definitions)]
+#[deny(unsafe_op_in_unsafe_fn)]
 pub unsafe extern "C" fn repeat(
     byte: u8,
     count: usize,

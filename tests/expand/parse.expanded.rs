@@ -22,6 +22,7 @@ impl fmt::Display for ParseError {
 /// Each pointer argument is NULL or valid for the duration of the call.
 #[unsafe(no_mangle)]
 #[deny(improper_ctypes_definitions)]
+#[deny(unsafe_op_in_unsafe_fn)]
 pub unsafe extern "C" fn parse(
     text: *const ::core::ffi::c_char,
     out: *mut f64,
@@ -84,8 +85,31 @@ pub unsafe extern "C" fn parse(
             _: &::callgate::__private::Frame,
             mut __callgate_local_3: ::callgate::__private::LocalRef<'_, Scratch>|
         {
+            ::callgate::__private::check_disjoint(
+                &[
+                    unsafe { ::callgate::__private::Region::c_string(text, "text") },
+                    ::callgate::__private::Region::values(
+                        out as *const f64,
+                        1,
+                        true,
+                        "out",
+                    ),
+                    unsafe { ::callgate::__private::Region::c_string(unit, "unit") },
+                ],
+            )?;
             let text = unsafe { ::callgate::__private::cstr_arg(text, "text") }?;
             let out = unsafe { ::callgate::__private::mut_arg(out, "out") }?;
+            {
+                #[allow(unused_imports)]
+                use ::callgate::__private::{CheckedStored as _, UncheckedStored as _};
+                {
+                    let __callgate_stored = &out;
+                    unsafe {
+                        (&::callgate::__private::Stored::<f64>::new())
+                            .check(::core::ptr::from_ref(&**__callgate_stored), 1, "out")
+                    }?;
+                }
+            }
             let unit = unsafe { ::callgate::__private::opt_str_arg(unit, "unit") }?;
             ::callgate::__private::from_result(
                 __callgate_body(text, out, unit, &mut *__callgate_local_3),

@@ -19,6 +19,7 @@ pub type by_key = unsafe extern "C" fn(
 ///
 /// Each pointer argument is NULL or valid for the duration of the call.
 #[deny(improper_ctypes_definitions)]
+#[deny(unsafe_op_in_unsafe_fn)]
 pub unsafe extern "C" fn by_key(
     a: *const c_void,
     b: *const c_void,

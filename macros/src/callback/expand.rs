@@ -49,6 +49,13 @@ pub(crate) fn expand(callback: &Callback, options: &Options) -> TokenStream {
     let deny_improper =
         (!attrs.allows_improper_ctypes).then(|| quote!(#[deny(improper_ctypes_definitions)]));
     let unsafety = callback.is_unsafe().then(|| quote!(unsafe));
+    // The user's code in the trampoline is the fallback expressions, where
+    // the parameters are the raw values C passed: reading through one,
+    // possibly NULL, takes an `unsafe` block of the user's own, not the
+    // `unsafe fn`'s body.
+    let deny_unsafe_ops = callback
+        .is_unsafe()
+        .then(|| quote!(#[deny(unsafe_op_in_unsafe_fn)]));
 
     let frame = Ident::new("__callgate_frame", Span::mixed_site());
     let names: Vec<Ident> = callback
@@ -99,6 +106,9 @@ pub(crate) fn expand(callback: &Callback, options: &Options) -> TokenStream {
         })
         .map(|((param, name), local)| convert(param, name, local, &frame, &rt))
         .collect();
+    if let Some(check) = disjoint(callback, &names, &rt) {
+        conversions.insert(0, check);
+    }
     let args = callback
         .params
         .iter()
@@ -256,6 +266,7 @@ pub(crate) fn expand(callback: &Callback, options: &Options) -> TokenStream {
         #safety_doc
         #link
         #deny_improper
+        #deny_unsafe_ops
         #vis #unsafety extern "C" fn #ident #generics (#(#c_params),*) #c_return #where_clause {
             #(#inner_attrs)*
             #[inline(always)]
@@ -344,6 +355,70 @@ fn c_params(param: &Param, name: &Ident, rt: &TokenStream) -> Vec<TokenStream> {
         params.push(quote!(#len: usize));
     }
     params
+}
+
+/// The check, before any argument is converted, that no two pointer
+/// arguments overlap where the body may write one of them (through a
+/// `&mut`, a mutable slice, an `OutBuf` or `&mut` user data): C may call
+/// `f(buf, buf)`, and the body's references would alias. `None` where the
+/// callback has fewer than two pointer arguments or none it writes.
+fn disjoint(callback: &Callback, names: &[Ident], rt: &TokenStream) -> Option<TokenStream> {
+    let mut regions = Vec::new();
+    let mut writes = false;
+    for (param, name) in callback.params.iter().zip(names) {
+        let label = match param.binding {
+            Binding::Ident(ident) => ident.unraw().to_string(),
+            Binding::Wild | Binding::Pattern(_) => "_".to_owned(),
+        };
+        let count = || match param.kind.len() {
+            Some(Len::Param(count)) => {
+                let count_label = count.unraw().to_string();
+                quote!(#rt::len_arg(#count, #count_label)?)
+            }
+            _ => len_ident(name).into_token_stream(),
+        };
+        let (region, writable) = match param.kind {
+            Kind::Ref { mutable, elem, .. } => (
+                quote!(#rt::Region::values(#name as *const #elem, 1, #mutable, #label)),
+                mutable,
+            ),
+            Kind::UserData { mutable, elem, .. } => (
+                quote!(#rt::Region::values(#name.cast::<#elem>().cast_const(), 1, #mutable, #label)),
+                mutable,
+            ),
+            Kind::Slice { mutable, elem, .. } => {
+                let count = count();
+                (
+                    quote!(#rt::Region::values(#name as *const #elem, #count, #mutable, #label)),
+                    mutable,
+                )
+            }
+            Kind::OutBuf { elem, .. } => {
+                let count = count();
+                (
+                    quote!(#rt::Region::values(#name as *const #elem, #count, true, #label)),
+                    true,
+                )
+            }
+            Kind::StrLen { .. } => {
+                let count = count();
+                (
+                    quote!(#rt::Region::values(#name, #count, false, #label)),
+                    false,
+                )
+            }
+            // SAFETY (of the generated block): the trampoline's contract: a
+            // non-null string argument is NUL-terminated.
+            Kind::CStr { .. } | Kind::Str { .. } => (
+                quote!(unsafe { #rt::Region::c_string(#name, #label) }),
+                false,
+            ),
+            Kind::Value | Kind::Local { .. } => continue,
+        };
+        regions.push(region);
+        writes |= writable;
+    }
+    (writes && regions.len() >= 2).then(|| quote!(#rt::check_disjoint(&[#(#regions),*])?;))
 }
 
 /// The trampoline's parameter for the length of the slice `name`.
@@ -481,11 +556,56 @@ fn convert(
         }
     };
     let function = Ident::new(function, Span::call_site());
+    let stored = match param.kind {
+        Kind::Ref { nullable, elem, .. } => check_stored(
+            name,
+            elem,
+            nullable,
+            &label,
+            rt,
+            |v| quote!(::core::ptr::from_ref(&**#v), 1),
+        ),
+        _ => TokenStream::new(),
+    };
     // SAFETY (of the generated block): the trampoline is an `unsafe fn` whose
     // contract is that each pointer is NULL or valid for the call; the
     // runtime checks NULL and alignment.
     quote! {
         let #name = unsafe { #rt::#function(#name, #label) }?;
+        #stored
+    }
+}
+
+/// The check that the values a reference or slice parameter `name` points
+/// to are valid `elem`s (a `#[derive(CEnum)]` enum's are checked; see
+/// `Stored`); `first_len` makes the array's `first, len` from `v`, the
+/// reference to the converted parameter's reference.
+fn check_stored(
+    name: &Ident,
+    elem: &Type,
+    nullable: bool,
+    label: &str,
+    rt: &TokenStream,
+    first_len: impl Fn(&Ident) -> TokenStream,
+) -> TokenStream {
+    let v = Ident::new("__callgate_stored", Span::mixed_site());
+    let first_len = first_len(&v);
+    let check = quote! {
+        // SAFETY: `v` is the reference the conversion just made from what C
+        // passed: its values are readable for the call.
+        unsafe { (&#rt::Stored::<#elem>::new()).check(#first_len, #label) }?;
+    };
+    let check = if nullable {
+        quote!(if let ::core::option::Option::Some(#v) = &#name { #check })
+    } else {
+        quote!({ let #v = &#name; #check })
+    };
+    quote! {
+        {
+            #[allow(unused_imports)]
+            use #rt::{CheckedStored as _, UncheckedStored as _};
+            #check
+        }
     }
 }
 
@@ -528,10 +648,22 @@ fn convert_with_len(param: &Param, name: &Ident, label: &str, rt: &TokenStream) 
         }
         _ => len_ident(name).into_token_stream(),
     };
+    let stored = match param.kind {
+        Kind::Slice { nullable, elem, .. } => check_stored(
+            name,
+            elem,
+            nullable,
+            label,
+            rt,
+            |v| quote!(#v.as_ptr(), #v.len()),
+        ),
+        _ => TokenStream::new(),
+    };
     // SAFETY (of the generated block): as in `convert`; the runtime checks
     // NULL, alignment and the length.
     quote! {
         let #name = unsafe { #rt::#function(#name, #len, #label) }?;
+        #stored
     }
 }
 

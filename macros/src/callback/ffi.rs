@@ -161,6 +161,58 @@ fn pointee(elem: &Type, mutable: bool, position: Position) -> Option<String> {
             let name = &path.path.segments.last()?.ident;
             format!("`&{name}` cannot cross the C boundary; take `&CStr` and convert")
         }
+        _ => {
+            let reason = stored(elem)?;
+            format!("the value behind a pointer from C is read as C left it: {reason}")
+        }
+    };
+    Some(message)
+}
+
+/// A message for a type that C's memory may hold an invalid value of, read
+/// in place (behind a reference, or as the element of a C array): C may
+/// store any bits of the C type there. `None` for the types that take
+/// every value, and for the ones only rustc's FFI checks know.
+fn stored(ty: &Type) -> Option<String> {
+    let message = match peel(ty) {
+        Type::BareFn(_) => "C may store NULL for a function pointer; use \
+                            `Option<extern \"C\" fn(..)>`"
+            .to_owned(),
+        Type::Path(path) => {
+            let name = path.path.segments.last()?.ident.to_string();
+            match name.as_str() {
+                "char" if is_plain(path, "char") => {
+                    "C may store any 32-bit value where Rust's `char` allows only Unicode \
+                     scalar values; use `u32` and convert with `char::from_u32`"
+                        .to_owned()
+                }
+                _ if name.starts_with("NonZero") => format!(
+                    "C may store 0, which is undefined behaviour for `{name}`; use \
+                     `Option<{name}>` (0 is `None`)"
+                ),
+                "Box" | "NonNull" => format!(
+                    "C may store NULL or a misaligned address, which `{name}` cannot hold; use \
+                     a raw pointer (`*mut T`)"
+                ),
+                "Option" => {
+                    let inner = generic_arg(ty, "Option")?;
+                    match peel(inner) {
+                        Type::Reference(_) => "C may store a misaligned address, which a \
+                                               reference cannot hold (and callgate cannot \
+                                               check in place); use a raw pointer \
+                                               (`*const T`)"
+                            .to_owned(),
+                        Type::Path(inner_path) if is_plain(inner_path, "Box") => {
+                            "C may store a misaligned address, which `Box` cannot hold; use a \
+                             raw pointer (`*mut T`)"
+                                .to_owned()
+                        }
+                        _ => return None,
+                    }
+                }
+                _ => return None,
+            }
+        }
         _ => return None,
     };
     Some(message)
@@ -215,10 +267,13 @@ pub(crate) fn check_element(elem: &Type) -> Option<syn::Error> {
                  strings)"
             )
         }
-        _ => {
-            let reason = value(elem, Position::Param, false)?;
-            format!("the elements of a C array must be FFI-safe: {reason}")
-        }
+        _ => match value(elem, Position::Param, false) {
+            Some(reason) => format!("the elements of a C array must be FFI-safe: {reason}"),
+            None => {
+                let reason = stored(elem)?;
+                format!("the elements of a C array are read as C left them: {reason}")
+            }
+        },
     };
     Some(syn::Error::new_spanned(elem, message))
 }

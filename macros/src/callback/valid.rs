@@ -3,7 +3,10 @@
 
 use quote::ToTokens;
 use syn::ext::IdentExt;
-use syn::{Attribute, GenericParam, Ident, Meta, ReturnType, Type, WherePredicate};
+use syn::{
+    Attribute, GenericArgument, GenericParam, Ident, Lifetime, Meta, PathArguments, ReturnType,
+    Type, TypeReference, WherePredicate,
+};
 
 use super::ast::{Binding, Callback, Kind, Len, Output, Owned, Param, RESULT_LEN, is_plain, peel};
 use super::attr::{Fallback, Options};
@@ -61,7 +64,12 @@ fn signature(callback: &Callback, errors: &mut Vec<syn::Error>) {
     }
     for param in &sig.generics.params {
         match param {
-            GenericParam::Lifetime(_) => {}
+            GenericParam::Lifetime(lifetime) => error(
+                lifetime,
+                "#[c_callback] functions cannot name lifetimes: C's pointers are valid only for \
+                 the call, and a lifetime shared by two parameters could let the body keep one \
+                 past it; remove the parameter and elide the lifetimes (`&T`, `OutBuf<'_, T>`)",
+            ),
             GenericParam::Type(_) | GenericParam::Const(_) => error(
                 param,
                 "#[c_callback] functions cannot be generic: C needs one concrete function; \
@@ -78,6 +86,18 @@ fn signature(callback: &Callback, errors: &mut Vec<syn::Error>) {
                      function; remove the `where` clause",
                 );
             }
+        }
+    }
+    for attr in &callback.item.attrs {
+        if let Some(name) = symbol_attribute(attr) {
+            error(
+                attr,
+                &format!(
+                    "#[c_callback] exports the function under its own name itself; remove \
+                     `#[{name}]` and write `#[c_callback(export = \"symbol\")]` for another \
+                     name, or `#[c_callback(local)]` to export none"
+                ),
+            );
         }
     }
     if let Some(variadic) = &sig.variadic {
@@ -105,6 +125,28 @@ fn params(callback: &Callback, errors: &mut Vec<syn::Error>) {
                 "#[c_callback] parameters must be plain names; destructure inside the body",
             ));
         }
+        // Those the fn declares have their own error (`signature`).
+        let declared = |lifetime: &Lifetime| {
+            callback
+                .item
+                .sig
+                .generics
+                .lifetimes()
+                .any(|param| param.lifetime == *lifetime)
+        };
+        let undeclared = named_lifetimes(param.ty)
+            .into_iter()
+            .filter(|l| !declared(l));
+        errors.extend(undeclared.map(|lifetime| {
+            syn::Error::new_spanned(
+                lifetime,
+                format!(
+                    "a #[c_callback] parameter cannot name a lifetime: `{lifetime}` would let the \
+                     body keep what C passed after the call returns, and C's pointers are valid \
+                     only for the call; elide it (`&T`, `OutBuf<'_, T>`)"
+                ),
+            )
+        }));
         for attr in &param.other_attrs {
             errors.push(syn::Error::new_spanned(
                 attr,
@@ -358,6 +400,10 @@ fn output(callback: &Callback, options: Option<&Options>, errors: &mut Vec<syn::
     let Some(c_type) = callback.output.c_type() else {
         return;
     };
+    if let Some(lifetime) = returned_borrow(c_type) {
+        errors.push(lifetime);
+        return;
+    }
     if let Some(error) = ffi::check(c_type, Position::Return) {
         errors.push(error);
         return;
@@ -396,4 +442,117 @@ fn owned_output(owned: Owned, options: Option<&Options>, errors: &mut Vec<syn::E
             ));
         }
     }
+}
+
+/// The lifetimes other than `'_` that `ty` names (not those of a
+/// function pointer type's own signature).
+fn named_lifetimes(ty: &Type) -> Vec<&Lifetime> {
+    let mut found = Vec::new();
+    collect_lifetimes(ty, &mut found);
+    found.retain(|lifetime| lifetime.ident != "_");
+    found
+}
+
+fn collect_lifetimes<'a>(ty: &'a Type, found: &mut Vec<&'a Lifetime>) {
+    match ty {
+        Type::Reference(reference) => {
+            found.extend(&reference.lifetime);
+            collect_lifetimes(&reference.elem, found);
+        }
+        Type::Paren(paren) => collect_lifetimes(&paren.elem, found),
+        Type::Group(group) => collect_lifetimes(&group.elem, found),
+        Type::Slice(slice) => collect_lifetimes(&slice.elem, found),
+        Type::Array(array) => collect_lifetimes(&array.elem, found),
+        Type::Ptr(pointer) => collect_lifetimes(&pointer.elem, found),
+        Type::Tuple(tuple) => tuple
+            .elems
+            .iter()
+            .for_each(|elem| collect_lifetimes(elem, found)),
+        Type::Path(path) => {
+            if let Some(qself) = &path.qself {
+                collect_lifetimes(&qself.ty, found);
+            }
+            for segment in &path.path.segments {
+                if let PathArguments::AngleBracketed(arguments) = &segment.arguments {
+                    for argument in &arguments.args {
+                        match argument {
+                            GenericArgument::Lifetime(lifetime) => found.push(lifetime),
+                            GenericArgument::Type(ty) => collect_lifetimes(ty, found),
+                            _ => {}
+                        }
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// An error for a reference in the C return type `c_type` that is not
+/// `'static`: the trampoline's own parameters are raw pointers, so an elided
+/// (or `'_`) lifetime has nothing to borrow from, and C keeps what it gets.
+fn returned_borrow(c_type: &Type) -> Option<syn::Error> {
+    let mut references = Vec::new();
+    collect_references(c_type, &mut references);
+    references
+        .into_iter()
+        .find(|reference| {
+            reference
+                .lifetime
+                .as_ref()
+                .is_none_or(|lifetime| lifetime.ident != "static")
+        })
+        .map(|reference| {
+            syn::Error::new_spanned(
+                reference,
+                "a reference returned to C must be `&'static T`: C keeps the pointer after the \
+                 call returns, when nothing borrowed for the call is valid any more; return \
+                 `&'static T`, or a raw pointer (`*const T`)",
+            )
+        })
+}
+
+fn collect_references<'a>(ty: &'a Type, found: &mut Vec<&'a TypeReference>) {
+    match ty {
+        Type::Reference(reference) => {
+            found.push(reference);
+            collect_references(&reference.elem, found);
+        }
+        Type::Paren(paren) => collect_references(&paren.elem, found),
+        Type::Group(group) => collect_references(&group.elem, found),
+        Type::Path(path) => {
+            for segment in &path.path.segments {
+                if let PathArguments::AngleBracketed(arguments) = &segment.arguments {
+                    for argument in &arguments.args {
+                        if let GenericArgument::Type(ty) = argument {
+                            collect_references(ty, found);
+                        }
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `no_mangle` or `export_name` where `attr` is one of them, written alone
+/// or inside `unsafe(…)`: an attribute choosing the symbol, which the
+/// expansion already sets (or, for `local`, leaves out on purpose).
+fn symbol_attribute(attr: &Attribute) -> Option<&'static str> {
+    let named = |path: &syn::Path| {
+        ["no_mangle", "export_name"]
+            .into_iter()
+            .find(|name| path.is_ident(name))
+    };
+    if let Some(name) = named(attr.path()) {
+        return Some(name);
+    }
+    if !attr.path().is_ident("unsafe") {
+        return None;
+    }
+    let Meta::List(list) = &attr.meta else {
+        return None;
+    };
+    let inner: Meta = list.parse_args().ok()?;
+    named(inner.path())
 }

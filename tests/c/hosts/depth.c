@@ -457,6 +457,48 @@ static void *abandoned_outermost_per_call_thread(void *raw) {
     return NULL;
 }
 
+/* --- a call abandoned on a coroutine stack that is then freed ------------ */
+
+/* Inside an outermost callback, a coroutine on a stack of its own (mapped
+ * below the thread's, where the abandoned call's frame is below the next
+ * call's) makes a callback that is left by `longjmp`; the coroutine ends
+ * and its stack is unmapped; a callback nested in the outermost one then
+ * judges the abandoned call, whose frame it must not read. */
+static ucontext_t freed_caller, freed_coroutine;
+static jmp_buf freed_jump;
+static void *freed_stack;
+static size_t freed_size;
+
+static int64_t freed_jump_out(int32_t depth) {
+    (void)depth;
+    longjmp(freed_jump, 1);
+}
+
+static void freed_main(void) {
+    if (setjmp(freed_jump) == 0) {
+        int64_t returned = lib.nest(1, freed_jump_out);
+        CHECK(0, "the abandoned callback returned %" PRId64, returned);
+    }
+    /* Returning follows uc_link back to `freed_start`. */
+}
+
+static int64_t freed_start(int32_t depth) {
+    (void)depth;
+    make_coroutine(&freed_coroutine, freed_stack, freed_size, &freed_caller, freed_main);
+    CHECK(swapcontext(&freed_caller, &freed_coroutine) == 0, "swapcontext");
+    CHECK(munmap(freed_stack, freed_size) == 0, "munmap");
+    return lib.plain(41);
+}
+
+static void freed_coroutine_stack(int kib) {
+    freed_size = (size_t)kib * 1024;
+    int here = 0;
+    freed_stack = map_below((uintptr_t)&here, freed_size);
+    int64_t nested = lib.nest(1, freed_start);
+    printf("nested_after_unmap=%" PRId64 "\n", nested);
+    printf("plain_after=%d\n", lib.plain(1));
+}
+
 /* Runs `thread` on a new thread, waits until no context is bound, and
  * prints what the run bound and released (the lines named `name`_…);
  * returns the statistics after it, for the next run's `before`. */
@@ -651,6 +693,7 @@ static int run_ucontext_mode(const char *mode, int size) {
         {"suspended", suspended, 64},
         {"interleaved", interleaved, 64},
         {"green-storm", green_storm, 20},
+        {"freed-coroutine", freed_coroutine_stack, 64},
     };
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
         if (strcmp(mode, modes[i].name) == 0) {

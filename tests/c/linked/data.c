@@ -241,6 +241,26 @@ static void buffers(void) {
     CHECK(fixture_copy_text("hello", 5, buf, 3) == 5, "copy_text");
     CHECK(strcmp(buf, "he") == 0, "copied \"%s\"", buf);
 
+    /* Overlapping arguments, where the callback writes one of them: an
+     * error before anything is read or written, naming both. */
+    double values[4] = {1, 2, 3, 4};
+    CHECK(fixture_scale_into(values, values, 4, 2.0) == -1, "in place");
+    EXPECT_ERROR("arguments `src` and `dst` overlap, and the callback writes `dst`: pass separate "
+                 "memory (a callback that works in place takes one `&mut` argument, or raw "
+                 "pointers)");
+    CHECK(fixture_scale_into(values, values + 1, 3, 2.0) == -1, "shifted by one");
+    CHECK(values[0] == 1 && values[1] == 2 && values[2] == 3 && values[3] == 4,
+          "nothing written");
+    CHECK(fixture_scale_into(values, values + 2, 2, 10.0) == 2, "adjacent halves");
+    CHECK(values[2] == 10 && values[3] == 20, "adjacent halves scaled");
+    CHECK(fixture_scale_into(values, values, 0, 2.0) == 0, "empty ranges never overlap");
+    strcpy(buf, "hello");
+    CHECK(fixture_copy_text(buf, 5, buf + 2, 4) == -1, "text copied onto itself");
+    EXPECT_ERROR("arguments `text` and `buf` overlap, and the callback writes `buf`: pass separate "
+                 "memory (a callback that works in place takes one `&mut` argument, or raw "
+                 "pointers)");
+    CHECK(strcmp(buf, "hello") == 0, "the text is left as it was: \"%s\"", buf);
+
     /* 1 MiB buffer. */
     size_t mib = (size_t)1 << 20;
     uint64_t *big = xmalloc(mib);

@@ -31,7 +31,7 @@ pub fn expectations_apply_to_the_body(value: i32) -> i32 {
 }
 
 #[c_callback(on_panic = 0)]
-pub fn with_lifetimes<'a>(first: &'a u8, second: Option<&'a u8>) -> u8 {
+pub fn with_elided_lifetimes(first: &u8, second: Option<&'_ u8>) -> u8 {
     second.copied().unwrap_or(*first)
 }
 
@@ -60,7 +60,7 @@ fn main() {
     // SAFETY: valid pointers.
     unsafe {
         assert_eq!(documented(&3), 3);
-        assert_eq!(with_lifetimes(&1, std::ptr::null()), 1);
+        assert_eq!(with_elided_lifetimes(&1, std::ptr::null()), 1);
     }
     lint_levels_apply_to_the_body(1);
     assert_eq!(expectations_apply_to_the_body(2), 2);

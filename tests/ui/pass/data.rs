@@ -40,9 +40,9 @@ pub fn slices(
 }
 
 #[c_callback(on_panic = 0)]
-pub fn lengths<'a>(
-    #[len = n] a: &'a [u8],
-    #[len = m] b: &[Option<&'a Point>],
+pub fn lengths(
+    #[len = n] a: &[u8],
+    #[len = m] b: &[*const Point],
     n: u32,
     m: c_int,
     #[len = k] c: &mut [u16],

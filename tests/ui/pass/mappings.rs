@@ -79,8 +79,9 @@ pub fn nonzero_or_none(count: Option<std::num::NonZeroU32>) -> u32 {
 }
 
 #[c_callback(on_panic = None)]
-pub fn returns_nullable_reference(point: &'static Point) -> Option<&'static Point> {
-    Some(point)
+pub fn returns_nullable_reference(known: bool) -> Option<&'static Point> {
+    static ORIGIN: Point = Point { x: 0.0, y: 0.0 };
+    known.then_some(&ORIGIN)
 }
 
 #[c_callback(on_panic = 0)]
