@@ -73,6 +73,10 @@ mod imp {
             if rc != 0 {
                 diag::abort_with("callgate: pthread_setspecific failed (out of memory); aborting");
             }
+            // A thread served per call registers the `fork` handler as a
+            // bound one does: a child must take back the contexts its
+            // parent's other threads held, whichever way they attached.
+            handle_fork();
         }
     }
 
