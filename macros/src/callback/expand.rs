@@ -366,17 +366,8 @@ fn disjoint(callback: &Callback, names: &[Ident], rt: &TokenStream) -> Option<To
     let mut regions = Vec::new();
     let mut writes = false;
     for (param, name) in callback.params.iter().zip(names) {
-        let label = match param.binding {
-            Binding::Ident(ident) => ident.unraw().to_string(),
-            Binding::Wild | Binding::Pattern(_) => "_".to_owned(),
-        };
-        let count = || match param.kind.len() {
-            Some(Len::Param(count)) => {
-                let count_label = count.unraw().to_string();
-                quote!(#rt::len_arg(#count, #count_label)?)
-            }
-            _ => len_ident(name).into_token_stream(),
-        };
+        let label = label(param);
+        let count = || len(param, name, rt);
         let (region, writable) = match param.kind {
             Kind::Ref { mutable, elem, .. } => (
                 quote!(#rt::Region::values(#name as *const #elem, 1, #mutable, #label)),
@@ -474,6 +465,26 @@ fn mentions_lifetime(tokens: TokenStream) -> bool {
     })
 }
 
+/// How the runtime's messages name `param`: as written, `_` for a pattern.
+fn label(param: &Param) -> String {
+    match param.binding {
+        Binding::Ident(ident) => ident.unraw().to_string(),
+        Binding::Wild | Binding::Pattern(_) => "_".to_owned(),
+    }
+}
+
+/// The length of the (pointer, length) parameter `name`: its own `_len`
+/// parameter, or the `#[len = count]` integer, checked.
+fn len(param: &Param, name: &Ident, rt: &TokenStream) -> TokenStream {
+    match param.kind.len() {
+        Some(Len::Param(count)) => {
+            let label = count.unraw().to_string();
+            quote!(#rt::len_arg(#count, #label)?)
+        }
+        _ => len_ident(name).into_token_stream(),
+    }
+}
+
 /// The statement that turns what C passed into what the body takes.
 fn convert(
     param: &Param,
@@ -482,10 +493,7 @@ fn convert(
     frame: &Ident,
     rt: &TokenStream,
 ) -> TokenStream {
-    let label = match param.binding {
-        Binding::Ident(ident) => ident.unraw().to_string(),
-        Binding::Wild | Binding::Pattern(_) => "_".to_owned(),
-    };
+    let label = label(param);
     let function = match param.kind {
         Kind::Value if takes_every_value(param.ty) => return TokenStream::new(),
         Kind::Value => {
@@ -641,13 +649,7 @@ fn convert_with_len(param: &Param, name: &Ident, label: &str, rt: &TokenStream) 
         _ => "out_buf_arg",
     };
     let function = Ident::new(function, Span::call_site());
-    let len = match param.kind.len() {
-        Some(Len::Param(count)) => {
-            let label = count.unraw().to_string();
-            quote!(#rt::len_arg(#count, #label)?)
-        }
-        _ => len_ident(name).into_token_stream(),
-    };
+    let len = len(param, name, rt);
     let stored = match param.kind {
         Kind::Slice { nullable, elem, .. } => check_stored(
             name,

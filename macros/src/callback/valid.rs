@@ -5,7 +5,7 @@ use quote::ToTokens;
 use syn::ext::IdentExt;
 use syn::{
     Attribute, GenericArgument, GenericParam, Ident, Lifetime, Meta, PathArguments, ReturnType,
-    Type, TypeReference, WherePredicate,
+    Type, WherePredicate,
 };
 
 use super::ast::{Binding, Callback, Kind, Len, Output, Owned, Param, RESULT_LEN, is_plain, peel};
@@ -448,37 +448,46 @@ fn owned_output(owned: Owned, options: Option<&Options>, errors: &mut Vec<syn::E
 /// function pointer type's own signature).
 fn named_lifetimes(ty: &Type) -> Vec<&Lifetime> {
     let mut found = Vec::new();
-    collect_lifetimes(ty, &mut found);
+    each_type(ty, &mut |ty| match ty {
+        Type::Reference(reference) => found.extend(&reference.lifetime),
+        Type::Path(path) => {
+            for segment in &path.path.segments {
+                if let PathArguments::AngleBracketed(arguments) = &segment.arguments {
+                    for argument in &arguments.args {
+                        if let GenericArgument::Lifetime(lifetime) = argument {
+                            found.push(lifetime);
+                        }
+                    }
+                }
+            }
+        }
+        _ => {}
+    });
     found.retain(|lifetime| lifetime.ident != "_");
     found
 }
 
-fn collect_lifetimes<'a>(ty: &'a Type, found: &mut Vec<&'a Lifetime>) {
+/// Calls `visit` with `ty` and each type written inside it (not inside a
+/// function pointer type's own signature).
+fn each_type<'a>(ty: &'a Type, visit: &mut impl FnMut(&'a Type)) {
+    visit(ty);
     match ty {
-        Type::Reference(reference) => {
-            found.extend(&reference.lifetime);
-            collect_lifetimes(&reference.elem, found);
-        }
-        Type::Paren(paren) => collect_lifetimes(&paren.elem, found),
-        Type::Group(group) => collect_lifetimes(&group.elem, found),
-        Type::Slice(slice) => collect_lifetimes(&slice.elem, found),
-        Type::Array(array) => collect_lifetimes(&array.elem, found),
-        Type::Ptr(pointer) => collect_lifetimes(&pointer.elem, found),
-        Type::Tuple(tuple) => tuple
-            .elems
-            .iter()
-            .for_each(|elem| collect_lifetimes(elem, found)),
+        Type::Reference(reference) => each_type(&reference.elem, visit),
+        Type::Paren(paren) => each_type(&paren.elem, visit),
+        Type::Group(group) => each_type(&group.elem, visit),
+        Type::Slice(slice) => each_type(&slice.elem, visit),
+        Type::Array(array) => each_type(&array.elem, visit),
+        Type::Ptr(pointer) => each_type(&pointer.elem, visit),
+        Type::Tuple(tuple) => tuple.elems.iter().for_each(|elem| each_type(elem, visit)),
         Type::Path(path) => {
             if let Some(qself) = &path.qself {
-                collect_lifetimes(&qself.ty, found);
+                each_type(&qself.ty, visit);
             }
             for segment in &path.path.segments {
                 if let PathArguments::AngleBracketed(arguments) = &segment.arguments {
                     for argument in &arguments.args {
-                        match argument {
-                            GenericArgument::Lifetime(lifetime) => found.push(lifetime),
-                            GenericArgument::Type(ty) => collect_lifetimes(ty, found),
-                            _ => {}
+                        if let GenericArgument::Type(ty) = argument {
+                            each_type(ty, visit);
                         }
                     }
                 }
@@ -493,7 +502,11 @@ fn collect_lifetimes<'a>(ty: &'a Type, found: &mut Vec<&'a Lifetime>) {
 /// (or `'_`) lifetime has nothing to borrow from, and C keeps what it gets.
 fn returned_borrow(c_type: &Type) -> Option<syn::Error> {
     let mut references = Vec::new();
-    collect_references(c_type, &mut references);
+    each_type(c_type, &mut |ty| {
+        if let Type::Reference(reference) = ty {
+            references.push(reference);
+        }
+    });
     references
         .into_iter()
         .find(|reference| {
@@ -510,29 +523,6 @@ fn returned_borrow(c_type: &Type) -> Option<syn::Error> {
                  `&'static T`, or a raw pointer (`*const T`)",
             )
         })
-}
-
-fn collect_references<'a>(ty: &'a Type, found: &mut Vec<&'a TypeReference>) {
-    match ty {
-        Type::Reference(reference) => {
-            found.push(reference);
-            collect_references(&reference.elem, found);
-        }
-        Type::Paren(paren) => collect_references(&paren.elem, found),
-        Type::Group(group) => collect_references(&group.elem, found),
-        Type::Path(path) => {
-            for segment in &path.path.segments {
-                if let PathArguments::AngleBracketed(arguments) = &segment.arguments {
-                    for argument in &arguments.args {
-                        if let GenericArgument::Type(ty) = argument {
-                            collect_references(ty, found);
-                        }
-                    }
-                }
-            }
-        }
-        _ => {}
-    }
 }
 
 /// `no_mangle` or `export_name` where `attr` is one of them, written alone
