@@ -170,3 +170,33 @@ impl Hold {
         self.wake.notify_all();
     }
 }
+
+/// Waits for the `fork` child `pid` to exit and returns its exit status;
+/// kills it and panics with `hung` if it is still running after `timeout`,
+/// and panics if it died of a signal.
+pub fn wait_for_child(pid: libc::pid_t, timeout: std::time::Duration, hung: &str) -> c_int {
+    let deadline = std::time::Instant::now() + timeout;
+    let mut status = 0;
+    loop {
+        // SAFETY: `status` is a valid out-pointer; `pid` is the caller's child.
+        let waited = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        if waited == pid {
+            break;
+        }
+        assert!(
+            waited == 0,
+            "waitpid failed: {}",
+            std::io::Error::last_os_error()
+        );
+        if std::time::Instant::now() > deadline {
+            // SAFETY: `pid` is the caller's child, not yet reaped.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            // SAFETY: as above; reaps the killed child.
+            unsafe { libc::waitpid(pid, &mut status, 0) };
+            panic!("{hung}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(libc::WIFEXITED(status), "the child died: status {status}");
+    libc::WEXITSTATUS(status)
+}

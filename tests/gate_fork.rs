@@ -3,7 +3,7 @@
 //! with a message instead of waiting forever; the parent is unaffected.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use callgate::__private::{self as cg, Attach, Failure, GatePolicy, Site};
 use callgate::InitState;
@@ -50,27 +50,12 @@ fn a_child_forked_during_a_background_init_fails_fast() {
     if pid == 0 {
         child();
     }
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let mut status = 0;
-    loop {
-        // SAFETY: `status` is a valid out-pointer; `pid` is our child.
-        let waited = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
-        if waited == pid {
-            break;
-        }
-        if Instant::now() > deadline {
-            // SAFETY: `pid` is our child.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-            panic!("the child waited at the gate instead of failing fast");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    assert!(libc::WIFEXITED(status), "the child died: status {status}");
-    assert_eq!(
-        libc::WEXITSTATUS(status),
-        0,
-        "child check failed (see `child`)"
+    let status = callgate_dev::wait_for_child(
+        pid,
+        Duration::from_secs(10),
+        "the child waited at the gate instead of failing fast",
     );
+    assert_eq!(status, 0, "child check failed (see `child`)");
 
     // The parent's init goes on and finishes normally.
     assert_eq!(callgate::init_state(), InitState::Pending);

@@ -1,6 +1,10 @@
 //! `#[callgate::init]`: keep the user's fn and register a load-time
-//! constructor that runs it through `__private::run_init`, which arms the
-//! gate before any C code can call a callback.
+//! constructor that runs it, with the gate armed before any C code can call
+//! a callback. On ELF an earlier constructor arms it (`__private::arm_init`
+//! in `.init_array.00101`, which the loader runs before the plain
+//! `.init_array`), so every init of the library is counted before the first
+//! one starts and the gate cannot open between two of them; elsewhere the
+//! one constructor arms and starts (`__private::run_init`).
 
 use proc_macro2::TokenStream;
 use quote::{ToTokens, quote};
@@ -193,8 +197,28 @@ fn expand(function: &ItemFn, options: &Options, returns_result: bool) -> TokenSt
             }
 
             extern "C" fn __callgate_init_ctor() {
-                #rt::run_init(#name, #background, __callgate_init_body);
+                if ::core::cfg!(#elf) {
+                    // SAFETY: `__callgate_init_arm` below armed this init
+                    // once, with the same `background`, and this
+                    // constructor is its only start.
+                    unsafe { #rt::start_init(#name, #background, __callgate_init_body) };
+                } else {
+                    #rt::run_init(#name, #background, __callgate_init_body);
+                }
             }
+
+            // Runs before every plain `.init_array` constructor of the
+            // object: all its inits are armed before the first one starts.
+            #[cfg(#elf)]
+            const _: () = {
+                extern "C" fn __callgate_init_arm() {
+                    #rt::arm_init(#background);
+                }
+
+                #[used]
+                #[unsafe(link_section = ".init_array.00101")]
+                static __CALLGATE_INIT_ARM: extern "C" fn() = __callgate_init_arm;
+            };
 
             // The loader calls every pointer in these sections before
             // `dlopen` (or `main`) returns.

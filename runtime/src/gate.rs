@@ -4,9 +4,13 @@
 //! The gate is one `AtomicU32`. Zero means *ready*, and that is the only
 //! value the fast path looks for: one `Acquire` load and a compare, no lock,
 //! no read-modify-write, no shared write. Any other value sends the caller to
-//! the `#[cold]` slow path: the low 31 bits count the inits still running and
-//! the top bit records that one of them failed. A crate without
-//! `#[callgate::init]` never leaves zero, so it never waits.
+//! the `#[cold]` slow path: the low 16 bits count the foreground inits still
+//! to finish, the next 15 the background ones, and the top bit records that
+//! one of them failed. A crate without `#[callgate::init]` never leaves zero,
+//! so it never waits. The two counts are apart because a `fork` child keeps
+//! them apart: a foreground init goes on in a child forked by the thread
+//! that loads the library, a background one never does (see
+//! [`Gate::after_fork`]).
 //!
 //! # Atomic orderings
 //!
@@ -25,6 +29,41 @@
 use crate::sync::{AtomicBool, AtomicU32, Condvar, Mutex, Ordering, lock};
 
 const FAILED: u32 = 1 << 31;
+/// One pending foreground init in `state`.
+const FOREGROUND: u32 = 1;
+/// One pending background init in `state`.
+const BACKGROUND: u32 = 1 << 16;
+/// The bits of `state` that count pending foreground inits.
+const FOREGROUND_MASK: u32 = BACKGROUND - 1;
+/// The bits of `state` that count pending background inits.
+const BACKGROUND_MASK: u32 = !FAILED & !FOREGROUND_MASK;
+
+/// Where an init runs: on the thread that loads the library, before the
+/// load returns, or on a thread of its own (`#[callgate::init(background)]`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum InitKind {
+    Foreground,
+    Background,
+}
+
+impl InitKind {
+    /// The kind of a `#[callgate::init]` with or without `background`.
+    pub(crate) fn of(background: bool) -> InitKind {
+        if background {
+            InitKind::Background
+        } else {
+            InitKind::Foreground
+        }
+    }
+
+    /// One init of this kind in the gate's state.
+    fn unit(self) -> u32 {
+        match self {
+            InitKind::Foreground => FOREGROUND,
+            InitKind::Background => BACKGROUND,
+        }
+    }
+}
 
 /// What a callback does when it finds the gate closed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,11 +138,20 @@ impl Gate {
         self.state.load(Ordering::Acquire) == 0
     }
 
-    /// Announces an init that is about to run.
-    pub(crate) fn arm(&self) {
+    /// Announces an init that is about to run. A count past 65 535 pending
+    /// foreground or 32 767 background inits carries into the next field,
+    /// so that arming aborts (a library has a handful).
+    pub(crate) fn arm(&self, kind: InitKind) {
         // SeqCst: it publishes no data (module docs), but `init` pairs it
         // with `is_ready_seqcst` around the static TLS offset.
-        self.state.fetch_add(1, Ordering::SeqCst);
+        let before = self.state.fetch_add(kind.unit(), Ordering::SeqCst);
+        let mask = match kind {
+            InitKind::Foreground => FOREGROUND_MASK,
+            InitKind::Background => BACKGROUND_MASK,
+        };
+        if before & mask == mask {
+            crate::diag::abort_with("callgate: too many inits pending at once; aborting");
+        }
     }
 
     /// [`is_ready`](Gate::is_ready) in the single total order of `SeqCst`
@@ -115,7 +163,7 @@ impl Gate {
 
     /// Records that an init finished, with its outcome, and wakes the
     /// waiters when it was the last one (or when it failed).
-    pub(crate) fn finish(&self, outcome: Result<(), String>) {
+    pub(crate) fn finish(&self, kind: InitKind, outcome: Result<(), String>) {
         let mut failure = lock(&self.failure);
         if let Err(message) = outcome {
             failure.get_or_insert(message);
@@ -123,7 +171,7 @@ impl Gate {
             self.state.fetch_or(FAILED, Ordering::Release);
         }
         // Release: pairs with the Acquire in `is_ready` (module docs).
-        self.state.fetch_sub(1, Ordering::Release);
+        self.state.fetch_sub(kind.unit(), Ordering::Release);
         drop(failure);
         self.wake.notify_all();
     }
@@ -163,12 +211,23 @@ impl Gate {
         }
     }
 
-    /// In a `fork` child whose pending inits ran on threads that are gone:
-    /// the gate fails from now on, without touching the lock. Only `fork`
-    /// (unix) leaves an init behind.
-    #[cfg_attr(any(callgate_loom, not(unix)), allow(dead_code))]
-    pub(crate) fn orphan(&self) {
-        if !self.is_ready() {
+    /// In a `fork` child: fails the gate from now on, without touching the
+    /// lock, when an init it waits for has no thread to finish it here.
+    /// Only the forking thread exists in the child. `forked_by_loader`: it
+    /// is the thread that loaded the library, whose foreground inits go on;
+    /// `forked_in_background_init`: it is running a background init, which
+    /// goes on too. Every other pending init was on a thread the child does
+    /// not have. Only `fork` (unix) leaves an init behind.
+    #[cfg_attr(not(unix), allow(dead_code))]
+    pub(crate) fn after_fork(&self, forked_by_loader: bool, forked_in_background_init: bool) {
+        // Relaxed: the child has one thread, and the value is this thread's
+        // own view of the parent's state at the fork.
+        let state = self.state.load(Ordering::Relaxed);
+        let foreground = state & FOREGROUND_MASK;
+        let background = (state & BACKGROUND_MASK) / BACKGROUND;
+        let lost_foreground = if forked_by_loader { 0 } else { foreground };
+        let lost_background = background - u32::from(forked_in_background_init && background > 0);
+        if lost_foreground + lost_background > 0 {
             // Release: pairs with the Acquire in `is_orphaned`.
             self.orphaned.store(true, Ordering::Release);
         }
@@ -194,5 +253,77 @@ impl Gate {
         } else {
             InitState::Pending
         }
+    }
+}
+
+#[cfg(all(test, not(callgate_loom)))]
+mod tests {
+    use super::*;
+
+    /// A gate with `foreground` and `background` inits pending.
+    fn pending(foreground: u32, background: u32) -> Gate {
+        let gate = Gate::new();
+        for _ in 0..foreground {
+            gate.arm(InitKind::Foreground);
+        }
+        for _ in 0..background {
+            gate.arm(InitKind::Background);
+        }
+        gate
+    }
+
+    fn orphaned(gate: &Gate) -> bool {
+        gate.state() == InitState::Failed(ORPHANED.to_owned())
+    }
+
+    #[test]
+    fn the_counts_of_both_kinds_hold_the_gate() {
+        let gate = pending(2, 1);
+        gate.finish(InitKind::Foreground, Ok(()));
+        gate.finish(InitKind::Background, Ok(()));
+        assert_eq!(gate.state(), InitState::Pending);
+        gate.finish(InitKind::Foreground, Ok(()));
+        assert_eq!(gate.state(), InitState::Ready);
+        assert!(gate.is_ready());
+    }
+
+    #[test]
+    fn a_child_of_the_loader_keeps_its_foreground_inits() {
+        let gate = pending(2, 0);
+        gate.after_fork(true, false);
+        assert_eq!(gate.state(), InitState::Pending);
+    }
+
+    #[test]
+    fn a_child_of_another_thread_loses_the_foreground_inits() {
+        let gate = pending(1, 0);
+        gate.after_fork(false, false);
+        assert!(orphaned(&gate));
+    }
+
+    #[test]
+    fn a_child_loses_the_background_inits_of_other_threads() {
+        // Forked by the loader while a background init runs elsewhere.
+        let gate = pending(1, 1);
+        gate.after_fork(true, false);
+        assert!(orphaned(&gate));
+        // Forked by one of two background inits.
+        let gate = pending(0, 2);
+        gate.after_fork(false, true);
+        assert!(orphaned(&gate));
+    }
+
+    #[test]
+    fn a_child_of_the_one_background_init_keeps_it() {
+        let gate = pending(0, 1);
+        gate.after_fork(false, true);
+        assert_eq!(gate.state(), InitState::Pending);
+    }
+
+    #[test]
+    fn a_child_of_an_open_gate_stays_open() {
+        let gate = pending(0, 0);
+        gate.after_fork(false, false);
+        assert_eq!(gate.state(), InitState::Ready);
     }
 }

@@ -4,8 +4,9 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::failure::{Failure, payload_message};
-use crate::gate::{Closed, Gate, GatePolicy, InitState};
+use crate::gate::{Closed, Gate, GatePolicy, InitKind, InitState};
 use crate::sync::{AtomicUsize, Ordering};
+use crate::thread::id as thread_id;
 use crate::{diag, hooks, stats, tls};
 
 pub(crate) static GATE: Gate = Gate::new();
@@ -19,25 +20,10 @@ const MAX_RUNNING_INITS: usize = 16;
 static INIT_THREADS: [AtomicUsize; MAX_RUNNING_INITS] =
     [const { AtomicUsize::new(0) }; MAX_RUNNING_INITS];
 
-/// The calling thread's identity for `INIT_THREADS`.
-#[cfg(unix)]
-fn thread_id() -> usize {
-    // SAFETY: `pthread_self` has no preconditions.
-    let id = unsafe { libc::pthread_self() } as usize;
-    // `pthread_t` is the thread's descriptor address on glibc and musl,
-    // never 0; map a 0 anyway so it cannot read as a free entry.
-    id.max(1)
-}
-
-/// The calling thread's identity for `INIT_THREADS`: the address of a
-/// thread-local, unique among the threads alive.
-#[cfg(not(unix))]
-fn thread_id() -> usize {
-    thread_local! {
-        static ID: u8 = const { 0 };
-    }
-    ID.with(|id| core::ptr::from_ref(id).addr())
-}
+/// The thread that armed the last init (its `thread::id`): the thread
+/// loading the library, which runs the foreground inits. A `fork` child
+/// forked by it finishes them; one forked by another thread cannot.
+static LOADER: AtomicUsize = AtomicUsize::new(0);
 
 /// True while the calling thread runs init code.
 fn in_init() -> bool {
@@ -83,20 +69,39 @@ pub fn init_state() -> InitState {
     GATE.state()
 }
 
-/// Runs one `#[callgate::init]` function; called from a load-time
-/// constructor. The gate is armed before this returns, so a callback made
-/// after the library is loaded waits for a background init.
-///
-/// On Windows the constructor runs inside `DllMain`, under the loader lock,
-/// where starting a thread and waiting for it deadlocks: there it only arms
-/// the gate and records the init, which the first call that finds the gate
-/// closed starts (`start_deferred`).
-pub fn run_init(name: &'static str, background: bool, init: fn() -> Result<(), Failure>) {
+/// Arms the gate for one `#[callgate::init]` function; called from a
+/// load-time constructor that runs before every init of the library starts
+/// (on ELF, one in `.init_array.00101`, ahead of the plain `.init_array`
+/// that holds [`start_init`]'s), so that no callback finds the gate open
+/// between two inits: once the first init finishes, the second is already
+/// counted.
+pub fn arm_init(background: bool) {
     hooks::handle_fork();
-    GATE.arm();
+    // Relaxed: read only in a `fork` child of this process, by the one
+    // thread there, which either is this thread (and sees its own store) or
+    // was ordered after it by whatever made it fork at this point.
+    LOADER.store(thread_id(), Ordering::Relaxed);
+    GATE.arm(InitKind::of(background));
     // After arming: a call that opens the fast path from now on re-checks
     // the gate and sees it armed (`open_fast_path`).
     tls::close_static();
+}
+
+/// Starts one `#[callgate::init]` function, armed by [`arm_init`]; called
+/// from a load-time constructor.
+///
+/// On Windows the constructor runs inside `DllMain`, under the loader lock,
+/// where starting a thread and waiting for it deadlocks: there it only
+/// records the init, which the first call that finds the gate closed
+/// starts (`start_deferred`).
+///
+/// # Safety
+///
+/// [`arm_init`] was called once for this init, with the same `background`,
+/// and this is the only start of it: each start finishes its arming once,
+/// and a start without one would open the gate while another init runs
+/// (or underflow its count).
+pub unsafe fn start_init(name: &'static str, background: bool, init: fn() -> Result<(), Failure>) {
     if cfg!(windows) {
         deferred::defer(name, background, init);
     } else {
@@ -104,22 +109,35 @@ pub fn run_init(name: &'static str, background: bool, init: fn() -> Result<(), F
     }
 }
 
+/// Arms the gate for one `#[callgate::init]` function and starts it; called
+/// from a load-time constructor where the target has no earlier one to arm
+/// it (see [`arm_init`]). The gate is armed before this returns, so a
+/// callback made after the library is loaded waits for a background init.
+pub fn run_init(name: &'static str, background: bool, init: fn() -> Result<(), Failure>) {
+    arm_init(background);
+    // SAFETY: armed just above, for this init only.
+    unsafe { start_init(name, background, init) };
+}
+
 /// Runs a foreground init on the calling thread, or starts a background
 /// one on a thread of its own.
 fn start(name: &'static str, background: bool, init: fn() -> Result<(), Failure>) {
     if !background {
-        run(name, init);
+        run(name, InitKind::Foreground, init);
         return;
     }
     // A `dlclose` while the init runs must not unmap its code: the library
     // stays loaded until the init's thread has exited.
     let hold = hooks::LibraryHold::take();
     let task = move || {
-        run(name, init);
+        run(name, InitKind::Background, init);
         hold.until_thread_exit();
     };
     if let Err(error) = spawn_detached(Box::new(task)) {
-        GATE.finish(Err(format!("`{name}` could not start its thread: {error}")));
+        GATE.finish(
+            InitKind::Background,
+            Err(format!("`{name}` could not start its thread: {error}")),
+        );
     }
 }
 
@@ -250,7 +268,7 @@ fn spawn_detached(task: Box<dyn FnOnce() + Send>) -> Result<(), std::io::Error> 
         .map(drop)
 }
 
-fn run(name: &'static str, init: fn() -> Result<(), Failure>) {
+fn run(name: &'static str, kind: InitKind, init: fn() -> Result<(), Failure>) {
     let entry = enter_init();
     let outcome = match catch_unwind(AssertUnwindSafe(init)) {
         Ok(Ok(())) => Ok(()),
@@ -261,27 +279,33 @@ fn run(name: &'static str, init: fn() -> Result<(), Failure>) {
         // Relaxed: see `enter_init`.
         entry.store(0, Ordering::Relaxed);
     }
-    GATE.finish(outcome);
+    GATE.finish(kind, outcome);
 }
 
-/// In a `fork` child: an init that was running on another thread of the
+/// In a `fork` child: an init that was pending on another thread of the
 /// parent will never finish here, so the gate fails instead of making every
-/// callback wait forever. (An init running on the forking thread itself
-/// goes on in the child.)
+/// callback wait forever. The inits the forking thread itself would run go
+/// on in the child: the one it is running, and, when it is the thread that
+/// loads the library, the foreground inits still to start.
 #[cfg(unix)]
 pub(crate) fn after_fork_in_child() {
-    let forking_thread_in_init = in_init();
-    // Only this thread exists in the child: the other entries are gone.
     let id = thread_id();
+    let forking_thread_in_init = in_init();
+    // Relaxed: the child has one thread (see `arm_init`).
+    let forked_by_loader = LOADER.load(Ordering::Relaxed) == id;
+    // Only this thread exists in the child: the other entries are gone.
     for entry in &INIT_THREADS {
         // Relaxed: the child has one thread.
         if entry.load(Ordering::Relaxed) != id {
             entry.store(0, Ordering::Relaxed);
         }
     }
-    if !forking_thread_in_init {
-        GATE.orphan();
-    }
+    // The loader runs foreground inits only, every other init thread a
+    // background one.
+    GATE.after_fork(
+        forked_by_loader,
+        forking_thread_in_init && !forked_by_loader,
+    );
 }
 
 /// Lets later calls skip the gate (and the TLS descriptor call) by

@@ -9,7 +9,7 @@ use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::thread;
 
 use crate::freelist::{FreeList, Item};
-use crate::gate::{Closed, Gate, GatePolicy, InitState};
+use crate::gate::{Closed, Gate, GatePolicy, InitKind, InitState};
 use crate::sync::{Hazard, Retirement, Turn};
 
 #[test]
@@ -17,14 +17,18 @@ fn gate_releases_every_waiter_after_the_last_init() {
     loom::model(|| {
         let gate = Arc::new(Gate::new());
         let data = Arc::new(loom::sync::atomic::AtomicUsize::new(0));
-        gate.arm();
-        gate.arm();
-        let inits: Vec<_> = (0..2)
-            .map(|_| {
+        // One of each kind: the gate opens when both counts are zero.
+        let kinds = [InitKind::Foreground, InitKind::Background];
+        for kind in kinds {
+            gate.arm(kind);
+        }
+        let inits: Vec<_> = kinds
+            .into_iter()
+            .map(|kind| {
                 let (gate, data) = (gate.clone(), data.clone());
                 thread::spawn(move || {
                     data.fetch_add(1, Ordering::Relaxed);
-                    gate.finish(Ok(()));
+                    gate.finish(kind, Ok(()));
                 })
             })
             .collect();
@@ -51,10 +55,10 @@ fn gate_releases_every_waiter_after_the_last_init() {
 fn gate_reports_a_failed_init_to_waiters() {
     loom::model(|| {
         let gate = Arc::new(Gate::new());
-        gate.arm();
+        gate.arm(InitKind::Background);
         let init = {
             let gate = gate.clone();
-            thread::spawn(move || gate.finish(Err("boom".to_owned())))
+            thread::spawn(move || gate.finish(InitKind::Background, Err("boom".to_owned())))
         };
         let outcome = if gate.is_ready() {
             Ok(())
@@ -71,10 +75,10 @@ fn gate_reports_a_failed_init_to_waiters() {
 fn gate_fail_policy_never_blocks() {
     loom::model(|| {
         let gate = Arc::new(Gate::new());
-        gate.arm();
+        gate.arm(InitKind::Foreground);
         let init = {
             let gate = gate.clone();
-            thread::spawn(move || gate.finish(Ok(())))
+            thread::spawn(move || gate.finish(InitKind::Foreground, Ok(())))
         };
         let outcome = if gate.is_ready() {
             Ok(())

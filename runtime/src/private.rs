@@ -10,7 +10,7 @@ pub use crate::args::{
 pub use crate::boundary::{Frame, Policy, Site, call, call_local, from_result, ok};
 pub use crate::failure::Failure;
 pub use crate::gate::GatePolicy;
-pub use crate::init::run_init;
+pub use crate::init::{arm_init, run_init, start_init};
 pub use crate::last_error::{last_error_length, last_error_message};
 pub use crate::local::{LocalKey, LocalRef};
 pub use crate::out_buf::{out_buf_arg, out_text_arg};

@@ -53,6 +53,26 @@ const CACHES: bool =
 /// The tag of a cached context in the slot.
 const CACHED_TAG: usize = 1 << (usize::BITS - 1);
 
+/// The calling thread's identity among the threads alive: its
+/// `pthread_self`, which is its descriptor's address on glibc and musl and
+/// never 0 (a 0 maps to 1 anyway, so that 0 can mean *no thread*).
+#[cfg(unix)]
+pub(crate) fn id() -> usize {
+    // SAFETY: `pthread_self` has no preconditions.
+    let id = unsafe { libc::pthread_self() } as usize;
+    id.max(1)
+}
+
+/// The calling thread's identity among the threads alive: the address of
+/// a thread-local, never 0.
+#[cfg(not(unix))]
+pub(crate) fn id() -> usize {
+    thread_local! {
+        static ID: u8 = const { 0 };
+    }
+    ID.with(|id| core::ptr::from_ref(id).addr())
+}
+
 /// The context serving this thread, if any: the fast path.
 #[inline(always)]
 pub(crate) fn current() -> Option<&'static ContextNode> {

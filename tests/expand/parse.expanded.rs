@@ -128,8 +128,38 @@ const _: () = {
         ::callgate::__private::from_result(setup())
     }
     extern "C" fn __callgate_init_ctor() {
-        ::callgate::__private::run_init("setup", false, __callgate_init_body);
+        if ::core::cfg!(
+            any(target_os = "linux", target_os = "android", target_os = "freebsd",
+            target_os = "netbsd", target_os = "openbsd", target_os = "dragonfly",
+            target_os = "illumos", target_os = "solaris",)
+        ) {
+            unsafe {
+                ::callgate::__private::start_init("setup", false, __callgate_init_body)
+            };
+        } else {
+            ::callgate::__private::run_init("setup", false, __callgate_init_body);
+        }
     }
+    #[cfg(
+        any(
+            target_os = "linux",
+            target_os = "android",
+            target_os = "freebsd",
+            target_os = "netbsd",
+            target_os = "openbsd",
+            target_os = "dragonfly",
+            target_os = "illumos",
+            target_os = "solaris",
+        )
+    )]
+    const _: () = {
+        extern "C" fn __callgate_init_arm() {
+            ::callgate::__private::arm_init(false);
+        }
+        #[used]
+        #[unsafe(link_section = ".init_array.00101")]
+        static __CALLGATE_INIT_ARM: extern "C" fn() = __callgate_init_arm;
+    };
     #[used]
     #[cfg_attr(
         any(
