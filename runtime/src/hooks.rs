@@ -205,6 +205,13 @@ mod imp {
     /// The key destructor's work: the thread is exiting; free its last
     /// error and release the context serving it. The key's value only arms
     /// the hook (the context is found in the thread's slot).
+    ///
+    /// # Safety
+    ///
+    /// Called only by the C library, as the destructor of this copy's
+    /// pthread key, on the exiting thread whose value it was (through
+    /// `__callgate_thread_exit_hook`): its outermost calls have returned
+    /// or were abandoned, and none of them runs again.
     unsafe extern "C" fn on_thread_exit(_value: *mut c_void) {
         crate::last_error::discard();
         // SAFETY: this is the key destructor of the exiting thread.

@@ -503,6 +503,18 @@ fn in_use<T>() -> Failure {
     ))
 }
 
+/// The error of a call that asks for a `#[local]` type it holds already:
+/// two of its parameters name one type (through two paths or an alias,
+/// which `#[c_callback]` refuses at compile time too).
+#[cold]
+fn taken_twice<T>() -> Failure {
+    Failure::new(format!(
+        "#[local] value `{}` is taken twice by one call: two #[local] parameters name the same \
+         type; take it once",
+        core::any::type_name::<T>()
+    ))
+}
+
 impl Locals {
     pub(crate) fn new() -> Locals {
         Locals {
@@ -684,6 +696,7 @@ impl Locals {
                     (*head).bound = true;
                     self.bound.set(self.bound.get() + 1);
                 }
+                _ if (*head).holder.call == caller.call => return Err(taken_twice::<T>()),
                 _ => return Err(in_use::<T>()),
             }
         }
@@ -1137,10 +1150,14 @@ mod tests {
                 message.contains("already in use by an outer call"),
                 "{message}"
             );
-            assert!(
-                locals.get(&KEY, 1, 0, outer, &stack).is_err(),
-                "the holder asking again"
-            );
+            // The holder asking again: a callback with two `#[local]`
+            // parameters of one type under two names.
+            let again = locals
+                .get(&KEY, 1, 0, outer, &stack)
+                .err()
+                .unwrap()
+                .into_message();
+            assert!(again.contains("taken twice by one call"), "{again}");
             assert!(
                 locals.get(&OTHER, 2, 0, nested, &stack).is_ok(),
                 "another type is free"

@@ -115,7 +115,7 @@ impl Anchor {
 }
 
 /// Where a running call's anchor is, and the token it wrote there.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Mark {
     address: usize,
     token: u64,

@@ -96,6 +96,7 @@ pub(crate) fn expand(callback: &Callback, options: &Options) -> TokenStream {
         [single] => Some(*single),
         _ => None,
     };
+    let distinct_locals = distinct_locals(&local_params);
     let mut conversions: Vec<TokenStream> = callback
         .params
         .iter()
@@ -282,11 +283,36 @@ pub(crate) fn expand(callback: &Callback, options: &Options) -> TokenStream {
             // The C declaration, for `callgate-header`.
             #decl
             #free_check
+            #distinct_locals
             #ffi_checks
             #fallback_setup
             #call
         }
     }
+}
+
+/// For two or more `#[local]` parameters, a check that their types differ
+/// where the macro cannot see it (one type under two paths, or through an
+/// alias): each implements one trait, so a type named twice is a
+/// conflicting implementation (E0119) at its second parameter. (The same
+/// path written twice has its own error in `valid`.)
+fn distinct_locals(local_params: &[(&Type, &Ident)]) -> Option<TokenStream> {
+    if local_params.len() < 2 {
+        return None;
+    }
+    let impls = local_params.iter().map(|(elem, _)| {
+        quote_spanned! {elem.span()=>
+            impl EachLocalParameterTypeOnce for #elem {}
+        }
+    });
+    Some(quote! {
+        // A thread has one value of each `#[local]` type: two parameters
+        // cannot both take it.
+        const _: () = {
+            trait EachLocalParameterTypeOnce {}
+            #(#impls)*
+        };
+    })
 }
 
 /// For a `local` callback, its function-pointer type under its own name in

@@ -254,6 +254,14 @@ fn alloc_index() -> usize {
 
 /// The FLS callback: a fiber's data holding a value of ours goes away —
 /// the thread exits, or a fiber is deleted (module docs).
+///
+/// # Safety
+///
+/// Called only by Windows, as the callback of this module's FLS index,
+/// with the value the going fiber stored there (or null): on the thread
+/// whose fiber goes away, so that when it is the running fiber's, the
+/// thread is exiting and no callback of its runs again but one that
+/// called `ExitThread`.
 unsafe extern "system" fn on_fiber_exit(value: *const c_void) {
     if value.is_null() {
         return;
