@@ -146,6 +146,14 @@ pub struct Hold {
 }
 
 impl Hold {
+    /// A hold no call is in yet, for a `static`.
+    pub const fn new() -> Hold {
+        Hold {
+            state: std::sync::Mutex::new((false, false)),
+            wake: std::sync::Condvar::new(),
+        }
+    }
+
     /// Marks the call as holding and blocks until [`release`](Hold::release).
     pub fn hold(&self) {
         let mut state = self.state.lock().unwrap();

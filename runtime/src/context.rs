@@ -110,6 +110,11 @@ pub(crate) struct Context {
     nested: UnsafeCell<Vec<Mark>>,
     pub(crate) panics: Counter,
     pub(crate) errors: Counter,
+    /// The `thread::id` of the owner while it releases the context's
+    /// `#[local]` values, or 0: the context has left the thread's slot
+    /// then, but not yet the thread, and a `fork` from a `Local::release`
+    /// must not hand it back in the child (see `thread::reclaim_orphans`).
+    releasing: Cell<usize>,
 }
 
 // SAFETY: the non-atomic fields are reached only through `unsafe` methods
@@ -136,6 +141,7 @@ impl Context {
             nested: UnsafeCell::new(Vec::new()),
             panics: Counter::new(),
             errors: Counter::new(),
+            releasing: Cell::new(0),
         }
     }
 
@@ -281,6 +287,29 @@ impl Context {
         self.per_call.set(false);
     }
 
+    /// Records that the owning thread, `thread` (its `thread::id`), is
+    /// releasing the context's `#[local]` values, or with 0 that it is
+    /// done.
+    ///
+    /// # Safety
+    ///
+    /// The caller is the owning thread.
+    pub(crate) unsafe fn set_releasing(&self, thread: usize) {
+        self.releasing.set(thread);
+    }
+
+    /// The thread releasing the context's `#[local]` values
+    /// ([`set_releasing`](Context::set_releasing)), or 0.
+    ///
+    /// # Safety
+    ///
+    /// The caller is the owning thread, or the only thread of a `fork`
+    /// child.
+    #[cfg(unix)]
+    pub(crate) unsafe fn releasing(&self) -> usize {
+        self.releasing.get()
+    }
+
     /// Resets a context whose thread does not exist in this `fork` child.
     /// Returns what its hazard word announced (see
     /// [`Hazard::withdraw`]): a call of that thread that will never
@@ -298,6 +327,7 @@ impl Context {
         unsafe { (*self.nested.get()).clear() };
         self.per_call.set(false);
         self.after_exit.set(false);
+        self.releasing.set(0);
         // SAFETY: forwarded caller obligation.
         unsafe { self.locals.abandon() };
         // Count the release only if the context was attached: a thread may

@@ -582,9 +582,16 @@ unsafe fn release_values(node: &'static ContextNode, attached: bool, after_exit:
         // SAFETY: null and `EXITED` are slot values.
         unsafe { tls::set(if after_exit { EXITED } else { ptr::null() }) };
     }
-    // SAFETY: this thread owns the context and no `LocalRef` is alive
-    // (caller obligations).
-    unsafe { node.value.locals.release_all() };
+    // The context has left the slot but is still this thread's: a `fork`
+    // from a `Local::release` must leave it to the child's thread, which
+    // goes on with this release (`reclaim_orphans`).
+    // SAFETY: for all three, this thread owns the context and no
+    // `LocalRef` is alive (caller obligations).
+    unsafe {
+        node.value.set_releasing(id());
+        node.value.locals.release_all();
+        node.value.set_releasing(0);
+    }
     // Cached only if nothing attached meanwhile (a callback from `release`).
     if CACHES && attached && !after_exit && tls::get().is_null() {
         // SAFETY: a tagged node of `CONTEXTS` is a slot value, cached for
@@ -630,10 +637,12 @@ unsafe fn hand_back(node: &'static ContextNode) {
 #[cold]
 #[must_use]
 pub(crate) unsafe fn reclaim_orphans() -> Vec<usize> {
-    // The context this thread caches is its own too.
+    // The context this thread caches is its own too, and so is one it was
+    // releasing the values of when it forked (from a `Local::release`).
     let own = current()
         .or_else(|| cached(tls::get()))
         .map(|node| node.index());
+    let me = id();
     let mut free = vec![false; CONTEXTS.allocated()];
     for index in CONTEXTS.free_indices() {
         if let Some(slot) = free.get_mut(index as usize) {
@@ -643,7 +652,12 @@ pub(crate) unsafe fn reclaim_orphans() -> Vec<usize> {
     let mut abandoned = Vec::new();
     for node in CONTEXTS.iter() {
         let index = node.index();
-        if Some(index) == own || free.get(index as usize).copied().unwrap_or(false) {
+        // SAFETY: this is the only thread of the child (caller obligation).
+        let releasing = unsafe { node.value.releasing() };
+        if Some(index) == own
+            || releasing == me
+            || free.get(index as usize).copied().unwrap_or(false)
+        {
             continue;
         }
         // SAFETY: this is the only thread of the child (caller obligation),
