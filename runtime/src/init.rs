@@ -23,6 +23,7 @@ static INIT_THREADS: [AtomicUsize; MAX_RUNNING_INITS] =
 /// The thread that armed the last init (its `thread::id`): the thread
 /// loading the library, which runs the foreground inits. A `fork` child
 /// forked by it finishes them; one forked by another thread cannot.
+#[cfg(unix)]
 static LOADER: AtomicUsize = AtomicUsize::new(0);
 
 /// True while the calling thread runs init code.
@@ -79,7 +80,9 @@ pub fn arm_init(background: bool) {
     hooks::handle_fork();
     // Relaxed: read only in a `fork` child of this process, by the one
     // thread there, which either is this thread (and sees its own store) or
-    // was ordered after it by whatever made it fork at this point.
+    // was ordered after it by whatever made it fork at this point. (Only
+    // `fork` reads it: on Windows, inside `DllMain`, nothing is recorded.)
+    #[cfg(unix)]
     LOADER.store(thread_id(), Ordering::Relaxed);
     GATE.arm(InitKind::of(background));
     // After arming: a call that opens the fast path from now on re-checks
