@@ -1,0 +1,71 @@
+//! A `fork` from inside a background init, the only init pending: in the
+//! child the forking thread is that init's, which goes on and finishes
+//! there, so the child's gate opens as the parent's does. (Had the child
+//! failed its gate for every pending background init, it would refuse
+//! calls its own init is about to allow.)
+
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::{Duration, Instant};
+
+use callgate::__private::{self as cg, Attach, Failure, GatePolicy, Site};
+use callgate::InitState;
+use callgate_dev::site;
+
+/// The child's pid, in the parent; -1 until the init forked.
+static CHILD: AtomicI32 = AtomicI32::new(-1);
+
+extern "C" fn gated(x: i32) -> i32 {
+    static SITE: Site = site("gated", Attach::Bound, GatePolicy::Wait);
+    cg::call(&SITE, || -1, || -2, |_| cg::ok(x))
+}
+
+/// In the child, a thread that is not init code waits at the gate for the
+/// init the child goes on with, then ends the child with what it saw.
+fn check_in_child() {
+    let value = gated(5);
+    let status = match (value, callgate::init_state()) {
+        (5, InitState::Ready) => 0,
+        (5, _) => 1,
+        _ => 2,
+    };
+    // SAFETY: `_exit` ends the child without running the parent's atexit
+    // handlers or flushing its buffers.
+    unsafe { libc::_exit(status) }
+}
+
+fn forking_background() -> Result<(), Failure> {
+    // SAFETY: the child starts one thread and returns from the init; that
+    // thread `_exit`s.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        std::thread::spawn(check_in_child);
+        // Give the checker time to reach the gate before it opens (it
+        // passes either way once the init has finished).
+        std::thread::sleep(Duration::from_millis(50));
+        return Ok(());
+    }
+    CHILD.store(pid, Ordering::SeqCst);
+    Ok(())
+}
+
+#[test]
+fn a_child_forked_by_its_one_background_init_finishes_it() {
+    cg::run_init("forking_background", true, forking_background);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let pid = loop {
+        match CHILD.load(Ordering::SeqCst) {
+            -1 if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(1)),
+            -1 => panic!("the background init did not fork"),
+            pid => break pid,
+        }
+    };
+    let status = callgate_dev::wait_for_child(
+        pid,
+        Duration::from_secs(10),
+        "the child's gate never opened",
+    );
+    assert_eq!(status, 0, "child check failed (see `check_in_child`)");
+    assert_eq!(gated(7), 7);
+    assert_eq!(callgate::init_state(), InitState::Ready);
+}
