@@ -21,6 +21,14 @@ pub const fn site(name: &'static str, attach: Attach, gate: GatePolicy) -> Site 
     }
 }
 
+/// A bound callback behind the init gate (`gate = wait`) that returns its
+/// argument, or -1 when the gate turns it away (-2 for a panic, which it
+/// never makes): the init and `fork` tests' probe of the gate.
+pub extern "C" fn gated(x: i32) -> i32 {
+    static SITE: Site = site("gated", Attach::Bound, GatePolicy::Wait);
+    callgate::__private::call(&SITE, || -1, || -2, |_| callgate::__private::ok(x))
+}
+
 /// A Rust callback as the C harness sees it.
 pub type HarnessCallback = unsafe extern "C" fn(i32) -> i32;
 

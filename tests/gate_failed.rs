@@ -1,14 +1,9 @@
 //! A failed init: every gated call returns its `on_error` value with the
 //! init's message as the last error.
 
-use callgate::__private::{self as cg, Attach, Failure, GatePolicy, Site};
+use callgate::__private::{self as cg, Failure};
 use callgate::InitState;
-use callgate_dev::{Spawn, run_threads, site};
-
-extern "C" fn gated(x: i32) -> i32 {
-    static SITE: Site = site("gated", Attach::Bound, GatePolicy::Wait);
-    cg::call(&SITE, || -1, || -2, |_| cg::ok(x))
-}
+use callgate_dev::{Spawn, gated, run_threads};
 
 fn broken_init() -> Result<(), Failure> {
     Err(Failure::new("config file missing"))

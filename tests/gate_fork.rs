@@ -5,16 +5,11 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use callgate::__private::{self as cg, Attach, Failure, GatePolicy, Site};
+use callgate::__private::{self as cg, Failure};
 use callgate::InitState;
-use callgate_dev::site;
+use callgate_dev::gated;
 
 static FINISH_INIT: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn gated(x: i32) -> i32 {
-    static SITE: Site = site("gated", Attach::Bound, GatePolicy::Wait);
-    cg::call(&SITE, || -1, || -2, |_| cg::ok(x))
-}
 
 fn slow_init() -> Result<(), Failure> {
     while !FINISH_INIT.load(Ordering::SeqCst) {

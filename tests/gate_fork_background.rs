@@ -7,17 +7,12 @@
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
-use callgate::__private::{self as cg, Attach, Failure, GatePolicy, Site};
+use callgate::__private::{self as cg, Failure};
 use callgate::InitState;
-use callgate_dev::site;
+use callgate_dev::gated;
 
 /// The child's pid, in the parent; -1 until the init forked.
 static CHILD: AtomicI32 = AtomicI32::new(-1);
-
-extern "C" fn gated(x: i32) -> i32 {
-    static SITE: Site = site("gated", Attach::Bound, GatePolicy::Wait);
-    cg::call(&SITE, || -1, || -2, |_| cg::ok(x))
-}
 
 /// In the child, a thread that is not init code waits at the gate for the
 /// init the child goes on with, then ends the child with what it saw.

@@ -7,18 +7,13 @@
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::Duration;
 
-use callgate::__private::{self as cg, Attach, Failure, GatePolicy, Site};
+use callgate::__private::{self as cg, Failure};
 use callgate::InitState;
-use callgate_dev::site;
+use callgate_dev::gated;
 
 static FINISH_BACKGROUND: AtomicBool = AtomicBool::new(false);
 /// The child's pid, in the parent.
 static CHILD: AtomicI32 = AtomicI32::new(0);
-
-extern "C" fn gated(x: i32) -> i32 {
-    static SITE: Site = site("gated", Attach::Bound, GatePolicy::Wait);
-    cg::call(&SITE, || -1, || -2, |_| cg::ok(x))
-}
 
 fn slow_background() -> Result<(), Failure> {
     while !FINISH_BACKGROUND.load(Ordering::SeqCst) {
