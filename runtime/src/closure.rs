@@ -908,6 +908,10 @@ impl<F> Exclusive<F> {
     /// coroutine) is forgotten when the call it started under returns,
     /// and may be suspended inside the body rather than gone.
     ///
+    /// In a `fork` child, a turn held by a call of a thread the child does
+    /// not have is taken over by the first call that finds it so, which
+    /// gives up that call's reference (see `Turn::begin`).
+    ///
     /// # Safety
     ///
     /// The call holds a reference to the closure of `header`, whose body
@@ -946,6 +950,12 @@ impl<F> Exclusive<F> {
                     unsafe { release(header) };
                 }
                 gone
+            },
+            || {
+                // SAFETY: the turn was held by a call of a thread a `fork`
+                // left behind, which took a reference (as above) and will
+                // never give it up; this call holds one more.
+                unsafe { release(header) };
             },
             reentered,
         )?;

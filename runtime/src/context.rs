@@ -310,6 +310,21 @@ impl Context {
         self.releasing.get()
     }
 
+    /// True when the owner may be inside a call on the context, where it
+    /// may hold a `Closure::new` turn under the context's mark: a call is
+    /// recorded as running (or was abandoned and not yet found so), or one
+    /// that a `leave` forgot may resume on another stack.
+    ///
+    /// # Safety
+    ///
+    /// The caller is the context's owner, or the only thread of a `fork`
+    /// child.
+    #[cfg(unix)]
+    pub(crate) unsafe fn may_be_in_a_call(&self) -> bool {
+        // SAFETY: forwarded caller obligation.
+        !unsafe { self.is_idle() } || self.forgotten_may_resume.get()
+    }
+
     /// Resets a context whose thread does not exist in this `fork` child.
     /// Returns what its hazard word announced (see
     /// [`Hazard::withdraw`]): a call of that thread that will never

@@ -197,7 +197,7 @@ fn take_turns(annotated: bool) {
             .map(|me| {
                 let (turn, count) = (turn.clone(), count.clone());
                 thread::spawn(move || {
-                    turn.begin(me, || false, || ()).unwrap();
+                    turn.begin(me, || false, || (), || ()).unwrap();
                     // SAFETY: during this thread's turn (loom reports any
                     // access that races with it).
                     count.with_mut(|count| unsafe { *count += 1 });
@@ -206,7 +206,7 @@ fn take_turns(annotated: bool) {
                 })
             })
             .collect();
-        turn.begin(12, || false, || ()).unwrap();
+        turn.begin(12, || false, || (), || ()).unwrap();
         // SAFETY: as above.
         count.with_mut(|count| unsafe { *count += 1 });
         // SAFETY: as above.

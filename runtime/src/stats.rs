@@ -21,7 +21,9 @@ pub struct Stats {
     /// Contexts attached to a thread right now.
     pub contexts_bound: u64,
     /// Contexts attached to no thread: on the free list, or kept aside by
-    /// a thread for its next `attach = per_call` call.
+    /// a thread for its next `attach = per_call` call (or, in a `fork`
+    /// child, left by a thread of the parent that was inside a call, and
+    /// never used again).
     pub contexts_free: u64,
     /// Attachments of a thread to a context (first calls, per-call attaches).
     pub binds: u64,

@@ -17,6 +17,9 @@ pub(crate) use hazard::{Hazard, Retirement};
 mod turn;
 #[cfg(any(not(callgate_loom), test))]
 pub(crate) use turn::Turn;
+// Only a `fork` child handler records orphaned marks.
+#[cfg(all(unix, not(callgate_loom)))]
+pub(crate) use turn::orphan_marks;
 
 #[cfg(callgate_loom)]
 pub(crate) use loom::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};

@@ -628,6 +628,12 @@ unsafe fn hand_back(node: &'static ContextNode) {
 /// words announced: calls of those threads that will never return, whose
 /// holds the caller ends (`closure::end_hold`).
 ///
+/// A context whose thread was inside a call stays off the free list: that
+/// call may hold `Closure::new` turns under the context's address, which
+/// the child's calls take over (`sync::orphan_marks`) only because no
+/// thread gets that address as its mark again. (A context each such
+/// thread, for the rest of the child's life.)
+///
 /// # Safety
 ///
 /// The caller is the only thread of a `fork` child (the `fork` child
@@ -650,6 +656,7 @@ pub(crate) unsafe fn reclaim_orphans() -> Vec<usize> {
         }
     }
     let mut abandoned = Vec::new();
+    let mut left_in_calls = Vec::new();
     for node in CONTEXTS.iter() {
         let index = node.index();
         // SAFETY: this is the only thread of the child (caller obligation).
@@ -662,14 +669,24 @@ pub(crate) unsafe fn reclaim_orphans() -> Vec<usize> {
         }
         // SAFETY: this is the only thread of the child (caller obligation),
         // and `node` serves no thread of it.
+        let in_a_call = unsafe { node.value.may_be_in_a_call() };
+        // SAFETY: as above.
         let withdrawn = unsafe { node.value.reset_orphan() };
         if withdrawn != 0 {
             abandoned.push(withdrawn);
+        }
+        if in_a_call {
+            left_in_calls.push(core::ptr::from_ref(node).addr());
+            continue;
         }
         // SAFETY: `node` is neither free nor serving a thread, so the only
         // thread owns it, and gives it up here.
         unsafe { CONTEXTS.push(node) };
     }
+    // SAFETY: the only thread of the child; the contexts of these marks
+    // are kept off the free list for good, so no thread uses their marks
+    // (a context's address, `boundary::Frame::thread_mark`) again.
+    unsafe { crate::sync::orphan_marks(&left_in_calls) };
     abandoned
 }
 

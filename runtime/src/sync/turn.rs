@@ -41,6 +41,57 @@ pub(crate) struct Turn {
     wake: Condvar,
 }
 
+/// The marks of threads a `fork` left behind inside calls, in this `fork`
+/// child (a leaked list, null until a child handler records some): they
+/// may hold turns that no thread here will end. Their marks are never any
+/// thread's again (`thread::reclaim_orphans` keeps their contexts off the
+/// free list), so a turn held under one can be taken over. Written only by
+/// a child handler, when the child has one thread. A `core` atomic under
+/// loom too: the models never fork.
+static ORPHANED: core::sync::atomic::AtomicPtr<Vec<usize>> =
+    core::sync::atomic::AtomicPtr::new(core::ptr::null_mut());
+
+/// Records `marks`, the marks of threads a `fork` left behind inside calls
+/// (see [`ORPHANED`]), beside those of earlier forks in this process's
+/// line.
+///
+/// # Safety
+///
+/// The caller is the only thread of a `fork` child (its child handler),
+/// and no thread of this process uses any of `marks` again.
+#[cfg_attr(any(callgate_loom, not(unix)), allow(dead_code))]
+pub(crate) unsafe fn orphan_marks(marks: &[usize]) {
+    if marks.is_empty() {
+        return;
+    }
+    // Relaxed: the child has one thread, which reads its own view.
+    let old = ORPHANED.load(core::sync::atomic::Ordering::Relaxed);
+    let mut all = if old.is_null() {
+        Vec::new()
+    } else {
+        // SAFETY: a non-null `ORPHANED` is a leaked `Box<Vec<usize>>`,
+        // replaced only here, on the only thread (caller obligation).
+        unsafe { Box::from_raw(old) }.to_vec()
+    };
+    all.extend_from_slice(marks);
+    // Release: pairs with the Acquire in `is_orphaned`, on the threads this
+    // one starts later (which their creation orders anyway).
+    ORPHANED.store(
+        Box::into_raw(Box::new(all)),
+        core::sync::atomic::Ordering::Release,
+    );
+}
+
+/// True when `mark` is that of a thread a `fork` left behind inside a call
+/// ([`orphan_marks`]).
+fn is_orphaned(mark: usize) -> bool {
+    // Acquire: pairs with the Release in `orphan_marks`.
+    let orphaned = ORPHANED.load(core::sync::atomic::Ordering::Acquire);
+    // SAFETY: a non-null `ORPHANED` is a leaked `Vec`, freed only when a
+    // child handler replaces it, when no other thread exists.
+    !orphaned.is_null() && unsafe { &*orphaned }.contains(&mark)
+}
+
 /// The bit of [`Turn::state`] saying that a thread may be waiting.
 const WAITING: usize = 1;
 /// The bit of [`Turn::state`] saying that the turns are announced to
@@ -75,13 +126,21 @@ impl Turn {
     /// their [`end`](Turn::end), or before they were gone, happens before
     /// what follows.
     ///
-    /// `take_back` runs, and the error is made, in the out-of-line slow
-    /// path, so that the fast path has one call in it, to that path.
+    /// In a `fork` child, a turn held under the mark of a thread the fork
+    /// left behind inside a call ([`orphan_marks`]) is taken over: that
+    /// thread will never end it. `took_over` then runs, for the caller to
+    /// give up what the left call held (what `take_back` does for a gone
+    /// call of this thread's).
+    ///
+    /// `take_back` and `took_over` run, and the error is made, in the
+    /// out-of-line slow path, so that the fast path has one call in it, to
+    /// that path.
     #[inline(always)]
     pub(crate) fn begin<E>(
         &self,
         me: usize,
         take_back: impl FnOnce() -> bool,
+        took_over: impl FnOnce(),
         held_by_caller: impl FnOnce() -> E,
     ) -> Result<(), E> {
         debug_assert!(
@@ -97,7 +156,7 @@ impl Turn {
             .compare_exchange(0, me, Ordering::Acquire, Ordering::Relaxed)
         {
             Ok(_) => Ok(()),
-            Err(held) => self.begin_slow(me, held, take_back, held_by_caller),
+            Err(held) => self.begin_slow(me, held, take_back, took_over, held_by_caller),
         }
     }
 
@@ -108,8 +167,9 @@ impl Turn {
     fn begin_slow<E>(
         &self,
         me: usize,
-        held: usize,
+        mut held: usize,
         take_back: impl FnOnce() -> bool,
+        took_over: impl FnOnce(),
         held_by_caller: impl FnOnce() -> E,
     ) -> Result<(), E> {
         let annotated = held & ANNOTATED;
@@ -129,6 +189,30 @@ impl Turn {
                 valgrind::happens_after(&raw const self.state);
             }
             return Ok(());
+        }
+        // Before `queue`: a thread the fork left behind may have held it.
+        // Only a child handler makes a mark orphaned, when no other thread
+        // exists, and a turn taken over is a living thread's: a mark read
+        // here that is not orphaned never becomes one in this process.
+        while is_orphaned(held & !FLAGS) {
+            // Acquire on success: as in `begin` (what the left thread did
+            // before the fork is this child's memory anyway). Flags kept: a
+            // waiting thread's flag makes this turn's end wake it.
+            match self.state.compare_exchange(
+                held,
+                me | (held & FLAGS),
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => {
+                    if annotated != 0 {
+                        valgrind::happens_after(&raw const self.state);
+                    }
+                    took_over();
+                    return Ok(());
+                }
+                Err(now) => held = now,
+            }
         }
         let mut queue = lock(&self.queue);
         // Read again, under `queue`: a thread waits only on a value read
@@ -256,7 +340,7 @@ mod tests {
             asked.set(true);
             holder_gone
         };
-        match turn.begin(me, take_back, || HeldByCaller) {
+        match turn.begin(me, take_back, || (), || HeldByCaller) {
             Ok(()) if asked.get() => Asked::Back,
             Ok(()) => Asked::Anew,
             Err(HeldByCaller) => Asked::Refused,
@@ -289,7 +373,10 @@ mod tests {
                 scope.spawn(move || {
                     let me = (thread + 1) * 4;
                     for _ in 0..TURNS {
-                        guarded.turn.begin(me, || false, || HeldByCaller).unwrap();
+                        guarded
+                            .turn
+                            .begin(me, || false, || (), || HeldByCaller)
+                            .unwrap();
                         assert!(!guarded.inside.swap(true, Ordering::Relaxed), "two holders");
                         // SAFETY: during this thread's turn.
                         unsafe { *guarded.count.get() += 1 };
