@@ -224,7 +224,10 @@ mod imp {
     /// In a `fork` child only the forking thread exists: the contexts bound
     /// to the parent's other threads would stay bound forever, and an init
     /// running on one of them would never finish, so the child handler hands
-    /// the contexts back and fails the gate.
+    /// the contexts back (but those of threads left inside a call, whose
+    /// `Closure::new` turns the child's calls take over: see
+    /// `thread::reclaim_orphans`) and fails the gate for the inits it has
+    /// no thread for.
     ///
     /// Without the handler a child could hang or leak, so a failure to
     /// register it (the C library is out of memory) aborts.
