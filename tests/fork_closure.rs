@@ -23,6 +23,12 @@ static HOLD: Hold = Hold::new();
 
 /// Set when the closure's state is dropped.
 static DROPPED: AtomicBool = AtomicBool::new(false);
+/// Set while a call with [`OVERLAP_PROBE`] is in the body.
+static INSIDE: AtomicBool = AtomicBool::new(false);
+/// Set when two calls were in the body at once.
+static OVERLAPPED: AtomicBool = AtomicBool::new(false);
+/// The value whose calls stay in the body a while, watching for another.
+const OVERLAP_PROBE: i32 = 20;
 
 /// Part of the closure's state: records its drop.
 struct DropFlag;
@@ -45,8 +51,11 @@ impl Callable {
 }
 
 /// The child's checks: the closure runs for this thread, which was bound
-/// before the fork, and for a new one; dropped, it drops its state at once
-/// (the call the child took the turn from holds no reference any more).
+/// before the fork, and for a new one; in a child of the child, calls from
+/// new threads still take turns (the context the first fork left out of
+/// use stays so, or a thread holding a turn under its address would have
+/// it taken over); dropped, it drops its state at once (the call the
+/// child took the turn from holds no reference any more).
 fn child_status<C>(callable: Callable, closure: C) -> i32 {
     if callable.call(5) != 6 {
         return 1;
@@ -55,6 +64,30 @@ fn child_status<C>(callable: Callable, closure: C) -> i32 {
         Ok(8) => {}
         Ok(_) => return 2,
         Err(_) => return 3,
+    }
+    // SAFETY: the grandchild runs its threads and `_exit`s.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        let threads: Vec<_> = (0..4)
+            .map(|_| std::thread::spawn(move || callable.call(OVERLAP_PROBE)))
+            .collect();
+        let all_returned = threads
+            .into_iter()
+            .all(|thread| thread.join().is_ok_and(|value| value == OVERLAP_PROBE + 1));
+        let status = if !all_returned {
+            1
+        } else if OVERLAPPED.load(Ordering::SeqCst) {
+            2
+        } else {
+            0
+        };
+        // SAFETY: as in the test.
+        unsafe { libc::_exit(status) }
+    }
+    if pid < 0
+        || callgate_dev::wait_for_child(pid, Duration::from_secs(10), "the grandchild hung") != 0
+    {
+        return 5;
     }
     drop(closure);
     if DROPPED.load(Ordering::SeqCst) { 0 } else { 4 }
@@ -68,6 +101,13 @@ fn a_child_takes_over_the_turn_of_a_call_it_has_no_thread_for() {
         let _state = &flag;
         if value == 0 {
             HOLD.hold();
+        }
+        if value == OVERLAP_PROBE {
+            if INSIDE.swap(true, Ordering::SeqCst) {
+                OVERLAPPED.store(true, Ordering::SeqCst);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+            INSIDE.store(false, Ordering::SeqCst);
         }
         value + 1
     });

@@ -19,7 +19,7 @@ mod turn;
 pub(crate) use turn::Turn;
 // Only a `fork` child handler records orphaned marks.
 #[cfg(all(unix, not(callgate_loom)))]
-pub(crate) use turn::orphan_marks;
+pub(crate) use turn::{is_orphaned, orphan_marks};
 
 #[cfg(callgate_loom)]
 pub(crate) use loom::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};

@@ -661,9 +661,13 @@ pub(crate) unsafe fn reclaim_orphans() -> Vec<usize> {
         let index = node.index();
         // SAFETY: this is the only thread of the child (caller obligation).
         let releasing = unsafe { node.value.releasing() };
+        // A context an earlier fork left out of use (below) stays so: its
+        // address is still an orphaned mark.
+        let mark = core::ptr::from_ref(node).addr();
         if Some(index) == own
             || releasing == me
             || free.get(index as usize).copied().unwrap_or(false)
+            || crate::sync::is_orphaned(mark)
         {
             continue;
         }
@@ -676,7 +680,7 @@ pub(crate) unsafe fn reclaim_orphans() -> Vec<usize> {
             abandoned.push(withdrawn);
         }
         if in_a_call {
-            left_in_calls.push(core::ptr::from_ref(node).addr());
+            left_in_calls.push(mark);
             continue;
         }
         // SAFETY: `node` is neither free nor serving a thread, so the only

@@ -83,8 +83,8 @@ pub(crate) unsafe fn orphan_marks(marks: &[usize]) {
 }
 
 /// True when `mark` is that of a thread a `fork` left behind inside a call
-/// ([`orphan_marks`]).
-fn is_orphaned(mark: usize) -> bool {
+/// ([`orphan_marks`]), in this process or one it was forked from.
+pub(crate) fn is_orphaned(mark: usize) -> bool {
     // Acquire: pairs with the Release in `orphan_marks`.
     let orphaned = ORPHANED.load(core::sync::atomic::Ordering::Acquire);
     // SAFETY: a non-null `ORPHANED` is a leaked `Vec`, freed only when a
