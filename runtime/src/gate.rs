@@ -63,6 +63,19 @@ impl InitKind {
             InitKind::Background => BACKGROUND,
         }
     }
+
+    /// The bits of the gate's state that count inits of this kind.
+    fn mask(self) -> u32 {
+        match self {
+            InitKind::Foreground => FOREGROUND_MASK,
+            InitKind::Background => BACKGROUND_MASK,
+        }
+    }
+
+    /// How many inits of this kind `state` counts as pending.
+    fn pending(self, state: u32) -> u32 {
+        (state & self.mask()) / self.unit()
+    }
 }
 
 /// What a callback does when it finds the gate closed.
@@ -145,11 +158,7 @@ impl Gate {
         // SeqCst: it publishes no data (module docs), but `init` pairs it
         // with `is_ready_seqcst` around the static TLS offset.
         let before = self.state.fetch_add(kind.unit(), Ordering::SeqCst);
-        let mask = match kind {
-            InitKind::Foreground => FOREGROUND_MASK,
-            InitKind::Background => BACKGROUND_MASK,
-        };
-        if before & mask == mask {
+        if before & kind.mask() == kind.mask() {
             crate::diag::abort_with("callgate: too many inits pending at once; aborting");
         }
     }
@@ -223,8 +232,8 @@ impl Gate {
         // Relaxed: the child has one thread, and the value is this thread's
         // own view of the parent's state at the fork.
         let state = self.state.load(Ordering::Relaxed);
-        let foreground = state & FOREGROUND_MASK;
-        let background = (state & BACKGROUND_MASK) / BACKGROUND;
+        let foreground = InitKind::Foreground.pending(state);
+        let background = InitKind::Background.pending(state);
         let lost_foreground = if forked_by_loader { 0 } else { foreground };
         let lost_background = background - u32::from(forked_in_background_init && background > 0);
         if lost_foreground + lost_background > 0 {

@@ -1,5 +1,7 @@
 //! Turns at something one thread at a time may use: see [`Turn`].
 
+use core::sync::atomic::{AtomicPtr as CoreAtomicPtr, Ordering as CoreOrdering};
+
 use super::{AtomicUsize, Condvar, Guard, Mutex, Ordering, lock};
 use crate::valgrind;
 
@@ -48,8 +50,7 @@ pub(crate) struct Turn {
 /// free list), so a turn held under one can be taken over. Written only by
 /// a child handler, when the child has one thread. A `core` atomic under
 /// loom too: the models never fork.
-static ORPHANED: core::sync::atomic::AtomicPtr<Vec<usize>> =
-    core::sync::atomic::AtomicPtr::new(core::ptr::null_mut());
+static ORPHANED: CoreAtomicPtr<Vec<usize>> = CoreAtomicPtr::new(core::ptr::null_mut());
 
 /// Records `marks`, the marks of threads a `fork` left behind inside calls
 /// (see [`ORPHANED`]), beside those of earlier forks in this process's
@@ -65,7 +66,7 @@ pub(crate) unsafe fn orphan_marks(marks: &[usize]) {
         return;
     }
     // Relaxed: the child has one thread, which reads its own view.
-    let old = ORPHANED.load(core::sync::atomic::Ordering::Relaxed);
+    let old = ORPHANED.load(CoreOrdering::Relaxed);
     let mut all = if old.is_null() {
         Vec::new()
     } else {
@@ -76,17 +77,14 @@ pub(crate) unsafe fn orphan_marks(marks: &[usize]) {
     all.extend_from_slice(marks);
     // Release: pairs with the Acquire in `is_orphaned`, on the threads this
     // one starts later (which their creation orders anyway).
-    ORPHANED.store(
-        Box::into_raw(Box::new(all)),
-        core::sync::atomic::Ordering::Release,
-    );
+    ORPHANED.store(Box::into_raw(Box::new(all)), CoreOrdering::Release);
 }
 
 /// True when `mark` is that of a thread a `fork` left behind inside a call
 /// ([`orphan_marks`]), in this process or one it was forked from.
 pub(crate) fn is_orphaned(mark: usize) -> bool {
     // Acquire: pairs with the Release in `orphan_marks`.
-    let orphaned = ORPHANED.load(core::sync::atomic::Ordering::Acquire);
+    let orphaned = ORPHANED.load(CoreOrdering::Acquire);
     // SAFETY: a non-null `ORPHANED` is a leaked `Vec`, freed only when a
     // child handler replaces it, when no other thread exists.
     !orphaned.is_null() && unsafe { &*orphaned }.contains(&mark)
