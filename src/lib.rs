@@ -193,6 +193,8 @@ impl Hold {
 pub fn wait_for_child(pid: libc::pid_t, timeout: std::time::Duration, hung: &str) -> c_int {
     let deadline = std::time::Instant::now() + timeout;
     let mut status = 0;
+    // Short at first, for children that exit at once (tests fork many).
+    let mut pause = std::time::Duration::from_micros(20);
     loop {
         // SAFETY: `status` is a valid out-pointer; `pid` is the caller's child.
         let waited = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
@@ -211,7 +213,8 @@ pub fn wait_for_child(pid: libc::pid_t, timeout: std::time::Duration, hung: &str
             unsafe { libc::waitpid(pid, &mut status, 0) };
             panic!("{hung}");
         }
-        std::thread::sleep(std::time::Duration::from_millis(5));
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(std::time::Duration::from_millis(5));
     }
     assert!(libc::WIFEXITED(status), "the child died: status {status}");
     libc::WEXITSTATUS(status)

@@ -14,6 +14,10 @@ pub(crate) use hazard::MARKED;
 #[cfg(any(not(callgate_loom), test))]
 pub(crate) use hazard::{Hazard, Retirement};
 #[cfg(any(not(callgate_loom), test))]
+mod bell;
+#[cfg(any(not(callgate_loom), test))]
+use bell::Bell;
+#[cfg(any(not(callgate_loom), test))]
 mod turn;
 #[cfg(any(not(callgate_loom), test))]
 pub(crate) use turn::Turn;

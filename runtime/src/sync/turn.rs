@@ -2,16 +2,8 @@
 
 use core::sync::atomic::{AtomicPtr as CoreAtomicPtr, Ordering as CoreOrdering};
 
-use super::{AtomicUsize, Condvar, Guard, Mutex, Ordering, lock};
+use super::{AtomicUsize, Bell, Ordering};
 use crate::valgrind;
-
-/// Waits on `condvar`, ignoring poisoning as [`lock`] does.
-fn wait<'a, T>(condvar: &Condvar, guard: Guard<'a, T>) -> Guard<'a, T> {
-    match condvar.wait(guard) {
-        Ok(guard) => guard,
-        Err(poisoned) => poisoned.into_inner(),
-    }
-}
 
 /// Turns at something one thread at a time may use (a `Closure::new`
 /// body): [`begin`](Turn::begin) waits for the turn, [`end`](Turn::end)
@@ -22,8 +14,10 @@ fn wait<'a, T>(condvar: &Condvar, guard: Guard<'a, T>) -> Guard<'a, T> {
 ///
 /// A turn taken and given back without another thread asking is one
 /// compare-and-swap, one load and one swap of `state`: no lock, no
-/// poisoning, no call. Threads that find the turn taken wait under `queue`
-/// on `wake`, and flag `state` so that the end of the turn wakes them.
+/// poisoning, no call. Threads that find the turn taken flag `state` and
+/// sleep on `bell`, which the end of a flagged turn rings. No lock is held
+/// at any point on Linux (see [`Bell`]), so a `fork` child never waits for
+/// a thread it does not have to let go of one.
 ///
 /// Under valgrind, helgrind does not model atomics and would report the
 /// turns' accesses to what they guard as races: there `state` carries
@@ -38,9 +32,8 @@ pub(crate) struct Turn {
     /// [`WAITING`] set when a thread may be waiting for it, and
     /// [`ANNOTATED`] set for good under valgrind.
     state: AtomicUsize,
-    /// The lock waiters hold while they flag `state` and until they wait.
-    queue: Mutex<()>,
-    wake: Condvar,
+    /// Rung at the end of a turn flagged [`WAITING`].
+    bell: Bell,
 }
 
 /// The marks of threads a `fork` left behind inside calls, in this `fork`
@@ -109,8 +102,7 @@ impl Turn {
     pub(crate) fn announced(annotated: bool) -> Turn {
         Turn {
             state: AtomicUsize::new(if annotated { ANNOTATED } else { 0 }),
-            queue: Mutex::new(()),
-            wake: Condvar::new(),
+            bell: Bell::new(),
         }
     }
 
@@ -188,7 +180,6 @@ impl Turn {
             }
             return Ok(());
         }
-        // Before `queue`: a thread the fork left behind may have held it.
         // Only a child handler makes a mark orphaned, when no other thread
         // exists, and a turn taken over is a living thread's: a mark read
         // here that is not orphaned never becomes one in this process.
@@ -212,54 +203,48 @@ impl Turn {
                 Err(now) => held = now,
             }
         }
-        let mut queue = lock(&self.queue);
-        // Read again, under `queue`: a thread waits only on a value read
-        // while it holds `queue`. A flagged value read before could be
-        // stale, its turn ended and its waiters woken already, and nothing
-        // would wake this thread. Relaxed: as on `begin`'s failure.
-        let mut held = self.state.load(Ordering::Relaxed);
         loop {
+            // The bell's count before `state`: a turn's end that this read
+            // of `state` misses rings after its swap, and the wait below
+            // then returns at once (see `Bell`).
+            let seen = self.bell.rings();
+            // Relaxed: as on `begin`'s failure.
+            let held = self.state.load(Ordering::Relaxed);
             if held & !FLAGS == 0 {
                 // Taken with WAITING set: other threads may still be
-                // waiting, and the end of this turn must wake them (at
-                // worst a wake-up nobody needed). Acquire on success: as
-                // in `begin`.
-                match self.state.compare_exchange(
-                    held,
-                    me | annotated | WAITING,
-                    Ordering::Acquire,
-                    Ordering::Relaxed,
-                ) {
-                    Ok(_) => {
-                        drop(queue);
-                        if annotated != 0 {
-                            valgrind::happens_after(&raw const self.state);
-                        }
-                        return Ok(());
+                // waiting, and the end of this turn must ring for them (at
+                // worst a ring nobody needed). Acquire on success: as in
+                // `begin`.
+                if self
+                    .state
+                    .compare_exchange(
+                        held,
+                        me | annotated | WAITING,
+                        Ordering::Acquire,
+                        Ordering::Relaxed,
+                    )
+                    .is_ok()
+                {
+                    if annotated != 0 {
+                        valgrind::happens_after(&raw const self.state);
                     }
-                    Err(now) => {
-                        held = now;
-                        continue;
-                    }
+                    return Ok(());
                 }
+                continue;
             }
-            if held & WAITING == 0 {
-                // Relaxed: the flag publishes no data; `queue`, held from
-                // here until `wait` releases it, orders it with the wake-up
-                // (see `wake_waiters`).
-                if let Err(now) = self.state.compare_exchange(
-                    held,
-                    held | WAITING,
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                ) {
-                    held = now;
-                    continue;
-                }
+            // Relaxed: the flag publishes no data. The holder's `end`
+            // swaps `state` out, a read-modify-write that sees the flag if
+            // this compare-and-swap came first (else this one fails and
+            // the loop looks again), and then rings.
+            if held & WAITING == 0
+                && self
+                    .state
+                    .compare_exchange(held, held | WAITING, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_err()
+            {
+                continue;
             }
-            queue = wait(&self.wake, queue);
-            // Relaxed: as on `begin`'s failure.
-            held = self.state.load(Ordering::Relaxed);
+            self.bell.wait(seen);
         }
     }
 
@@ -301,11 +286,10 @@ impl Turn {
                 return;
             }
         }
-        // A thread that flagged `state` holds `queue` until `wait` has
-        // released it: taking it here means every such thread waits
-        // already (or has not flagged yet, and will see the turn free).
-        drop(lock(&self.queue));
-        self.wake.notify_all();
+        // A thread that flagged `state` read the bell's count before it
+        // read `state`: this ring, after the swap that ended the turn,
+        // wakes it or keeps it from sleeping.
+        self.bell.ring();
     }
 }
 

@@ -1,0 +1,146 @@
+//! A count of rings that threads can sleep on: see [`Bell`].
+
+use super::{AtomicU32, Ordering};
+#[cfg(not(all(any(target_os = "linux", target_os = "android"), not(callgate_loom))))]
+use super::{Condvar, Mutex, lock};
+
+/// A count of rings that threads can sleep on until it changes: the
+/// waiting half of a lock-free handshake. A thread reads the count
+/// ([`rings`](Bell::rings)), then looks at the state it waits on, and
+/// sleeps ([`wait`](Bell::wait)) only if the count is still what it read;
+/// a thread that changes that state then [`ring`](Bell::ring)s. A ring
+/// that comes after the waiter read the count wakes it or keeps it from
+/// sleeping.
+///
+/// On Linux (and Android) `wait` and `ring` are one `futex` system call
+/// each on the count itself, and no lock is held at any point: a `fork`
+/// at any instant leaves the child nothing a thread it does not have
+/// holds. Elsewhere, and in the loom models, a mutex and a condition
+/// variable stand in for the futex; the mutex is held for a few
+/// instructions around the wait and the wake-up.
+pub(crate) struct Bell {
+    /// How many times the bell rang, wrapping.
+    rings: AtomicU32,
+    sleepers: Sleepers,
+}
+
+impl Bell {
+    pub(crate) fn new() -> Bell {
+        Bell {
+            rings: AtomicU32::new(0),
+            sleepers: Sleepers::new(),
+        }
+    }
+
+    /// How many times the bell rang so far, to pass to [`wait`](Bell::wait)
+    /// after looking at the state waited on.
+    pub(crate) fn rings(&self) -> u32 {
+        // Acquire: pairs with the Release increment in `ring`, so that a
+        // thread that reads a ring's count sees what the ringing thread
+        // did before it (the state change it rang for).
+        self.rings.load(Ordering::Acquire)
+    }
+
+    /// Sleeps while the bell has rung `seen` times (the count
+    /// [`rings`](Bell::rings) returned): returns at once if it rang since,
+    /// else at the next ring, or sooner (a signal, a spurious wake-up), so
+    /// the caller looks at its state again. Sleeps through a ring only if
+    /// the count wrapped all the way round to `seen` meanwhile (2³² rings).
+    pub(crate) fn wait(&self, seen: u32) {
+        self.sleepers.wait(&self.rings, seen);
+    }
+
+    /// Rings: every thread waiting on the count it read before this wakes.
+    pub(crate) fn ring(&self) {
+        // Release: what this thread did before (the state change it rings
+        // for) happens before what a thread reading the new count does
+        // after (see `rings`).
+        self.rings.fetch_add(1, Ordering::Release);
+        self.sleepers.wake_all(&self.rings);
+    }
+}
+
+/// Where the threads waiting for a [`Bell`] sleep: the kernel's futex
+/// queue of the count's address.
+#[cfg(all(any(target_os = "linux", target_os = "android"), not(callgate_loom)))]
+struct Sleepers;
+
+#[cfg(all(any(target_os = "linux", target_os = "android"), not(callgate_loom)))]
+impl Sleepers {
+    fn new() -> Sleepers {
+        Sleepers
+    }
+
+    /// Sleeps while `rings` holds `seen`, until woken or interrupted.
+    fn wait(&self, rings: &AtomicU32, seen: u32) {
+        // SAFETY: `FUTEX_WAIT` reads the aligned `u32` at the address,
+        // which the caller's borrow keeps alive during the call, and
+        // compares it with `seen` atomically with queueing the thread; it
+        // writes nothing. A private futex: a bell is never in memory
+        // shared between processes. Any return (woken, the count not
+        // `seen`, `EINTR`) is a return to look again.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                rings.as_ptr(),
+                libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+                seen,
+                core::ptr::null::<libc::timespec>(),
+            );
+        }
+    }
+
+    /// Wakes every thread sleeping on `rings`, which was just incremented.
+    fn wake_all(&self, rings: &AtomicU32) {
+        // SAFETY: `FUTEX_WAKE` only wakes the threads queued on the
+        // address, which the caller's borrow keeps alive during the call;
+        // it reads and writes no memory. `i32::MAX`: all of them.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                rings.as_ptr(),
+                libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+                i32::MAX,
+            );
+        }
+    }
+}
+
+/// Where the threads waiting for a [`Bell`] sleep: a condition variable,
+/// and the mutex that orders a wait's look at the count with a wake-up.
+#[cfg(not(all(any(target_os = "linux", target_os = "android"), not(callgate_loom))))]
+struct Sleepers {
+    lock: Mutex<()>,
+    wake: Condvar,
+}
+
+#[cfg(not(all(any(target_os = "linux", target_os = "android"), not(callgate_loom))))]
+impl Sleepers {
+    fn new() -> Sleepers {
+        Sleepers {
+            lock: Mutex::new(()),
+            wake: Condvar::new(),
+        }
+    }
+
+    /// Sleeps while `rings` holds `seen`, until woken (or spuriously).
+    fn wait(&self, rings: &AtomicU32, seen: u32) {
+        let guard = lock(&self.lock);
+        // Relaxed: `wake_all` is called after the increment and takes
+        // `lock` before it notifies, so under `lock` this sees every ring
+        // whose notification could come before this thread waits; any
+        // later one notifies it.
+        if rings.load(Ordering::Relaxed) == seen {
+            // A poisoned lock guards nothing here: the result is dropped.
+            drop(self.wake.wait(guard));
+        }
+    }
+
+    /// Wakes every thread sleeping on `rings`, which was just incremented.
+    fn wake_all(&self, _rings: &AtomicU32) {
+        // A thread that found the old count under `lock` waits already
+        // once this takes it.
+        drop(lock(&self.lock));
+        self.wake.notify_all();
+    }
+}
