@@ -39,7 +39,7 @@ portable=(env RUSTFLAGS="--cfg callgate_portable_tls" CALLGATE_FIXTURE_PROFILE=r
 "${portable[@]}" cargo test -p callgate-dev --release --target-dir target/portable-tls \
     --test abandon --test bad_input --test churn --test data --test depth --test dlclose \
     --test fork --test init_background --test signals --test teardown \
-    --test fork_closure --test fork_closure_contended
+    --test fork_closure --test fork_closure_contended --test gate_fork_contended
 
 # musl: the fixture built for it and the C hosts compiled with musl-gcc,
 # run by the same tests (installs musl-tools and the Rust target if absent).

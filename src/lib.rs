@@ -29,6 +29,22 @@ pub extern "C" fn gated(x: i32) -> i32 {
     callgate::__private::call(&SITE, || -1, || -2, |_| callgate::__private::ok(x))
 }
 
+/// In a `fork` child whose init goes on there: from a thread that is not
+/// init code, waits at the gate with [`gated`], then ends the child with
+/// what it saw: 0 when the call passed and `init_state()` says ready, 1
+/// when it passed but `init_state()` says otherwise, 2 when the gate
+/// turned the call away. Never returns.
+pub fn exit_after_gate_check() {
+    let status = match (gated(5), callgate::init_state()) {
+        (5, callgate::InitState::Ready) => 0,
+        (5, _) => 1,
+        _ => 2,
+    };
+    // SAFETY: `_exit` ends the child without running the parent's atexit
+    // handlers or flushing its buffers.
+    unsafe { libc::_exit(status) }
+}
+
 /// A Rust callback as the C harness sees it.
 pub type HarnessCallback = unsafe extern "C" fn(i32) -> i32;
 

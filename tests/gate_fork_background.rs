@@ -14,27 +14,13 @@ use callgate_dev::gated;
 /// The child's pid, in the parent; -1 until the init forked.
 static CHILD: AtomicI32 = AtomicI32::new(-1);
 
-/// In the child, a thread that is not init code waits at the gate for the
-/// init the child goes on with, then ends the child with what it saw.
-fn check_in_child() {
-    let value = gated(5);
-    let status = match (value, callgate::init_state()) {
-        (5, InitState::Ready) => 0,
-        (5, _) => 1,
-        _ => 2,
-    };
-    // SAFETY: `_exit` ends the child without running the parent's atexit
-    // handlers or flushing its buffers.
-    unsafe { libc::_exit(status) }
-}
-
 fn forking_background() -> Result<(), Failure> {
     // SAFETY: the child starts one thread and returns from the init; that
     // thread `_exit`s.
     let pid = unsafe { libc::fork() };
     assert!(pid >= 0, "fork failed");
     if pid == 0 {
-        std::thread::spawn(check_in_child);
+        std::thread::spawn(callgate_dev::exit_after_gate_check);
         // Give the checker time to reach the gate before it opens (it
         // passes either way once the init has finished).
         std::thread::sleep(Duration::from_millis(50));
@@ -60,7 +46,10 @@ fn a_child_forked_by_its_one_background_init_finishes_it() {
         Duration::from_secs(10),
         "the child's gate never opened",
     );
-    assert_eq!(status, 0, "child check failed (see `check_in_child`)");
+    assert_eq!(
+        status, 0,
+        "child check failed (see `exit_after_gate_check`)"
+    );
     assert_eq!(gated(7), 7);
     assert_eq!(callgate::init_state(), InitState::Ready);
 }

@@ -23,10 +23,17 @@
 //!   only through the loader's own synchronisation. It is `SeqCst` for
 //!   `init`, which closes the static-TLS fast path after it (see
 //!   `init::open_fast_path`).
-//! * In the slow path every state change and every check happens under
-//!   `waiters`, so a waiter cannot miss the wake-up of the last `finish`.
+//! * A waiter reads the count of the gate's bell before the state, and
+//!   sleeps only while the count is unchanged; `finish` rings after it
+//!   changed the state, so a waiter cannot miss the last one (see
+//!   [`Bell`]). No lock is held anywhere: a `fork` child never waits for
+//!   a thread it does not have to let go of one.
+//! * The first failure's message is published with `Release` before the
+//!   `FAILED` bit, so a waiter that sees the bit with `Acquire` sees it.
 
-use crate::sync::{AtomicBool, AtomicU32, Condvar, Mutex, Ordering, lock};
+use core::ptr;
+
+use crate::sync::{AtomicBool, AtomicPtr, AtomicU32, Bell, Ordering};
 
 const FAILED: u32 = 1 << 31;
 /// One pending foreground init in `state`.
@@ -111,12 +118,13 @@ pub enum InitState {
 
 pub(crate) struct Gate {
     state: AtomicU32,
-    /// The first failure's message; also the lock waiters sleep under.
-    failure: Mutex<Option<String>>,
-    wake: Condvar,
+    /// The first failure's message, a leaked `Box<String>` (null until an
+    /// init fails), set once and freed only when the library is unloaded.
+    failure: AtomicPtr<String>,
+    /// Rung by every `finish`; waiters sleep on it.
+    bell: Bell,
     /// Set in a `fork` child whose parent forked while an init ran on
-    /// another thread: that init cannot finish here. Checked before taking
-    /// `failure`, which a parent thread may have held at the fork.
+    /// another thread: that init cannot finish here.
     orphaned: AtomicBool,
 }
 
@@ -128,8 +136,8 @@ impl Gate {
     pub(crate) const fn new() -> Gate {
         Gate {
             state: AtomicU32::new(0),
-            failure: Mutex::new(None),
-            wake: Condvar::new(),
+            failure: AtomicPtr::new(ptr::null_mut()),
+            bell: Bell::new(),
             orphaned: AtomicBool::new(false),
         }
     }
@@ -138,8 +146,8 @@ impl Gate {
     pub(crate) fn new() -> Gate {
         Gate {
             state: AtomicU32::new(0),
-            failure: Mutex::new(None),
-            wake: Condvar::new(),
+            failure: AtomicPtr::new(ptr::null_mut()),
+            bell: Bell::new(),
             orphaned: AtomicBool::new(false),
         }
     }
@@ -171,18 +179,62 @@ impl Gate {
     }
 
     /// Records that an init finished, with its outcome, and wakes the
-    /// waiters when it was the last one (or when it failed).
+    /// waiters.
     pub(crate) fn finish(&self, kind: InitKind, outcome: Result<(), String>) {
-        let mut failure = lock(&self.failure);
         if let Err(message) = outcome {
-            failure.get_or_insert(message);
-            // Release: pairs with the Acquire loads that read the state.
+            let message = Box::into_raw(Box::new(message));
+            // Release on success: publishes the message (module docs).
+            // Relaxed on failure: an earlier init's message stays, and this
+            // one is dropped unread.
+            if let Err(_first) = self.failure.compare_exchange(
+                ptr::null_mut(),
+                message,
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                // SAFETY: `message` came from `Box::into_raw` above and was
+                // not stored.
+                drop(unsafe { Box::from_raw(message) });
+            }
+            // Release: pairs with the Acquire loads that read the state,
+            // which then see the message stored before it.
             self.state.fetch_or(FAILED, Ordering::Release);
         }
         // Release: pairs with the Acquire in `is_ready` (module docs).
         self.state.fetch_sub(kind.unit(), Ordering::Release);
-        drop(failure);
-        self.wake.notify_all();
+        self.bell.ring();
+    }
+
+    /// The first failure's message, once a state with `FAILED` was read
+    /// with `Acquire`.
+    fn failure(&self) -> String {
+        // Acquire: pairs with the Release in `finish`.
+        let message = self.failure.load(Ordering::Acquire);
+        if message.is_null() {
+            String::new()
+        } else {
+            // SAFETY: a non-null `failure` is a leaked `Box<String>`, never
+            // changed again, and freed only by `free_failure` when nothing
+            // runs the library's code any more.
+            unsafe { &*message }.clone()
+        }
+    }
+
+    /// Frees the first failure's message.
+    ///
+    /// # Safety
+    ///
+    /// No thread uses the gate again (the library is being unloaded).
+    // Only the unix unload hook frees what the runtime allocated.
+    #[cfg_attr(not(unix), allow(dead_code))]
+    pub(crate) unsafe fn free_failure(&self) {
+        // Relaxed: no other thread uses the gate (caller obligation).
+        let message = self.failure.swap(ptr::null_mut(), Ordering::Relaxed);
+        if !message.is_null() {
+            // SAFETY: a non-null `failure` is a leaked `Box<String>`, taken
+            // out of the gate just now.
+            drop(unsafe { Box::from_raw(message) });
+        }
     }
 
     /// The slow path: waits for the inits, or reports why the gate stays shut.
@@ -196,16 +248,19 @@ impl Gate {
         if self.is_orphaned() {
             return Err(Closed::Failed(ORPHANED.to_owned()));
         }
-        let mut failure = lock(&self.failure);
         let mut waited = Some(waited);
         loop {
+            // The bell's count before the state: a `finish` that this read
+            // of the state misses rings after it, and the wait below then
+            // returns at once.
+            let seen = self.bell.rings();
             // Acquire: pairs with the Release RMWs in `finish`.
             let state = self.state.load(Ordering::Acquire);
             if state == 0 {
                 return Ok(());
             }
             if state & FAILED != 0 {
-                return Err(Closed::Failed(failure.clone().unwrap_or_default()));
+                return Err(Closed::Failed(self.failure()));
             }
             if policy == GatePolicy::Fail {
                 return Err(Closed::Pending);
@@ -213,15 +268,12 @@ impl Gate {
             if let Some(count) = waited.take() {
                 count();
             }
-            failure = match self.wake.wait(failure) {
-                Ok(guard) => guard,
-                Err(poisoned) => poisoned.into_inner(),
-            };
+            self.bell.wait(seen);
         }
     }
 
-    /// In a `fork` child: fails the gate from now on, without touching the
-    /// lock, when an init it waits for has no thread to finish it here.
+    /// In a `fork` child: fails the gate from now on, when an init it waits
+    /// for has no thread to finish it here.
     /// Only the forking thread exists in the child. `forked_by_loader`: it
     /// is the thread that loaded the library, whose foreground inits go on;
     /// `forked_in_background_init`: it is running a background init, which
@@ -252,11 +304,10 @@ impl Gate {
         if self.is_orphaned() {
             return InitState::Failed(ORPHANED.to_owned());
         }
-        let failure = lock(&self.failure);
         // Acquire: pairs with the Release RMWs in `finish`.
         let state = self.state.load(Ordering::Acquire);
         if state & FAILED != 0 {
-            InitState::Failed(failure.clone().unwrap_or_default())
+            InitState::Failed(self.failure())
         } else if state == 0 {
             InitState::Ready
         } else {

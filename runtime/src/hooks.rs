@@ -458,8 +458,9 @@ mod imp {
         /// thread is bound (bound threads pin the library) and none runs its
         /// code (the caller of `dlclose` guarantees that), so the key is deleted
         /// — threads that hold only a last error no longer have a destructor
-        /// in the unmapped code — and the contexts, the messages and the
-        /// registry of `#[local]` types are freed. At exit nothing is freed:
+        /// in the unmapped code — and the contexts, the messages, the
+        /// registry of `#[local]` types and a failed init's message are
+        /// freed. At exit nothing is freed:
         /// other threads may still be running.
         extern "C" fn on_unload() {
             // Acquire: pairs with the Release in `mark_exiting`.
@@ -475,9 +476,10 @@ mod imp {
                 debug_assert_eq!(rc, 0);
             }
             // SAFETY: no thread runs the library's code or is bound, and the
-            // library is being unloaded: nothing uses a message, a context
-            // or a `#[local]` index again.
+            // library is being unloaded: nothing uses a message, a context,
+            // a `#[local]` index or the gate again.
             unsafe {
+                crate::init::GATE.free_failure();
                 crate::messages::free_all();
                 crate::thread::free_pool();
                 crate::local::free_registry();

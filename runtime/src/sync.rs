@@ -13,10 +13,8 @@ mod hazard;
 pub(crate) use hazard::MARKED;
 #[cfg(any(not(callgate_loom), test))]
 pub(crate) use hazard::{Hazard, Retirement};
-#[cfg(any(not(callgate_loom), test))]
 mod bell;
-#[cfg(any(not(callgate_loom), test))]
-use bell::Bell;
+pub(crate) use bell::Bell;
 #[cfg(any(not(callgate_loom), test))]
 mod turn;
 #[cfg(any(not(callgate_loom), test))]
@@ -31,15 +29,16 @@ pub(crate) use loom::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64,
 // tests.
 #[cfg(all(callgate_loom, test))]
 pub(crate) use loom::sync::atomic::AtomicUsize;
+
 #[cfg(callgate_loom)]
-pub(crate) use loom::sync::{Condvar, Mutex};
+pub(crate) use loom::sync::Mutex;
 
 #[cfg(not(callgate_loom))]
 pub(crate) use core::sync::atomic::{
     AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
 };
 #[cfg(not(callgate_loom))]
-pub(crate) use std::sync::{Condvar, Mutex};
+pub(crate) use std::sync::Mutex;
 
 /// A value on cache lines of its own: 128 bytes (the unit the adjacent-line
 /// prefetcher fetches) aligned, so that no other data shares its line pair.

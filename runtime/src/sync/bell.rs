@@ -2,7 +2,11 @@
 
 use super::{AtomicU32, Ordering};
 #[cfg(not(all(any(target_os = "linux", target_os = "android"), not(callgate_loom))))]
-use super::{Condvar, Mutex, lock};
+use super::{Mutex, lock};
+#[cfg(callgate_loom)]
+use loom::sync::Condvar;
+#[cfg(not(any(target_os = "linux", target_os = "android", callgate_loom)))]
+use std::sync::Condvar;
 
 /// A count of rings that threads can sleep on until it changes: the
 /// waiting half of a lock-free handshake. A thread reads the count
@@ -25,6 +29,16 @@ pub(crate) struct Bell {
 }
 
 impl Bell {
+    #[cfg(not(callgate_loom))]
+    pub(crate) const fn new() -> Bell {
+        Bell {
+            rings: AtomicU32::new(0),
+            sleepers: Sleepers::new(),
+        }
+    }
+
+    /// `new`, for the loom models, whose primitives are not `const`.
+    #[cfg(callgate_loom)]
     pub(crate) fn new() -> Bell {
         Bell {
             rings: AtomicU32::new(0),
@@ -67,7 +81,7 @@ struct Sleepers;
 
 #[cfg(all(any(target_os = "linux", target_os = "android"), not(callgate_loom)))]
 impl Sleepers {
-    fn new() -> Sleepers {
+    const fn new() -> Sleepers {
         Sleepers
     }
 
@@ -116,6 +130,15 @@ struct Sleepers {
 
 #[cfg(not(all(any(target_os = "linux", target_os = "android"), not(callgate_loom))))]
 impl Sleepers {
+    #[cfg(not(callgate_loom))]
+    const fn new() -> Sleepers {
+        Sleepers {
+            lock: Mutex::new(()),
+            wake: Condvar::new(),
+        }
+    }
+
+    #[cfg(callgate_loom)]
     fn new() -> Sleepers {
         Sleepers {
             lock: Mutex::new(()),
