@@ -62,7 +62,7 @@ const fn line(label: &'static str, unit: Unit, cells: Cells, go: Go) -> Line {
 }
 
 /// The main table's lines, in order.
-const LINES: [Line; 42] = [
+const LINES: [Line; 43] = [
     line(
         "calibration: a fixed chain of 100 dependent additions in C, ns",
         Unit::Plain,
@@ -199,6 +199,12 @@ const LINES: [Line; 42] = [
         "… a `Closure::concurrent` both threads call",
         Unit::Ratio,
         Cells::Summary("scaling.closure_concurrent_2t_1t"),
+        Go::None,
+    ),
+    line(
+        "… a `Closure::new` both threads call (their calls take turns)",
+        Unit::Ratio,
+        Cells::Summary("scaling.closure_2t_1t"),
         Go::None,
     ),
     line(

@@ -26,7 +26,7 @@ const FIRST_CALL_THREADS: usize = 200;
 const CHURN_THREADS: usize = 400;
 
 /// The rows measured for every [`Place`], in report order: key and unit.
-const PLACE_ROWS: [(&str, &str); 47] = [
+const PLACE_ROWS: [(&str, &str); 50] = [
     ("cthread.raw_ns", "ns"),
     ("cthread.raw_cstr_ns", "ns"),
     ("cthread.bound_ns", "ns"),
@@ -55,6 +55,9 @@ const PLACE_ROWS: [(&str, &str); 47] = [
     ("scaling.closure_concurrent_1t_ops", "calls/s"),
     ("scaling.closure_concurrent_2t_ops", "calls/s"),
     ("scaling.closure_concurrent_2t_1t", "×"),
+    ("scaling.closure_1t_ops", "calls/s"),
+    ("scaling.closure_2t_ops", "calls/s"),
+    ("scaling.closure_2t_1t", "×"),
     ("churn.create_join_us", "µs/thread"),
     ("churn.create_callback_join_us", "µs/thread"),
     ("churn.create_callback_join_ratio", "×"),
@@ -547,6 +550,9 @@ pub fn plan(
             ("raw", Callback::Int(c.raw)),
             ("bound", Callback::Int(c.bound)),
             ("closure_concurrent", Callback::Data(c.closure_concurrent)),
+            // Calls that take turns: two threads hand the turn back and
+            // forth, one waiting for the other's end.
+            ("closure", Callback::Data(c.closure)),
         ] {
             let one = row(&format!("scaling.{name}_1t_ops"));
             let calls = calls_taking(&rows.name(one), cb, SCALING_CHUNK_NS);
