@@ -310,8 +310,9 @@ impl<T> FreeList<T> {
     /// reference to a node is used afterwards: the same conditions as for
     /// dropping it, for a list that cannot be dropped (a `static`).
     #[cfg_attr(callgate_loom, allow(dead_code))]
-    // Only the unix unload hook frees the pool and the messages.
-    #[cfg_attr(not(unix), allow(dead_code))]
+    // Only the ELF unload hook (Linux, Android) frees the pool and the
+    // messages.
+    #[cfg_attr(not(any(target_os = "linux", target_os = "android")), allow(dead_code))]
     pub(crate) unsafe fn free_all(&self) {
         // Relaxed: the caller guarantees nobody else uses the list.
         self.head.store(0, Ordering::Relaxed);

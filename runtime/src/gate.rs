@@ -225,8 +225,8 @@ impl Gate {
     /// # Safety
     ///
     /// No thread uses the gate again (the library is being unloaded).
-    // Only the unix unload hook frees what the runtime allocated.
-    #[cfg_attr(not(unix), allow(dead_code))]
+    // Only the ELF unload hook (Linux, Android) frees it.
+    #[cfg_attr(not(any(target_os = "linux", target_os = "android")), allow(dead_code))]
     pub(crate) unsafe fn free_failure(&self) {
         // Relaxed: no other thread uses the gate (caller obligation).
         let message = self.failure.swap(ptr::null_mut(), Ordering::Relaxed);

@@ -229,8 +229,8 @@ fn index_of(id: TypeId) -> u32 {
 /// # Safety
 ///
 /// No thread runs the library's code, and none will until it is unloaded.
-// Only the unix unload hook frees the registry.
-#[cfg_attr(not(unix), allow(dead_code))]
+// Only the ELF unload hook (Linux, Android) frees the registry.
+#[cfg_attr(not(any(target_os = "linux", target_os = "android")), allow(dead_code))]
 pub(crate) unsafe fn free_registry() {
     // Relaxed: nobody else uses the registry (caller obligation).
     let mut entry = REGISTRY.swap(ptr::null_mut(), Ordering::Relaxed);

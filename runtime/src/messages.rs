@@ -120,8 +120,9 @@ pub(crate) unsafe fn free(message: *mut Message) {
 ///
 /// No thread runs the library's code any more, and none will until it is
 /// unloaded: the pointers the threads' slots hold are never used again.
-// Only the unix unload hook frees the pool and the messages.
-#[cfg_attr(not(unix), allow(dead_code))]
+// Only the ELF unload hook (Linux, Android) frees the pool and the
+// messages.
+#[cfg_attr(not(any(target_os = "linux", target_os = "android")), allow(dead_code))]
 pub(crate) unsafe fn free_all() {
     lock();
     // SAFETY: the lock is held; every linked message is live, and no thread

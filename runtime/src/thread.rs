@@ -701,8 +701,9 @@ pub(crate) unsafe fn reclaim_orphans() -> Vec<usize> {
 /// No thread is bound or runs the library's code, and none will until it
 /// is unloaded: every context is free, and nothing pops one again.
 #[cold]
-// Only the unix unload hook frees the pool and the messages.
-#[cfg_attr(not(unix), allow(dead_code))]
+// Only the ELF unload hook (Linux, Android) frees the pool and the
+// messages.
+#[cfg_attr(not(any(target_os = "linux", target_os = "android")), allow(dead_code))]
 pub(crate) unsafe fn free_pool() {
     // SAFETY: forwarded caller obligation.
     unsafe { CONTEXTS.free_all() };
