@@ -900,7 +900,7 @@ fn arrive(site: &Site) -> Result<&'static ContextNode, Box<Failure>> {
 #[cold]
 #[inline(never)]
 fn pass_gate(site: &Site) -> Result<(), Failure> {
-    init::pass_gate_slow(site.gate).map_err(|closed| match closed {
+    init::pass_gate_slow(site.name, site.gate).map_err(|closed| match closed {
         Closed::Failed(message) => Failure::new(format!("initialisation failed: {message}")),
         Closed::Pending => Failure::new(format!(
             "`{}` was called before initialisation finished (gate = fail)",

@@ -128,6 +128,13 @@ pub(crate) struct Gate {
     orphaned: AtomicBool,
 }
 
+/// How long a call waits at the gate before it says so (see
+/// [`Gate::pass_slow`]): far longer than an init that loads what a library
+/// needs usually takes, short enough that whoever watches a hung process
+/// still reads it.
+#[cfg(not(callgate_loom))]
+pub(crate) const LONG_WAIT: core::time::Duration = core::time::Duration::from_secs(10);
+
 /// The failure of a gate whose init was left behind by `fork`.
 pub(crate) const ORPHANED: &str = "the process forked while initialisation was running on another thread; it cannot finish in the child";
 
@@ -237,18 +244,25 @@ impl Gate {
         }
     }
 
-    /// The slow path: waits for the inits, or reports why the gate stays shut.
+    /// The slow path: waits for the inits, or reports why the gate stays
+    /// shut. `waited` runs when the call starts to wait; `waiting_long`,
+    /// once the call has waited [`LONG_WAIT`] (never in the loom models).
     #[cold]
     #[inline(never)]
     pub(crate) fn pass_slow(
         &self,
         policy: GatePolicy,
         waited: impl FnOnce(),
+        waiting_long: impl FnOnce(),
     ) -> Result<(), Closed> {
         if self.is_orphaned() {
             return Err(Closed::Failed(ORPHANED.to_owned()));
         }
         let mut waited = Some(waited);
+        #[cfg(not(callgate_loom))]
+        let mut waiting_long = Some((std::time::Instant::now(), waiting_long));
+        #[cfg(callgate_loom)]
+        drop(waiting_long);
         loop {
             // The bell's count before the state: a `finish` that this read
             // of the state misses rings after it, and the wait below then
@@ -267,6 +281,17 @@ impl Gate {
             }
             if let Some(count) = waited.take() {
                 count();
+            }
+            #[cfg(not(callgate_loom))]
+            if let Some((since, report)) = waiting_long.take() {
+                match LONG_WAIT.checked_sub(since.elapsed()) {
+                    Some(left) if !left.is_zero() => {
+                        waiting_long = Some((since, report));
+                        self.bell.wait_timeout(seen, left);
+                    }
+                    _ => report(),
+                }
+                continue;
             }
             self.bell.wait(seen);
         }

@@ -5,7 +5,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::failure::{Failure, payload_message};
 use crate::gate::{Closed, Gate, GatePolicy, InitKind, InitState};
-use crate::sync::{AtomicUsize, Ordering};
+use crate::sync::{AtomicBool, AtomicUsize, Ordering};
 use crate::thread::id as thread_id;
 use crate::{diag, hooks, stats, tls};
 
@@ -343,13 +343,35 @@ fn open_fast_path_slow() {
     }
 }
 
-/// The gate's slow path: init code passes at once, others wait or fail.
+/// The gate's slow path, for the callback `name`: init code passes at
+/// once, others wait or fail. A call that waits long says so, once
+/// ([`report_long_wait`]).
 #[cold]
 #[inline(never)]
-pub(crate) fn pass_gate_slow(policy: GatePolicy) -> Result<(), Closed> {
+pub(crate) fn pass_gate_slow(name: &str, policy: GatePolicy) -> Result<(), Closed> {
     if in_init() {
         return Ok(());
     }
     start_deferred();
-    GATE.pass_slow(policy, stats::record_gate_wait)
+    GATE.pass_slow(policy, stats::record_gate_wait, || report_long_wait(name))
+}
+
+/// Says on standard error, the first time in this copy of the runtime
+/// (one per library), that a call of the callback `name` has waited
+/// [`LONG_WAIT`](crate::gate::LONG_WAIT) at the gate: an init that waits
+/// for a thread calling a gated callback waits for good (see the README's
+/// Known limits), and a hung process should say why.
+#[cold]
+fn report_long_wait(name: &str) {
+    static REPORTED: AtomicBool = AtomicBool::new(false);
+    // Relaxed: the flag guards nothing but the message itself.
+    if !REPORTED.swap(true, Ordering::Relaxed) {
+        diag::report(&format!(
+            "callgate: a call of `{name}` has waited {} s at the init gate for \
+             `#[callgate::init]` code that is still running; if that init waits for this \
+             thread (joins a thread that makes a gated call, say), neither will go on: give \
+             such callbacks `gate = skip`, or let the init return first",
+            crate::gate::LONG_WAIT.as_secs()
+        ));
+    }
 }

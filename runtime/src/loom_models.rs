@@ -36,7 +36,7 @@ fn gate_releases_every_waiter_after_the_last_init() {
             let (gate, data) = (gate.clone(), data.clone());
             thread::spawn(move || {
                 if !gate.is_ready() {
-                    gate.pass_slow(GatePolicy::Wait, || ()).unwrap();
+                    gate.pass_slow(GatePolicy::Wait, || (), || ()).unwrap();
                 }
                 // Both inits' writes are visible once the gate is passed.
                 assert_eq!(data.load(Ordering::Relaxed), 2);
@@ -63,7 +63,7 @@ fn gate_reports_a_failed_init_to_waiters() {
         let outcome = if gate.is_ready() {
             Ok(())
         } else {
-            gate.pass_slow(GatePolicy::Wait, || ())
+            gate.pass_slow(GatePolicy::Wait, || (), || ())
         };
         assert_eq!(outcome, Err(Closed::Failed("boom".to_owned())));
         init.join().unwrap();
@@ -83,7 +83,7 @@ fn gate_fail_policy_never_blocks() {
         let outcome = if gate.is_ready() {
             Ok(())
         } else {
-            gate.pass_slow(GatePolicy::Fail, || ())
+            gate.pass_slow(GatePolicy::Fail, || (), || ())
         };
         assert!(matches!(outcome, Ok(()) | Err(Closed::Pending)));
         init.join().unwrap();

@@ -61,7 +61,13 @@ impl Bell {
     /// the caller looks at its state again. Sleeps through a ring only if
     /// the count wrapped all the way round to `seen` meanwhile (2³² rings).
     pub(crate) fn wait(&self, seen: u32) {
-        self.sleepers.wait(&self.rings, seen);
+        self.sleepers.wait(&self.rings, seen, None);
+    }
+
+    /// [`wait`](Bell::wait), but for at most `timeout`.
+    #[cfg(not(callgate_loom))]
+    pub(crate) fn wait_timeout(&self, seen: u32, timeout: core::time::Duration) {
+        self.sleepers.wait(&self.rings, seen, Some(timeout));
     }
 
     /// Rings: every thread waiting on the count it read before this wakes.
@@ -85,21 +91,33 @@ impl Sleepers {
         Sleepers
     }
 
-    /// Sleeps while `rings` holds `seen`, until woken or interrupted.
-    fn wait(&self, rings: &AtomicU32, seen: u32) {
+    /// Sleeps while `rings` holds `seen`, until woken or interrupted, or
+    /// `timeout` passed.
+    fn wait(&self, rings: &AtomicU32, seen: u32, timeout: Option<core::time::Duration>) {
+        let timeout = timeout.map(|timeout| libc::timespec {
+            // Saturated: a wait longer than `time_t` holds is a wait for
+            // good.
+            tv_sec: timeout.as_secs().try_into().unwrap_or(libc::time_t::MAX),
+            // Under 10⁹: fits every `tv_nsec`.
+            tv_nsec: i32::try_from(timeout.subsec_nanos()).unwrap_or(0).into(),
+        });
         // SAFETY: `FUTEX_WAIT` reads the aligned `u32` at the address,
         // which the caller's borrow keeps alive during the call, and
         // compares it with `seen` atomically with queueing the thread; it
-        // writes nothing. A private futex: a bell is never in memory
-        // shared between processes. Any return (woken, the count not
-        // `seen`, `EINTR`) is a return to look again.
+        // writes nothing, and reads the relative timeout, a `timespec` on
+        // this stack or null (no timeout). A private futex: a bell is
+        // never in memory shared between processes. Any return (woken,
+        // the count not `seen`, `EINTR`, `ETIMEDOUT`) is a return to look
+        // again.
         unsafe {
             libc::syscall(
                 libc::SYS_futex,
                 rings.as_ptr(),
                 libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
                 seen,
-                core::ptr::null::<libc::timespec>(),
+                timeout
+                    .as_ref()
+                    .map_or(core::ptr::null(), core::ptr::from_ref::<libc::timespec>),
             );
         }
     }
@@ -146,16 +164,23 @@ impl Sleepers {
         }
     }
 
-    /// Sleeps while `rings` holds `seen`, until woken (or spuriously).
-    fn wait(&self, rings: &AtomicU32, seen: u32) {
+    /// Sleeps while `rings` holds `seen`, until woken (or spuriously), or
+    /// `timeout` passed.
+    fn wait(&self, rings: &AtomicU32, seen: u32, timeout: Option<core::time::Duration>) {
         let guard = lock(&self.lock);
         // Relaxed: `wake_all` is called after the increment and takes
         // `lock` before it notifies, so under `lock` this sees every ring
         // whose notification could come before this thread waits; any
         // later one notifies it.
         if rings.load(Ordering::Relaxed) == seen {
-            // A poisoned lock guards nothing here: the result is dropped.
-            drop(self.wake.wait(guard));
+            // A poisoned lock guards nothing here: the results are dropped.
+            match timeout {
+                None => drop(self.wake.wait(guard)),
+                #[cfg(not(callgate_loom))]
+                Some(timeout) => drop(self.wake.wait_timeout(guard, timeout)),
+                #[cfg(callgate_loom)]
+                Some(_) => unreachable!("the loom models never wait with a timeout"),
+            }
         }
     }
 
