@@ -95,9 +95,9 @@ impl Sleepers {
     /// `timeout` passed.
     fn wait(&self, rings: &AtomicU32, seen: u32, timeout: Option<core::time::Duration>) {
         let timeout = timeout.map(|timeout| libc::timespec {
-            // Saturated: a wait longer than `time_t` holds is a wait for
-            // good.
-            tv_sec: timeout.as_secs().try_into().unwrap_or(libc::time_t::MAX),
+            // Saturated at 2³¹ − 1 s (68 years) where the seconds do not
+            // fit: `time_t` is 32 bits on some targets.
+            tv_sec: timeout.as_secs().try_into().unwrap_or(i32::MAX.into()),
             // Under 10⁹: fits every `tv_nsec`.
             tv_nsec: i32::try_from(timeout.subsec_nanos()).unwrap_or(0).into(),
         });
