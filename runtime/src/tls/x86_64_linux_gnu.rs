@@ -94,7 +94,7 @@
 
 use core::arch::{asm, global_asm};
 
-use crate::context::ContextNode;
+use crate::context::{ContextNode, QUIET_OFFSET};
 use core::sync::atomic::{AtomicIsize, Ordering};
 
 // One pointer-sized, zero-initialised (null) slot per thread. Hidden, so
@@ -117,17 +117,23 @@ global_asm!(
 // reads it with one `rip`-relative load, without a GOT entry. Every call
 // reads it, and it is written only when the fast path opens or closes: it
 // has a 128-byte line pair to itself, so that no data written more often
-// (a free list's head, a user's counter) makes CPUs fetch it again.
+// (a free list's head, a user's counter) makes CPUs fetch it again. It
+// sits at `QUIET_OFFSET` in that pair, an offset at which no context is
+// written on a fast path: a call's stores to its context then never make
+// the next call's load of this word wait (see `QUIET_OFFSET`).
 global_asm!(
     ".pushsection .bss.__callgate_static_offset,\"aw\",@nobits",
     ".p2align 7",
+    ".zero {before}",
     ".globl __callgate_static_offset",
     ".hidden __callgate_static_offset",
     ".type __callgate_static_offset,@object",
     ".size __callgate_static_offset,8",
     "__callgate_static_offset:",
-    ".zero 128",
+    ".zero {after}",
     ".popsection",
+    before = const QUIET_OFFSET,
+    after = const 128 - QUIET_OFFSET,
 );
 
 // The descriptor call on a stack aligned to 16 bytes (module docs):
@@ -626,14 +632,15 @@ mod tests {
         set(core::ptr::null());
     }
 
-    /// The fast path's word starts a 128-byte line pair that holds no
-    /// other data: neither this module's other word nor the free list's
-    /// head, which threads write, sits in it.
+    /// The fast path's word sits at `QUIET_OFFSET` of a 128-byte line pair
+    /// that holds no other data: neither this module's other word nor the
+    /// free list's head, which threads write, sits in it.
     #[test]
     fn the_static_offset_word_has_its_line_pair_to_itself() {
         let word = core::ptr::from_ref(static_word()).addr();
-        assert_eq!(word % 128, 0);
-        let apart = |other: usize, size: usize| other + size <= word || other >= word + 128;
+        assert_eq!(word % 128, QUIET_OFFSET);
+        let pair = word - QUIET_OFFSET;
+        let apart = |other: usize, size: usize| other + size <= pair || other >= pair + 128;
         assert!(apart(core::ptr::from_ref(&PROBED).addr(), 8));
         let contexts = core::ptr::from_ref(&crate::context::CONTEXTS);
         assert!(apart(
