@@ -2,7 +2,6 @@
  * volatile function pointer, so the compiler can neither inline the call nor
  * hoist the load of the pointer out of the loop. */
 #define _GNU_SOURCE /* sched_getcpu, CPU_SET, pthread_{get,set}affinity_np */
-#include <alloca.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -117,34 +116,17 @@ static int64_t block_calls(const bench_block *block) {
     return cstr_calls(block->cstr_fn, block->text, block->block_calls);
 }
 
-/* One timed block of each callback in turn. */
-__attribute__((noinline)) static void timed_cycle(interleaved_job *job, int cycle) {
-    for (int i = 0; i < job->count; i++) {
-        bench_block *block = &job->blocks[i];
-        int64_t begin = now_ns();
-        block->checksum += block_calls(block);
-        block->cycle_ns[cycle] = now_ns() - begin;
-    }
-}
-
-/* Where on the stack a cycle's call loops run: `cycle` × 41 × 16 bytes
- * below the worker's frame, modulo a page, so that 100 cycles put the
- * loops' frames (and the return address each call pushes) at 100 of the
- * 256 16-byte places in a page. How the addresses a callback loads and
- * stores fall against those of its caller's frame moves its cost by a
- * few tenths of a nanosecond on some CPUs, the same code at another place
- * on the stack; a row's median over its blocks is then over many places,
- * not the one a fixed frame would give every block. */
-__attribute__((noinline)) static void shifted_cycle(interleaved_job *job, int cycle) {
-    volatile char *pad = alloca(16 + (size_t)cycle * 41 * 16 % 4096);
-    pad[0] = 0;
-    timed_cycle(job, cycle);
-}
-
 static void *interleaved_worker(void *raw) {
     interleaved_job *job = raw;
     for (int i = 0; i < job->count; i++) block_calls(&job->blocks[i]);
-    for (int cycle = 0; cycle < job->cycles; cycle++) shifted_cycle(job, cycle);
+    for (int cycle = 0; cycle < job->cycles; cycle++) {
+        for (int i = 0; i < job->count; i++) {
+            bench_block *block = &job->blocks[i];
+            int64_t begin = now_ns();
+            block->checksum += block_calls(block);
+            block->cycle_ns[cycle] = now_ns() - begin;
+        }
+    }
     return NULL;
 }
 
