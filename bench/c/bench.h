@@ -68,8 +68,9 @@ typedef struct {
 
 /* On one new pthread: an untimed block of calls of each callback, then
  * `cycles` times a timed block of each callback in turn, so a change in the
- * machine's speed hits all of them alike. Returns 0, or -1 if the thread
- * could not be created. */
+ * machine's speed hits all of them alike; each cycle takes the callbacks in
+ * another order (the same orders in every run). Returns 0, or -1 if the
+ * thread could not be created or memory ran out. */
 int bench_interleaved(bench_block *blocks, int count, int cycles);
 
 /* One callback of a scaling measurement: blocks of calls on one thread
