@@ -833,8 +833,8 @@ const _: () = assert!(core::mem::offset_of!(Context, hazard) + 8 <= 128);
 /// in another page, waits as if it read what the store writes. A call's
 /// stores to its context would make the next call's read of that word wait
 /// wherever the context and the word sit at the same offset in their pages
-/// (contexts are 128-byte aligned, so one in 32 of them), which the
-/// benchmark saw on one Intel CPU as 0.15–0.35 ns more per call.
+/// (contexts are 128-byte aligned, so one in 32 of them): 0.16–0.35 ns
+/// more per call on one Intel CPU (see bench/README.md).
 pub(crate) const QUIET_OFFSET: usize = core::mem::offset_of!(Context, calls_when_gone) + 8;
 // Every field a fast path writes ends before the quiet word or starts
 // after it, in both of the node's line pairs.
