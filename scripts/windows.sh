@@ -97,12 +97,22 @@ CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER=wine RUSTFLAGS="-D warnings" \
     cargo test -p callgate --lib --target "$TARGET" --quiet || die "the unit tests failed under wine"
 
 # Runs one host under wine from $OUT (so the shim DLL is found beside it).
+# A host that fails without a word (a crash, or wine itself failing:
+# WINEDEBUG=-all silences both) runs once more with wine's error and
+# exception channels on, for the log only: the step fails either way.
 run() {
     local name=$1
     shift
     printf -- '--- %s %s\n' "$name" "$*"
-    local t=$SECONDS
-    (cd "$OUT" && wine "./$name.exe" callgate_fixture.dll "$@") || die "$name $* failed"
+    local t=$SECONDS status=0
+    (cd "$OUT" && wine "./$name.exe" callgate_fixture.dll "$@") || status=$?
+    if ((status != 0)); then
+        printf -- '--- %s %s: exit status %d; once more with WINEDEBUG=err+all,+seh\n' \
+            "$name" "$*" "$status"
+        (cd "$OUT" && WINEDEBUG=err+all,+seh wine "./$name.exe" callgate_fixture.dll "$@") 2>&1 |
+            tail -n 40 || true
+        die "$name $* failed (exit status $status)"
+    fi
     printf -- '--- %s: %d s\n' "$name" $((SECONDS - t))
 }
 
