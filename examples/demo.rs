@@ -256,7 +256,6 @@ fn print_jobs(jobs: &[Job]) {
 fn print_stats(stats: &callgate::Stats) {
     println!("callgate::stats():");
     let rows = [
-        (stats.calls, "calls", "calls that passed the init gate"),
         (
             stats.errors_returned,
             "errors_returned",

@@ -71,8 +71,8 @@ fn run(f: Integrand) -> Run {
     let after = callgate::stats();
     Run {
         estimate,
+        calls: calls_per_thread.iter().map(|&calls| calls as u64).sum(),
         calls_per_thread,
-        calls: after.calls - before.calls,
         binds: after.binds - before.binds,
         millis,
     }

@@ -151,7 +151,6 @@ fn panics_and_errors_return_the_fallback() {
     let after = callgate::stats();
     assert!(after.panics_caught > before.panics_caught);
     assert!(after.errors_returned > before.errors_returned);
-    assert!(after.calls - before.calls >= 4);
 }
 
 /// Dropping the `Closure` while a C thread is inside it defers the drop:

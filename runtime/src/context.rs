@@ -62,11 +62,16 @@ pub(crate) struct Context {
     /// What runs on the owning thread: the entry word and where the
     /// outermost call's anchor is (see [`Running`]).
     running: Running,
-    /// Outermost calls so far; the last one's token.
-    pub(crate) calls: Counter,
+    /// The token of the outermost calls (see [`stack`]): the same for
+    /// calls that follow one another and leave nothing behind, advanced
+    /// ([`advance`](Context::advance)) wherever a call may have. The fast
+    /// path only reads it: a count incremented by every call would be a
+    /// read-modify-write of memory that each call's waits for the last
+    /// one's (0.2–0.4 ns per call on an Intel CPU; see bench/README.md).
+    outer_token: Cell<u64>,
     /// Nested calls so far (recorded at depth 1 or more); the last one's
     /// token is this count with [`NESTED_TOKEN`] set.
-    pub(crate) nested_calls: Counter,
+    nested_calls: Cell<u64>,
     /// The `#[local]` values: the fast path of a callback with one
     /// `#[local]` parameter reads their table, in the first cache line with
     /// the fields above.
@@ -91,12 +96,12 @@ pub(crate) struct Context {
     // the fields above and these, in the second cache line.
     pub(crate) binds: Counter,
     pub(crate) releases: Counter,
-    /// [`calls`](Context::calls) and [`nested_calls`](Context::nested_calls)
-    /// when the last thread the context served gave it up with its calls
-    /// on it all over, wherever they ran (it exited, is not in this `fork`
-    /// child, or handed the context on after judging every call it forgot
-    /// gone): a call whose token is at most these is over (see
-    /// [`Context::holder_is_gone`]).
+    /// [`outer_token`](Context::outer_token) and
+    /// [`nested_calls`](Context::nested_calls) when the last thread the
+    /// context served gave it up with its calls on it all over, wherever
+    /// they ran (it exited, is not in this `fork` child, or handed the
+    /// context on after judging every call it forgot gone): a call whose
+    /// token is at most these is over (see [`Context::holder_is_gone`]).
     calls_when_gone: Cell<(u64, u64)>,
     /// The `Closure::concurrent` a running call of the owner announced
     /// (see `closure`), or 0; a thread writes only its own, so calls from
@@ -108,6 +113,11 @@ pub(crate) struct Context {
     /// of the call that entered at depth `d`. Only the cold nested entry
     /// touches it.
     nested: UnsafeCell<Vec<Mark>>,
+    /// The running outermost call's token while [`ADVANCED`] is set in
+    /// the entry word: the outermost token has moved past it (see
+    /// [`advance_past_running`](Context::advance_past_running)). Written
+    /// and read off the fast paths only.
+    running_token: Cell<u64>,
     pub(crate) panics: Counter,
     pub(crate) errors: Counter,
     /// The `thread::id` of the owner while it releases the context's
@@ -126,8 +136,9 @@ impl Context {
     pub(crate) fn new() -> Context {
         Context {
             running: Running::new(),
-            calls: Counter::new(),
-            nested_calls: Counter::new(),
+            outer_token: Cell::new(0),
+            running_token: Cell::new(0),
+            nested_calls: Cell::new(0),
             locals: Locals::new(),
             per_call: Cell::new(false),
             after_exit: Cell::new(false),
@@ -198,7 +209,7 @@ impl Context {
     ///
     /// The caller is the context's owner.
     pub(crate) unsafe fn depth(&self) -> u32 {
-        self.running.entry() as u32
+        self.running.entry() as u32 & DEPTH
     }
 
     /// The index of the `#[local]` value the outermost call holds through
@@ -225,10 +236,14 @@ impl Context {
         depth: u32,
         anchor: &Anchor,
     ) -> Result<LocalRef<'_, T>, Failure> {
+        // A hold through the slot's state outlives the call if its
+        // `LocalRef` is leaked: the calls after this one get a new token.
+        self.advance_past_running();
         let caller = Holder {
             // SAFETY: the call entered with `anchor` (caller obligation).
             call: unsafe { anchor.holder_mark() },
-            outermost: self.calls.get(),
+            // Set by `advance_past_running` above.
+            outermost: self.running_token.get(),
             outer_address: self.running.outer(),
         };
         // SAFETY: owning thread, inside the call marked `caller` (caller
@@ -418,20 +433,55 @@ impl Context {
         self.running.set_entry(entry);
     }
 
-    /// Records the call whose anchor is `anchor` as the outermost one: its
-    /// token is the new count of outermost calls. (One increment and two
-    /// stores besides, the anchor and its address, which the compiler
-    /// drops where nothing can read them before the call leaves: see
-    /// [`Running`].)
+    /// Records the call whose anchor is `anchor` as the outermost one, with
+    /// the current outermost token. (Two stores, the anchor and its
+    /// address, which the compiler drops where nothing can read them before
+    /// the call leaves: see [`Running`].)
     #[inline(always)]
     fn mark_outermost(&self, anchor: &Anchor) {
-        let token = self.calls.bump().wrapping_add(1);
+        let token = self.outer_token.get();
         self.running.set_outer(anchor.mark(token).address());
+    }
+
+    /// Gives the outermost calls from now on a token no earlier call had.
+    /// Only where no outermost call runs, or where the one recorded is
+    /// gone: a running one's mark holds the token (see
+    /// [`outer_mark`](Context::outer_mark)).
+    fn advance(&self) {
+        self.outer_token.set(self.outer_token.get().wrapping_add(1));
+    }
+
+    /// Something inside the running outermost call (a nested call, a
+    /// `#[local]` lookup) may leave a mark behind that outlives it: gives
+    /// the outermost calls after it a new token now, keeping the running
+    /// one's in [`running_token`](Context::running_token) with
+    /// [`ADVANCED`] set in the entry word. Its leave then has nothing to
+    /// check, and the entry word of the next outermost call clears the
+    /// flag.
+    ///
+    /// An outermost call runs: the depth is at least 1.
+    fn advance_past_running(&self) {
+        let entry = self.running.entry();
+        debug_assert_ne!(entry as u32 & DEPTH, 0, "inside a call");
+        if entry & u64::from(ADVANCED) == 0 {
+            self.running_token.set(self.outer_token.get());
+            self.running.set_entry(entry | u64::from(ADVANCED));
+            self.advance();
+        }
+    }
+
+    /// The token of the outermost call recorded as running.
+    fn running_outer_token(&self) -> u64 {
+        if self.running.entry() & u64::from(ADVANCED) == 0 {
+            self.outer_token.get()
+        } else {
+            self.running_token.get()
+        }
     }
 
     /// The mark of the outermost call recorded as running.
     fn outer_mark(&self) -> Mark {
-        Mark::new(self.running.outer(), self.calls.get())
+        Mark::new(self.running.outer(), self.running_outer_token())
     }
 
     /// The call that [`enter_outermost`](Context::enter_outermost) started
@@ -444,12 +494,15 @@ impl Context {
     ///
     /// Calls nested in this one that were abandoned may have left values
     /// held in their slots' states. Each such hold records its holder and
-    /// this outermost call, so a lookup takes the value once the holder is
-    /// certainly gone (`Holder::is_gone`): by its own mark, or because it
-    /// lies below this call on the thread's own stack and this call is
-    /// over. Not looking here leaves nothing after the body but
-    /// one store: the call's records are dead stores where the body reaches
-    /// nothing (see `Running`), and the depth is not read back.
+    /// this outermost call's token, so a lookup takes the value once the
+    /// holder is certainly gone (`Holder::is_gone`): by its own mark, or
+    /// because it lies below this call on the thread's own stack and this
+    /// call is over, which the next outermost call tells by its token:
+    /// the token advanced when the nested call started or the value was
+    /// looked up ([`advance_past_running`](Context::advance_past_running)).
+    /// So the leave has nothing to check; where the body calls nothing,
+    /// the call's records are dead stores (see `Running`), and one store
+    /// is left after the body.
     ///
     /// # Safety
     ///
@@ -458,7 +511,7 @@ impl Context {
     ///   left yet.
     #[inline(always)]
     pub(crate) unsafe fn leave_outermost(&self) {
-        // Depth 0, and the call's hold ends.
+        // Depth 0, no `ADVANCED`, and the call's hold ends.
         self.running.set_idle();
     }
 
@@ -479,6 +532,9 @@ impl Context {
         // SAFETY: owning thread (caller obligation).
         let recorded = unsafe { self.depth() };
         let start = if recorded == 0 {
+            // Off the fast path: a token of its own whatever came before
+            // (a lookup made by a call another call's leave forgot).
+            self.advance();
             self.mark_outermost(anchor);
             0
         } else {
@@ -491,18 +547,19 @@ impl Context {
         start
     }
 
-    /// Sets the depth, keeping the held index.
+    /// Sets the depth, keeping the held index and [`ADVANCED`].
     #[inline(always)]
     fn set_depth(&self, depth: u32) {
         self.running
-            .set_entry(self.running.entry() & !u64::from(u32::MAX) | u64::from(depth));
+            .set_entry(self.running.entry() & !u64::from(DEPTH) | u64::from(depth));
     }
 
     /// Ends the hold of the `#[local]` value the outermost call holds
-    /// through the entry word: that call is gone.
+    /// through the entry word, and clears [`ADVANCED`]: that call is gone
+    /// and the one starting takes its place with the outermost token.
     fn free_entry_hold(&self) {
         self.running
-            .set_entry(self.running.entry() & u64::from(u32::MAX));
+            .set_entry(self.running.entry() & u64::from(DEPTH));
     }
 
     /// The cold half of `enter`: `recorded` calls are recorded as running.
@@ -545,11 +602,17 @@ impl Context {
             self.forgotten_may_resume.set(true);
         }
         if live == 0 {
+            // Every recorded call is gone, the outermost one too.
+            self.advance();
             self.mark_outermost(anchor);
         } else {
-            self.nested_calls.bump();
+            self.nested_calls
+                .set(self.nested_calls.get().wrapping_add(1));
             nested.truncate(live as usize - 1);
             nested.push(mark);
+            // The outermost call is live, and this one may be abandoned
+            // with holds that name it.
+            self.advance_past_running();
         }
         if live == 0 {
             self.free_entry_hold();
@@ -577,6 +640,10 @@ impl Context {
     /// context on the thread for good (see
     /// [`forget_deeper`](Context::forget_deeper)).
     ///
+    /// The outermost call advances the outermost token as it leaves, as
+    /// [`leave_outermost`](Context::leave_outermost) does after nested
+    /// calls: this path is off the fast one.
+    ///
     /// # Safety
     ///
     /// - The caller is the context's owner.
@@ -594,10 +661,19 @@ impl Context {
             // and `depth` calls are recorded (caller obligations).
             unsafe { self.forget_deeper(start, depth) };
         }
-        // Keeps the held index: an outer call's, or 0 (at `start` 0 no
-        // outer call runs, and a call that entered through `enter` holds
-        // nothing through the word).
-        self.set_depth(start);
+        if start == 0 {
+            // No call runs any more: depth 0 and no `ADVANCED`; the held
+            // index is 0 (a call that entered through `enter` holds
+            // nothing through the word). Calls forgotten here may have
+            // left holds: the next outermost call gets a new token.
+            self.running
+                .set_entry(self.running.entry() & !u64::from(u32::MAX));
+            self.advance();
+        } else {
+            // Keeps the held index (an outer call's) and `ADVANCED`
+            // for the outermost call.
+            self.set_depth(start);
+        }
         // `&`, not `&&`: straight-line code with one not-taken branch on the
         // common path (a short-circuit made LLVM jump out and back).
         self.per_call.get() & (start == 0)
@@ -671,6 +747,7 @@ impl Context {
     pub(crate) unsafe fn give_up(&self) {
         if self.forgotten_may_resume.get() {
             self.forgotten_may_resume.set(false);
+            self.advance();
         } else {
             self.all_calls_over();
         }
@@ -678,13 +755,16 @@ impl Context {
 
     /// Every call made on the context is over, wherever it ran (its thread
     /// is exiting, or is not in this `fork` child, or gave it up): records
-    /// the call counts that tell their tokens
-    /// ([`calls_when_gone`](Context::calls_when_gone)), and clears
+    /// the last tokens they had
+    /// ([`calls_when_gone`](Context::calls_when_gone)), advances the
+    /// outermost token past them, and clears
     /// [`forgotten_may_resume`](Context::forgotten_may_resume).
     fn all_calls_over(&self) {
         self.forgotten_may_resume.set(false);
         self.calls_when_gone
-            .set((self.calls.get(), self.nested_calls.get()));
+            .set((self.outer_token.get(), self.nested_calls.get()));
+        // The next outermost call's token is above the recorded one.
+        self.advance();
     }
 
     /// The owning thread is exiting and none of its frames remain: forget
@@ -719,17 +799,20 @@ impl Context {
 /// callback with one `#[local]` parameter enters with one store and every
 /// outermost call leaves with one:
 ///
-/// * the low 32 bits, the *depth*: how many callbacks are running on the
+/// * the low 31 bits, the *depth*: how many callbacks are running on the
 ///   owning thread right now, as far as the runtime knows (calls whose
 ///   frames were abandoned, by `longjmp` or a forced unwind, are counted
 ///   until a `leave` or the next entry finds out; see [`stack`]);
+/// * bit 31, [`ADVANCED`]: something inside the outermost call may leave
+///   a mark behind, so the outermost token moved past the call's, which
+///   is in `Context::running_token`;
 /// * the high 32 bits, the *held* index: the `#[local]` value the
 ///   outermost call took through
 ///   [`enter_idle_holding`](Context::enter_idle_holding), or 0. It is
 ///   non-zero only while the depth is (the call is running, or its frame
 ///   was abandoned and nobody has found out yet).
 ///
-/// The address (its token is `Context::calls`) is only read while the
+/// The address (its token is `Context::outer_token`) is only read while the
 /// depth is non-zero. Since the leave overwrites it with the entry word,
 /// the outermost call's records (the entry word, the address and the
 /// anchor's token) are dead stores wherever the compiler sees that nothing
@@ -737,7 +820,7 @@ impl Context {
 /// trampoline that calls nothing it cannot see and writes no memory it
 /// cannot tell apart from the context (`x + 1`, a `qsort` comparator
 /// reading two elements). The compiler drops them there (`objdump` of the
-/// benchmark's bound callback: one increment and one 16-byte store left).
+/// benchmark's bound callback: one 16-byte store left).
 /// It keeps them wherever the body makes a call that could start a nested
 /// callback, `longjmp` or end the thread, and wherever it writes through a
 /// pointer (an out-parameter) which might be the context as far as the
@@ -789,6 +872,14 @@ impl Running {
         unsafe { *self.0.get() = [0; 2] };
     }
 }
+
+/// The bit of the entry word's low half that says the outermost token
+/// moved past the running outermost call's
+/// ([`Context::advance_past_running`]).
+const ADVANCED: u32 = 1 << 31;
+
+/// The depth's bits of the entry word's low half.
+const DEPTH: u32 = !ADVANCED;
 
 /// The bit that tells a nested call's token from an outermost one's: the
 /// two counts stay far below it.
@@ -843,3 +934,111 @@ const _: () = assert!(core::mem::offset_of!(Context, releases) + 8 <= QUIET_OFFS
 const _: () = assert!(core::mem::offset_of!(Context, hazard) >= QUIET_OFFSET + 8);
 const _: () = assert!(core::mem::offset_of!(Context, releasing) + 8 <= 128 + QUIET_OFFSET);
 const _: () = assert!(core::mem::size_of::<ContextNode>() <= 256);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs an outermost call on `context` from `anchor` that returns at
+    /// once, and gives its token.
+    fn call(context: &Context, anchor: &Anchor) -> u64 {
+        // SAFETY: the test thread owns `context`, which is idle; `anchor`
+        // outlives the call.
+        unsafe {
+            assert!(context.enter_outermost(anchor), "idle");
+            let token = context.outer_mark().token();
+            context.leave_outermost();
+            token
+        }
+    }
+
+    /// A call nested in the one running on `context`, in a frame below
+    /// the caller's, that returns at once.
+    #[inline(never)]
+    fn nested_call(context: &Context) {
+        let inner = Anchor::new();
+        // SAFETY: the test thread owns `context`, inside a call whose
+        // anchor is above this frame; the call leaves before `inner` goes.
+        unsafe {
+            let start = context.enter(&inner);
+            assert_eq!(start, 1, "nested");
+            assert!(!context.leave(start));
+        }
+    }
+
+    #[test]
+    fn outermost_calls_share_a_token_until_one_may_leave_something_behind() {
+        let context = Context::new();
+        let anchor = Anchor::new();
+        let first = call(&context, &anchor);
+        assert_eq!(call(&context, &anchor), first, "nothing left behind");
+
+        // A call inside which a nested call started (and returned).
+        // SAFETY: the test thread owns `context`; the call leaves before
+        // its anchor goes.
+        let during = unsafe {
+            assert!(context.enter_outermost(&anchor), "idle");
+            let during = context.outer_mark().token();
+            nested_call(&context);
+            assert_eq!(context.outer_mark().token(), during, "still running");
+            context.leave_outermost();
+            during
+        };
+        assert_eq!(during, first);
+        let after_nested = call(&context, &anchor);
+        assert_ne!(after_nested, first, "the next call's token is new");
+
+        // An abandoned call: the next one, from the same place, finds it
+        // recorded, tells it is gone (its anchor now holds another token)
+        // and becomes the outermost call with a new token.
+        // SAFETY: as above; the abandoned call never leaves.
+        let (abandoned, next) = unsafe {
+            assert!(context.enter_outermost(&anchor), "idle");
+            let abandoned = context.outer_mark().token();
+            let start = context.enter(&anchor);
+            assert_eq!(start, 0, "the abandoned call is gone");
+            let next = context.outer_mark().token();
+            assert!(!context.leave(start));
+            (abandoned, next)
+        };
+        assert_eq!(abandoned, after_nested);
+        assert_ne!(next, abandoned);
+        // A call through `leave` advances the token too.
+        let last = call(&context, &anchor);
+        assert_ne!(last, next);
+
+        // Handed on: every earlier call is over for the next owner, and
+        // the next owner's calls are not.
+        // SAFETY: the test thread owns `context`; no call runs on it.
+        unsafe { context.give_up() };
+        let mark = Mark::new(0, last);
+        // SAFETY: as above, asked from inside an outermost call.
+        unsafe {
+            assert!(context.enter_outermost(&anchor), "idle");
+            let now = context.outer_mark().token();
+            assert!(now > last);
+            assert!(context.holder_is_gone(mark));
+            assert!(!context.holder_is_gone(Mark::new(0, now)));
+            context.leave_outermost();
+        }
+    }
+
+    #[test]
+    fn a_local_looked_up_inside_a_call_advances_the_token_after_it() {
+        #[derive(Default)]
+        struct Value;
+        impl Local for Value {}
+        static KEY: LocalKey<Value> = LocalKey::new();
+        let context = Context::new();
+        let anchor = Anchor::new();
+        let first = call(&context, &anchor);
+        // SAFETY: the test thread owns `context`; the call leaves before
+        // its anchor goes, and its value is dropped before.
+        unsafe {
+            assert!(context.enter_outermost(&anchor), "idle");
+            drop(context.local(&KEY, 1, &anchor).expect("free"));
+            context.leave_outermost();
+        }
+        assert_ne!(call(&context, &anchor), first);
+    }
+}

@@ -4,12 +4,23 @@
 //! unwind (`pthread_exit`, cancellation) or a foreign exception that skips
 //! the callback's Rust frames.
 //!
-//! Every call writes a fresh *token* (a count of the context's calls, so
-//! no two calls of a context share one) into an [`Anchor`], a word in the
+//! Every call writes a *token* into an [`Anchor`], a word in the
 //! trampoline's own frame, and the context records where that word is and
 //! what it holds: a [`Mark`]. A running call's anchor is never written by
 //! anything else, so **a mark whose word no longer holds its token belongs
 //! to a frame that is gone**: its memory was reused.
+//!
+//! A nested call's token is new (a count of the context's nested calls).
+//! An outermost call's is the context's outermost token, which calls that
+//! follow one another share for as long as each leaves nothing behind
+//! that keeps its mark: the token advances before the next outermost call
+//! wherever one may have — a call still recorded as running when the next
+//! one starts (abandoned), a call inside which a nested call started or a
+//! `#[local]` value was looked up (a hold that may outlive it: the token
+//! advances then and there, the running call keeping its own), and the
+//! context changing hands. So a mark that is still checked never shares
+//! its token with a later call of the context, and the fast path reads the
+//! token without writing it.
 //!
 //! Where nothing can read the token or the mark before the call returns
 //! (a body that calls and writes nothing the compiler cannot see), the

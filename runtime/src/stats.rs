@@ -1,6 +1,6 @@
 //! Process-wide statistics of this copy of the runtime.
 //!
-//! Counters of what threads do (binds, releases, calls, panics, errors)
+//! Counters of what threads do (binds, releases, panics, errors)
 //! live in each context, written only by its owner, and are summed here; the
 //! rest (gate waits, errors before a context exists) are global atomics
 //! touched only on slow paths.
@@ -12,6 +12,12 @@ static GATE_WAITS: AtomicU64 = AtomicU64::new(0);
 static ERRORS_OUTSIDE_CALLS: AtomicU64 = AtomicU64::new(0);
 
 /// A snapshot of the runtime's counters; see [`stats`].
+///
+/// Calls are not counted: a count that every call increments is a
+/// read-modify-write of memory that each call makes the next one wait for,
+/// which costs more than the rest of a bound call's boundary on some CPUs
+/// (see the README's Performance section). A callback that needs its calls
+/// counted counts them itself (a `#[local]` counter costs no shared line).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Stats {
@@ -31,10 +37,6 @@ pub struct Stats {
     /// release happens as it exits, which can be later than the host's
     /// "join": see [`stats`].
     pub releases: u64,
-    /// Calls that passed the init gate, whatever their outcome: a rejected
-    /// argument, an `Err` and a panic count too. Calls the gate turned away
-    /// count only in `errors_returned`.
-    pub calls: u64,
     /// Panics caught at the boundary.
     pub panics_caught: u64,
     /// Calls that returned their `on_error` value (`Err`, bad argument,
@@ -92,7 +94,6 @@ pub fn stats() -> Stats {
     for node in CONTEXTS.iter() {
         stats.binds += node.value.binds.get();
         stats.releases += node.value.releases.get();
-        stats.calls += node.value.calls.get() + node.value.nested_calls.get();
         stats.panics_caught += node.value.panics.get();
         stats.errors_returned += node.value.errors.get();
     }

@@ -32,7 +32,6 @@ typedef struct {
     uint64_t contexts_free;
     uint64_t binds;
     uint64_t releases;
-    uint64_t calls;
     uint64_t panics_caught;
     uint64_t errors_returned;
     uint64_t gate_waits;
@@ -188,7 +187,6 @@ static inline void fixture_print_stats(const char *prefix, const fixture_stats_t
     printf("%scontexts_free=%" PRIu64 "\n", prefix, s->contexts_free);
     printf("%sbinds=%" PRIu64 "\n", prefix, s->binds);
     printf("%sreleases=%" PRIu64 "\n", prefix, s->releases);
-    printf("%scalls=%" PRIu64 "\n", prefix, s->calls);
     printf("%spanics_caught=%" PRIu64 "\n", prefix, s->panics_caught);
     printf("%serrors_returned=%" PRIu64 "\n", prefix, s->errors_returned);
     printf("%sgate_waits=%" PRIu64 "\n", prefix, s->gate_waits);
