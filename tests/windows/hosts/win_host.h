@@ -25,7 +25,6 @@ typedef struct {
     uint64_t contexts_free;
     uint64_t binds;
     uint64_t releases;
-    uint64_t calls;
     uint64_t panics_caught;
     uint64_t errors_returned;
     uint64_t gate_waits;
@@ -182,10 +181,10 @@ static inline void fixture_join(HANDLE thread) {
 
 static inline void fixture_print_stats(const char *prefix, const fixture_stats_t *s) {
     printf("%scontexts_created=%" PRIu64 " contexts_bound=%" PRIu64 " binds=%" PRIu64
-           " releases=%" PRIu64 " calls=%" PRIu64 " panics_caught=%" PRIu64
+           " releases=%" PRIu64 " panics_caught=%" PRIu64
            " errors_returned=%" PRIu64 " gate_waits=%" PRIu64 " token_binds=%" PRIu64
            " token_releases=%" PRIu64 "\n",
-           prefix, s->contexts_created, s->contexts_bound, s->binds, s->releases, s->calls,
+           prefix, s->contexts_created, s->contexts_bound, s->binds, s->releases,
            s->panics_caught, s->errors_returned, s->gate_waits, s->token_binds,
            s->token_releases);
 }
