@@ -238,7 +238,8 @@ impl Context {
     ) -> Result<LocalRef<'_, T>, Failure> {
         // A hold through the slot's state outlives the call if its
         // `LocalRef` is leaked: the calls after this one get a new token.
-        self.advance_past_running();
+        // SAFETY: owning thread, inside a call (caller obligations).
+        unsafe { self.advance_past_running() };
         let caller = Holder {
             // SAFETY: the call entered with `anchor` (caller obligation).
             call: unsafe { anchor.holder_mark() },
@@ -444,8 +445,10 @@ impl Context {
     }
 
     /// Gives the outermost calls from now on a token no earlier call had.
-    /// Only where no outermost call runs, or where the one recorded is
-    /// gone: a running one's mark holds the token (see
+    /// Only where no outermost call runs, where the one recorded is gone,
+    /// or where its token was kept aside
+    /// ([`advance_past_running`](Context::advance_past_running)): a
+    /// running one's mark holds the token (see
     /// [`outer_mark`](Context::outer_mark)).
     fn advance(&self) {
         self.outer_token.set(self.outer_token.get().wrapping_add(1));
@@ -459,8 +462,13 @@ impl Context {
     /// check, and the entry word of the next outermost call clears the
     /// flag.
     ///
-    /// An outermost call runs: the depth is at least 1.
-    fn advance_past_running(&self) {
+    /// # Safety
+    ///
+    /// The caller is the context's owner, inside an outermost call that
+    /// is running (the depth is at least 1): at depth 0 the flag would
+    /// outlive every call and make the next outermost one's mark carry a
+    /// token that is not its own.
+    unsafe fn advance_past_running(&self) {
         let entry = self.running.entry();
         debug_assert_ne!(entry as u32 & DEPTH, 0, "inside a call");
         if entry & u64::from(ADVANCED) == 0 {
@@ -612,7 +620,9 @@ impl Context {
             nested.push(mark);
             // The outermost call is live, and this one may be abandoned
             // with holds that name it.
-            self.advance_past_running();
+            // SAFETY: owning thread (caller obligation), and the outermost
+            // call runs (`live` > 0).
+            unsafe { self.advance_past_running() };
         }
         if live == 0 {
             self.free_entry_hold();
@@ -875,7 +885,10 @@ impl Running {
 
 /// The bit of the entry word's low half that says the outermost token
 /// moved past the running outermost call's
-/// ([`Context::advance_past_running`]).
+/// ([`Context::advance_past_running`]). Set only while the depth is at
+/// least 1: every store that makes the depth 0 clears it, and so does a
+/// call that becomes the outermost one in place of a gone one
+/// (`free_entry_hold`).
 const ADVANCED: u32 = 1 << 31;
 
 /// The depth's bits of the entry word's low half.
