@@ -540,8 +540,8 @@ impl Context {
         // SAFETY: owning thread (caller obligation).
         let recorded = unsafe { self.depth() };
         let start = if recorded == 0 {
-            // Off the fast path: a token of its own whatever came before
-            // (a lookup made by a call another call's leave forgot).
+            // Off the fast path, a token of its own whatever came before:
+            // the same margin as `leave`'s (see there).
             self.advance();
             self.mark_outermost(anchor);
             0
@@ -650,9 +650,11 @@ impl Context {
     /// context on the thread for good (see
     /// [`forget_deeper`](Context::forget_deeper)).
     ///
-    /// The outermost call advances the outermost token as it leaves, as
-    /// [`leave_outermost`](Context::leave_outermost) does after nested
-    /// calls: this path is off the fast one.
+    /// The outermost call advances the outermost token as it leaves. The
+    /// token rules do not need it (a call forgotten here started inside
+    /// this one, and that start already advanced it); it is a margin that
+    /// costs nothing off the fast path: a call that went through the slow
+    /// path shares its token with none after it.
     ///
     /// # Safety
     ///
@@ -674,8 +676,8 @@ impl Context {
         if start == 0 {
             // No call runs any more: depth 0 and no `ADVANCED`; the held
             // index is 0 (a call that entered through `enter` holds
-            // nothing through the word). Calls forgotten here may have
-            // left holds: the next outermost call gets a new token.
+            // nothing through the word). The next outermost call gets a
+            // new token (a margin: see above).
             self.running
                 .set_entry(self.running.entry() & !u64::from(u32::MAX));
             self.advance();
