@@ -29,6 +29,15 @@ CALLGATE_FIXTURE_PROFILE=release cargo test -p callgate-dev \
     --test abandon --test bad_input --test churn --test data --test depth --test dlclose \
     --test fork --test init_background --test signals --test teardown --test plugins
 
+# The C-host tests once more with the fixture's TLS block in dynamic TLS
+# (glibc's static TLS reserve for dlopen set to 0; each host checks where the
+# block went), where the fast paths find the slot through the TLS
+# descriptor: what a library loaded after others filled that reserve runs.
+step "the C-host tests with the release fixture in dynamic TLS"
+CALLGATE_TEST_DYNAMIC_TLS=1 CALLGATE_FIXTURE_PROFILE=release cargo test -p callgate-dev \
+    --test abandon --test bad_input --test churn --test depth \
+    --test fork --test init_background --test signals --test teardown
+
 # The portable slot (a `thread_local!`), which targets other than x86-64
 # glibc Linux and mingw-w64 Windows use, built here with its cfg: the
 # unit tests and the C hosts against its optimised fixture.

@@ -146,7 +146,7 @@ pub fn call<R>(
 ) -> R {
     align_to_fetch_line();
     // The fast path: a bound thread with no call running.
-    let bound = fast_slot(site);
+    let (bound, slot) = fast_slot(site);
     // In this frame whichever path the call takes: a call that follows
     // one abandoned from the same place writes its token over the
     // abandoned call's (see `stack`).
@@ -170,20 +170,32 @@ pub fn call<R>(
         // The per-call fast path: the context this thread's last per-call
         // attach cached, taken and cached again without touching the free
         // list.
-        let cached = if tls::HAS_STATIC {
-            thread::take_cached_static(bound)
-        } else {
-            thread::take_cached(bound)
-        };
-        if let Some(node) = cached {
+        // Where the slot has an offset from the thread pointer (`slot`),
+        // through it; elsewhere through `tls`. (One of the two is all a
+        // target compiles: `slot` is always `None` where `HAS_STATIC` is
+        // false.)
+        if let Some(slot) = &slot {
+            if let Some(node) = thread::take_cached_via(slot, bound) {
+                let release = || {
+                    // SAFETY: the call that attached `node` per call is
+                    // returning: it gives it up, and no call runs on it any
+                    // more; `slot` is this thread's.
+                    unsafe { thread::release_cached_via(slot, node) }
+                };
+                // SAFETY: `node` was just taken from the cache on this
+                // thread; `anchor` is in this call's frame.
+                return unsafe {
+                    per_call_on(site, node, &anchor, release, on_error, on_panic, body)
+                };
+            }
+        } else if !tls::HAS_STATIC
+            && let Some(node) = thread::take_cached(bound)
+        {
             let release = || {
-                // SAFETY: the call that attached `node` per call is
-                // returning: it gives it up, and no call runs on it any
-                // more.
+                // SAFETY: as above.
                 unsafe { thread::release_cached(node) }
             };
-            // SAFETY: `node` was just taken from the cache on this thread;
-            // `anchor` is in this call's frame.
+            // SAFETY: as above.
             return unsafe { per_call_on(site, node, &anchor, release, on_error, on_panic, body) };
         }
     }
@@ -254,10 +266,9 @@ unsafe fn per_call_on<R>(
 }
 
 /// Every call the trampoline's fast paths do not serve: in dynamic TLS
-/// (see [`dynamic_slot`]), where the fast path's slot read finds null,
-/// and where a callback served on a bound thread found null,
-/// [`call_unbound`]; else (a nested call, a per-call call with no context
-/// cached or with the fast path closed) the slow path.
+/// (see [`dynamic_slot`]), and where a callback served on a bound thread
+/// found null, [`call_unbound`]; else (a nested call, a per-call call with
+/// no context cached or with the fast path closed) the slow path.
 ///
 /// The trampoline calls it from one place: the anchor it passes is the
 /// only use of the trampoline's frame, so where the body reaches nothing
@@ -404,15 +415,14 @@ pub fn call_local<R, T: Local>(
     body: impl FnOnce(&Frame, LocalRef<'_, T>) -> Result<R, Failure>,
 ) -> R {
     align_to_fetch_line();
-    let bound = fast_slot(site);
+    let (bound, _) = fast_slot(site);
     let anchor = Anchor::new();
     // SAFETY: `anchor` is in this call's frame.
-    unsafe { local_on(site, key, bound, &anchor, true, on_error, on_panic, body) }
+    unsafe { local_on(site, key, bound, &anchor, on_error, on_panic, body) }
 }
 
-/// The `#[local]` fast path from the slot's value `bound`; else, where
-/// `dynamic` is true (the trampoline), [`call_local_cold`], and the slow
-/// path where it is false ([`call_local_dynamic`]).
+/// The `#[local]` fast path from the slot's value `bound`; else
+/// [`call_local_cold`].
 ///
 /// # Safety
 ///
@@ -424,17 +434,14 @@ unsafe fn local_on<R, T: Local>(
     key: &'static LocalKey<T>,
     bound: *const ContextNode,
     anchor: &Anchor,
-    dynamic: bool,
     on_error: impl FnOnce() -> R,
     on_panic: impl FnOnce() -> R,
     body: impl FnOnce(&Frame, LocalRef<'_, T>) -> Result<R, Failure>,
 ) -> R {
-    // Whatever the fast path cannot serve goes to one call: from the
-    // trampoline, to one out-of-line function (as `call_cold` is, for the
-    // same reason), which takes the fast path through the descriptor in
-    // dynamic TLS and the slow path otherwise; from there, to the slow
-    // path. One call in the code, so that the frame it needs is set up on
-    // that path only.
+    // Whatever the fast path cannot serve goes to one call, to one
+    // out-of-line function (as `call_cold` is, for the same reason): one
+    // call in the code, so that the frame it needs is set up on that path
+    // only.
     let ready = 'ready: {
         if !thread::serves(bound) {
             break 'ready None;
@@ -468,8 +475,7 @@ unsafe fn local_on<R, T: Local>(
                 body,
             )
         },
-        None if dynamic => call_local_cold(site, key, anchor, on_error, on_panic, body),
-        None => call_slow_local(site, key, anchor, on_error, on_panic, body),
+        None => call_local_cold(site, key, anchor, on_error, on_panic, body),
     }
 }
 
@@ -517,10 +523,10 @@ unsafe fn outermost_holding<R, T: Local>(
     unsafe { outermost(site, node, anchor, on_error, on_panic, body, || {}) }
 }
 
-/// Every `#[local]` call the trampoline's fast path does not serve: in
-/// dynamic TLS (see [`dynamic_slot`]), where the fast path's slot read
-/// finds null, [`call_local_dynamic`]; else the slow path. Out of line,
-/// `extern "C"` and called from one place, as [`call_cold`] is.
+/// Every `#[local]` call the trampoline's fast path does not serve (which
+/// reads the slot in dynamic TLS too, see [`fast_slot`]): the slow path.
+/// Out of line, `extern "C"` and called from one place, as [`call_cold`]
+/// is.
 #[cold]
 #[inline(never)]
 // Never called from C: the parameters are Rust values passed between two
@@ -534,10 +540,7 @@ extern "C" fn call_local_cold<R, T: Local>(
     on_panic: impl FnOnce() -> R,
     body: impl FnOnce(&Frame, LocalRef<'_, T>) -> Result<R, Failure>,
 ) -> R {
-    match dynamic_slot(site) {
-        Some(slot) => call_local_dynamic(site, key, anchor, slot, on_error, on_panic, body),
-        None => call_slow_local(site, key, anchor, on_error, on_panic, body),
-    }
+    call_slow_local(site, key, anchor, on_error, on_panic, body)
 }
 
 /// [`call_slow`] for a callback with one `#[local]` parameter: the body
@@ -557,59 +560,37 @@ fn call_slow_local<R, T: Local>(
     })
 }
 
-/// A `#[local]` call in dynamic TLS, with `slot` found through the
-/// descriptor: the `#[local]` fast path on what it holds, else the slow
-/// path. `extern "C"`, and inlined into [`call_local_cold`] in an
-/// optimised build only, as [`call_unbound`] is.
-#[cfg_attr(debug_assertions, inline(never))]
-#[cfg_attr(not(debug_assertions), inline(always))]
-// Never called from C: the parameters are Rust values passed between two
-// Rust functions compiled together.
-#[allow(improper_ctypes_definitions)]
-extern "C" fn call_local_dynamic<R, T: Local>(
-    site: &Site,
-    key: &'static LocalKey<T>,
-    anchor: &Anchor,
-    slot: tls::ThreadSlot,
-    on_error: impl FnOnce() -> R,
-    on_panic: impl FnOnce() -> R,
-    body: impl FnOnce(&Frame, LocalRef<'_, T>) -> Result<R, Failure>,
-) -> R {
-    // SAFETY: `anchor` is in the trampoline's frame (it passed it here).
-    // `dynamic` is false: anything but the fast path ends in the slow path.
-    unsafe {
-        local_on(
-            site,
-            key,
-            slot.get(),
-            anchor,
-            false,
-            on_error,
-            on_panic,
-            body,
-        )
-    }
-}
-
-/// The thread's slot value as the fast path sees it: one load where the
-/// slot has a static TLS offset (which stands for the gate too), else the
-/// gate and the slot; null (never [`thread::serves`]) while the gate is
-/// shut.
+/// The thread's slot value as the fast path sees it, and the slot where
+/// the fast path reached it at an offset from the thread pointer: two
+/// loads where the slot has a static TLS offset (which stands for the gate
+/// too); in dynamic TLS, through the descriptor once
+/// `tls::descriptor_open` (which stands for the gate there); elsewhere the
+/// gate and the slot, and no `ThreadSlot`. Null (never
+/// [`thread::serves`]) while the gate is shut.
+///
+/// The descriptor's call runs inside the trampoline, on a branch laid out
+/// after the fast path (`tls` marks the static offset's absence rare),
+/// which joins the fast path again with the value: the callback's code is
+/// there once. The call needs no frame of the trampoline's (the stack's
+/// alignment is checked at the call, see `tls`).
 #[inline(always)]
-fn fast_slot(site: &Site) -> *const ContextNode {
+fn fast_slot(site: &Site) -> (*const ContextNode, Option<tls::ThreadSlot>) {
     if tls::HAS_STATIC {
-        thread::slot_static()
+        match tls::fast_thread_slot() {
+            Some(slot) => (slot.get(), Some(slot)),
+            None => (core::ptr::null(), None),
+        }
     } else if site.gate == GatePolicy::Skip || init::GATE.is_ready() {
-        thread::slot()
+        (thread::slot(), None)
     } else {
-        core::ptr::null()
+        (core::ptr::null(), None)
     }
 }
 
-/// True when the slot, read as [`fast_slot`] reads it, holds null: the
-/// calling thread is not bound. False where that read is not made: the
-/// static offset is not recorded (the fast path is closed, which
-/// `fast_slot` reads as null, whether the thread is bound or not), or,
+/// True when the slot, read at its static offset (or, where there is
+/// none, as [`fast_slot`] reads it), holds null: the calling thread is not
+/// bound. False where that read is not made: the static offset is not
+/// recorded (the fast path is closed, or the slot is in dynamic TLS), or,
 /// where there is no static read, the gate is shut.
 #[inline(always)]
 fn slot_read_null(site: &Site) -> bool {
@@ -624,16 +605,17 @@ fn slot_read_null(site: &Site) -> bool {
 /// where the slot is known to have no static offset (the library's TLS
 /// block is in dynamic TLS) and the gate is open; `None` otherwise.
 ///
-/// For [`call_cold`] and [`call_local_cold`], whose [`call_unbound`] and
-/// [`call_local_dynamic`] run the fast paths on what it holds: in dynamic TLS every call would otherwise take
-/// [`call_slow`], with its several accesses to the slot, each a call
-/// into the descriptor's resolver.
+/// For [`call_cold`], whose [`call_unbound`] runs the per-call fast path
+/// and a thread's first call on what it holds: in dynamic TLS these would
+/// otherwise take [`call_slow`], with its several accesses to the slot,
+/// each a call into the descriptor's resolver.
 ///
-/// The gate is checked here because the static offset, which stands for
-/// it on the fast path, is never recorded in dynamic TLS.
+/// The static offset, which stands for the gate on the fast path, is
+/// never recorded in dynamic TLS: `tls::descriptor_open` stands for it
+/// here, one load. A site that skips the gate does not need it open.
 #[inline(always)]
 fn dynamic_slot(site: &Site) -> Option<tls::ThreadSlot> {
-    if tls::static_missing() && (site.gate == GatePolicy::Skip || init::GATE.is_ready()) {
+    if tls::descriptor_open() || (site.gate == GatePolicy::Skip && tls::static_missing()) {
         tls::thread_slot()
     } else {
         None
@@ -738,8 +720,9 @@ fn align_function<const LOG2: u32>() {
 /// Every call that is not a fast path's: the gate is shut or not looked
 /// at yet, the thread is not bound (or is served per call with nothing
 /// cached), or a call is recorded as running on it (a nested call, or one
-/// abandoned). In dynamic TLS, [`call_unbound`] and [`call_local_dynamic`]
-/// run the fast paths and send only those cases here.
+/// abandoned). In dynamic TLS, the trampolines' fast paths read the slot
+/// through the descriptor ([`fast_slot`]), and [`call_unbound`] serves a
+/// per-call call with a context cached, sending only those cases here.
 ///
 /// `extern "C"`, so it cannot unwind (a Rust panic in it aborts, but its
 /// body runs under `catch_unwind`): the trampoline's call to it then needs

@@ -86,18 +86,10 @@ pub(crate) fn current() -> Option<&'static ContextNode> {
     Some(unsafe { &*node })
 }
 
-/// The slot's value read at its static offset, or null while the fast
-/// path is closed (see [`tls::get_static`]): a node serving this thread
-/// when [`serves`] says so. A raw value, so that the fast path's one
-/// compare is its only check (an `Option<&_>` adds a null check the
-/// compiler does not see is implied).
-#[inline(always)]
-pub(crate) fn slot_static() -> *const ContextNode {
-    tls::get_static().unwrap_or(ptr::null())
-}
-
-/// The slot's value, for [`serves`]: [`slot_static`] without the static
-/// offset.
+/// The slot's value, for [`serves`]: a node serving this thread when
+/// `serves` says so. A raw value, so that the fast path's one compare is
+/// its only check (an `Option<&_>` adds a null check the compiler does not
+/// see is implied).
 #[inline(always)]
 pub(crate) fn slot() -> *const ContextNode {
     tls::get()
@@ -141,35 +133,27 @@ fn tagged(node: &'static ContextNode) -> *const ContextNode {
     ptr::from_ref(node).map_addr(|address| address | CACHED_TAG)
 }
 
-/// The per-call fast path's attach where the slot has a static offset:
-/// takes the context that the slot's `value` (read at the static offset)
-/// caches, by clearing the slot's tag in one instruction (a bit test and
-/// reset, no compare-and-swap); `None` when it caches none, or the slot no
-/// longer does (the caller then takes the slow path).
+/// The per-call fast path's attach where the fast path reached the slot
+/// at an offset from the thread pointer (`slot`: the static offset, or
+/// the descriptor's in dynamic TLS), and read `value` there: takes the
+/// context that `value` caches, by clearing the slot's tag in one
+/// instruction (a bit test and reset, no compare-and-swap); `None` when it
+/// caches none, or the slot no longer does (the caller then takes the slow
+/// path).
 ///
 /// The context taken is the one the slot caches at that instruction,
 /// read back after it: a signal handler that ran since `value` was read
 /// may have replaced the cached context.
-#[inline(always)]
-pub(crate) fn take_cached_static(value: *const ContextNode) -> Option<&'static ContextNode> {
-    cached(value)?;
-    // SAFETY: a tagged slot value caches a node of `CONTEXTS` for this
-    // thread, and untagged it is that node serving this thread, a value
-    // `set` accepts: taking it from the cache makes it serve the thread
-    // (as in `attach`). The top bit is the tag (`CACHED_TAG`).
-    let node = unsafe { tls::clear_top_bit_static() }?;
-    Some(taken(node))
-}
-
-/// [`take_cached_static`] through `slot`, the calling thread's slot as
-/// the descriptor gave it (in dynamic TLS): `value` is what it holds.
 #[inline(always)]
 pub(crate) fn take_cached_via(
     slot: &tls::ThreadSlot,
     value: *const ContextNode,
 ) -> Option<&'static ContextNode> {
     cached(value)?;
-    // SAFETY: as in `take_cached_static`.
+    // SAFETY: a tagged slot value caches a node of `CONTEXTS` for this
+    // thread, and untagged it is that node serving this thread, a value
+    // `set` accepts: taking it from the cache makes it serve the thread
+    // (as in `attach`). The top bit is the tag (`CACHED_TAG`).
     let node = unsafe { slot.clear_top_bit() }?;
     Some(taken(node))
 }
@@ -218,7 +202,7 @@ pub(crate) unsafe fn release_cached(node: &'static ContextNode) {
 }
 
 /// [`release_cached`] through `slot`, the calling thread's slot as the
-/// descriptor gave it (in dynamic TLS).
+/// fast path reached it (see [`take_cached_via`]).
 ///
 /// # Safety
 ///

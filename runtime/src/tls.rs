@@ -72,12 +72,6 @@ mod no_static {
 
     pub(crate) fn open_static() {}
 
-    /// No static write on this target.
-    #[inline(always)]
-    pub(crate) fn clear_top_bit_static() -> Option<*const ContextNode> {
-        None
-    }
-
     #[inline(always)]
     pub(crate) fn static_closed() -> bool {
         false
@@ -89,11 +83,22 @@ mod no_static {
         false
     }
 
+    /// No descriptor on this target.
+    #[inline(always)]
+    pub(crate) fn descriptor_open() -> bool {
+        false
+    }
+
     /// No slot found through a descriptor on this target: never made.
     pub(crate) enum SlotAt {}
 
     #[inline(always)]
     pub(crate) fn slot_at() -> Option<SlotAt> {
+        None
+    }
+
+    #[inline(always)]
+    pub(crate) fn static_at() -> Option<SlotAt> {
         None
     }
 
@@ -134,31 +139,17 @@ pub(crate) fn get_static() -> Option<*const ContextNode> {
     imp::get_static()
 }
 
-/// Clears the top bit of the slot through the static offset, in one
-/// instruction where the target allows it (so a signal handler on this
-/// thread sees the slot before or after, never in between), and returns
-/// the slot's new value if that bit was set; `None` (nothing changed) if
-/// it was clear or the fast path is closed.
-///
-/// # Safety
-///
-/// Every slot value with its top bit set is, with that bit cleared, a
-/// value the caller may [`set`] at this point.
-#[inline(always)]
-pub(crate) unsafe fn clear_top_bit_static() -> Option<*const ContextNode> {
-    imp::clear_top_bit_static()
-}
-
-/// Opens the fast path of [`get_static`] if the slot has a static offset.
-/// The caller has seen the init gate open (with `Acquire`): a call that
-/// reads the slot this way skips the gate.
+/// Opens the fast path of [`get_static`] if the slot has a static offset,
+/// and [`descriptor_open`]'s way if it has none. The caller has seen the
+/// init gate open (with `Acquire`): a call that reads the slot either way
+/// skips the gate.
 #[cold]
 pub(crate) fn open_static() {
     imp::open_static();
 }
 
-/// True when the slot has (or may have: not probed yet) a static offset
-/// that is not recorded: [`open_static`] has something to do.
+/// True when neither [`get_static`]'s nor [`descriptor_open`]'s way is
+/// open where the target has them: [`open_static`] has something to do.
 #[inline(always)]
 pub(crate) fn static_closed() -> bool {
     imp::static_closed()
@@ -172,6 +163,16 @@ pub(crate) fn static_closed() -> bool {
 #[inline(always)]
 pub(crate) fn static_missing() -> bool {
     imp::static_missing()
+}
+
+/// True while the init gate is open and the slot is known to have no
+/// static offset ([`static_missing`]): a call may then read the slot
+/// through the descriptor ([`thread_slot`]) without looking at the gate.
+/// One load; it stands for the gate as the static offset does. False
+/// where [`HAS_STATIC`] is false.
+#[inline(always)]
+pub(crate) fn descriptor_open() -> bool {
+    imp::descriptor_open()
 }
 
 /// The calling thread's slot as the TLS descriptor gave it: reads and
@@ -195,6 +196,24 @@ pub(crate) fn thread_slot() -> Option<ThreadSlot> {
     })
 }
 
+/// The calling thread's slot as the fast paths reach it: at the static
+/// offset while it is recorded (no call), else through the descriptor (one
+/// call) while [`descriptor_open`]; `None` otherwise (the fast path is
+/// closed), and always where [`HAS_STATIC`] is false. Either way it
+/// stands for the open gate.
+#[inline(always)]
+pub(crate) fn fast_thread_slot() -> Option<ThreadSlot> {
+    let at = match imp::static_at() {
+        Some(at) => at,
+        None if imp::descriptor_open() => imp::slot_at()?,
+        None => return None,
+    };
+    Some(ThreadSlot {
+        at,
+        _thread: PhantomData,
+    })
+}
+
 impl ThreadSlot {
     /// The slot's value (as [`get`]).
     #[inline(always)]
@@ -202,11 +221,15 @@ impl ThreadSlot {
         imp::get_at(&self.at)
     }
 
-    /// [`clear_top_bit_static`] through this slot: one instruction.
+    /// Clears the top bit of the slot, in one instruction where the target
+    /// allows it (so a signal handler on this thread sees the slot before
+    /// or after, never in between), and returns the slot's new value if
+    /// that bit was set; `None` (nothing changed) if it was clear.
     ///
     /// # Safety
     ///
-    /// As for [`clear_top_bit_static`].
+    /// Every slot value with its top bit set is, with that bit cleared, a
+    /// value the caller may [`set`] at this point.
     #[inline(always)]
     pub(crate) unsafe fn clear_top_bit(&self) -> Option<*const ContextNode> {
         imp::clear_top_bit_of(&self.at)
@@ -223,8 +246,8 @@ impl ThreadSlot {
     }
 }
 
-/// Closes the fast path of [`get_static`]: an init is about to run, so
-/// calls must look at the gate again.
+/// Closes the fast path of [`get_static`] and [`descriptor_open`]'s way:
+/// an init is about to run, so calls must look at the gate again.
 #[cold]
 pub(crate) fn close_static() {
     imp::close_static();

@@ -124,6 +124,14 @@ pub fn host(name: &str) -> Command {
         .env_remove("CALLGATE")
         .env_remove("FIXTURE_INIT")
         .env("RUST_BACKTRACE", "0");
+    // `scripts/test.sh` runs the C-host tests once more with the fixture in
+    // dynamic TLS: glibc's static TLS reserve for `dlopen` set to 0, and the
+    // host checking that the fixture's block did not land in static TLS.
+    if std::env::var_os("CALLGATE_TEST_DYNAMIC_TLS").is_some() {
+        command
+            .env("GLIBC_TUNABLES", "glibc.rtld.optional_static_tls=0")
+            .env("CALLGATE_EXPECT_DYNAMIC_TLS", "1");
+    }
     command
 }
 

@@ -33,11 +33,16 @@
 //! the block, but rustc 1.95's LLVM does not keep it where it shrink-wraps
 //! the function's prologue past the block: the cold dynamic-TLS entry of a
 //! trampoline made the call with the stack 8 bytes off, and a thread whose
-//! first `malloc` came from the resolver crashed there. So the blocks call
-//! a small assembly function, `__callgate_slot_offset`, which sets up a
-//! frame, rounds the stack pointer down to 16 bytes, makes the descriptor
-//! call and returns its result, preserving every other register as the
-//! resolver does. It has unwind information of its own, so a debugger, a
+//! first `malloc` came from the resolver crashed there. So each block
+//! checks the stack pointer first (`test spl, 15`): where it is a multiple
+//! of 16, the block makes the descriptor call itself; where it is not, it
+//! calls a small assembly function, `__callgate_slot_offset`, which sets
+//! up a frame, rounds the stack pointer down to 16 bytes, makes the
+//! descriptor call and returns its result, preserving every other register
+//! as the resolver does. (The trampolines' fast paths in dynamic TLS run
+//! the block without a frame of their own, with the stack 8 bytes off,
+//! and take the second way; cold paths with a frame take the first.) The
+//! assembly function has unwind information of its own, so a debugger, a
 //! profiler or an unwinder that stops inside the resolver walks out
 //! through it and the caller normally.
 //!
@@ -59,8 +64,8 @@
 //! the slot is in static TLS it sits at the same offset from the thread
 //! pointer in every thread, for as long as the library is loaded, so
 //! [`open_static`] can record that offset in `__callgate_static_offset` (a
-//! hidden word of this library) and [`get_static`] reads the slot with two
-//! loads and no call. The offset is known to be static in two cases,
+//! hidden word of this library), and the fast paths ([`static_at`]) and
+//! [`get_static`] read the slot with two loads and no call. The offset is known to be static in two cases,
 //! checked on the code the linker and the dynamic linker produced:
 //!
 //! * the linker relaxed the descriptor sequence to local-exec (the library
@@ -79,11 +84,27 @@
 //! into the resolver, whose code and descriptor a new thread's first call
 //! would otherwise fetch.
 //!
+//! # Dynamic TLS
+//!
+//! There the trampoline's read of the static word finds 0 on every call.
+//! So that such a call need not look at the probe's result and the init
+//! gate too (two loads through the GOT each, as the runtime's statics are
+//! reached from a callback's crate), [`open_static`] sets a second hidden
+//! word, `__callgate_descriptor_open`, where the probe found no static
+//! offset: [`descriptor_open`] reads it with one `rip`-relative load, and a
+//! non-zero value stands for the open gate as the static word does. The
+//! fast paths then make the descriptor call in the trampoline, on a
+//! branch laid out after their straight line ([`static_at`] marks the
+//! static offset's absence rare), and continue on the fast path with the
+//! slot the resolver found.
+//!
 //! ## Atomic orderings
 //!
 //! The word doubles as the init gate's fast path (see `init`): it is
 //! non-zero only while the gate is open, so a call that reads a non-zero
-//! offset skips the gate. [`get_static`] therefore reads it with
+//! offset skips the gate; so is `__callgate_descriptor_open`, and
+//! everything said here of the one holds for the other.
+//! [`get_static`] therefore reads it with
 //! `Acquire` semantics (an x86-64 load, and an `asm!` block the compiler
 //! must treat as a barrier), pairing with the `SeqCst` store of
 //! [`open_static`], which its caller makes after seeing the gate open with
@@ -93,6 +114,7 @@
 //! a load that must not be reordered).
 
 use core::arch::{asm, global_asm};
+use core::num::NonZeroIsize;
 
 use crate::context::{ContextNode, QUIET_OFFSET};
 use core::sync::atomic::{AtomicIsize, Ordering};
@@ -121,6 +143,13 @@ global_asm!(
 // sits at `QUIET_OFFSET` in that pair, an offset at which no context is
 // written on a fast path: a call's stores to its context then never make
 // the next call's load of this word wait (see `QUIET_OFFSET`).
+//
+// `__callgate_descriptor_open`, at the same offset of the next pair, is
+// that word's counterpart for a slot with no static offset: non-zero only
+// while the gate is open and the slot is known to be in dynamic TLS, so
+// that a call which finds the static word 0 tells with one more load that
+// it may go straight to the descriptor (see "Dynamic TLS" in the module
+// docs).
 global_asm!(
     ".pushsection .bss.__callgate_static_offset,\"aw\",@nobits",
     ".p2align 7",
@@ -130,9 +159,16 @@ global_asm!(
     ".type __callgate_static_offset,@object",
     ".size __callgate_static_offset,8",
     "__callgate_static_offset:",
+    ".zero {between}",
+    ".globl __callgate_descriptor_open",
+    ".hidden __callgate_descriptor_open",
+    ".type __callgate_descriptor_open,@object",
+    ".size __callgate_descriptor_open,8",
+    "__callgate_descriptor_open:",
     ".zero {after}",
     ".popsection",
     before = const QUIET_OFFSET,
+    between = const 128,
     after = const 128 - QUIET_OFFSET,
 );
 
@@ -158,14 +194,37 @@ aligned_call_function!(
     ]
 );
 
-/// Runs the descriptor call (through `__callgate_slot_offset`) that leaves
-/// the slot's offset from the thread pointer in `rax`, followed by `$access`, with the operands
-/// `$($operand)*`, the options `$($option)*` and every register the resolver may clobber declared.
+/// The descriptor call of [`with_slot_offset!`]: made directly where the
+/// stack pointer is a multiple of 16, else through `__callgate_slot_offset`.
+macro_rules! descriptor_call {
+    () => {
+        concat!(
+            "test spl, 15\n",
+            "jnz 2f\n",
+            "lea rax, [rip + __callgate_current_context@TLSDESC]\n",
+            "call qword ptr [rax + __callgate_current_context@TLSCALL]\n",
+            "jmp 3f\n",
+            "2:\n",
+            "call __callgate_slot_offset\n",
+            "3:",
+        )
+    };
+}
+
+/// Runs `$before` (if given), the descriptor call (itself where the stack
+/// is aligned, through `__callgate_slot_offset` where it is not: module
+/// docs) that leaves the slot's offset from the thread pointer in `rax`,
+/// and `$access`, with the operands `$($operand)*`, the options
+/// `$($option)*` and every register the resolver may clobber declared.
 macro_rules! with_slot_offset {
     ($access:literal, [$($operand:tt)*], [$($option:tt)*]) => {
+        with_slot_offset!("", $access, [$($operand)*], [$($option)*])
+    };
+    ($before:literal, $access:literal, [$($operand:tt)*], [$($option:tt)*]) => {
         #[cfg(not(target_feature = "avx512f"))]
         asm!(
-            "call __callgate_slot_offset",
+            $before,
+            descriptor_call!(),
             $access,
             $($operand)*
             out("xmm0") _, out("xmm1") _, out("xmm2") _, out("xmm3") _,
@@ -180,7 +239,8 @@ macro_rules! with_slot_offset {
         );
         #[cfg(target_feature = "avx512f")]
         asm!(
-            "call __callgate_slot_offset",
+            $before,
+            descriptor_call!(),
             $access,
             $($operand)*
             out("zmm0") _, out("zmm1") _, out("zmm2") _, out("zmm3") _,
@@ -303,23 +363,41 @@ pub(super) fn claim(
 
 pub(super) const HAS_STATIC: bool = true;
 
+/// One of this library's hidden words, `$symbol`, read with one
+/// `rip`-relative load and no GOT entry (an atomic load through
+/// [`hidden_word!`] would add a `lea`). The load has `Acquire` meaning
+/// (module docs).
+macro_rules! load_hidden_word {
+    ($symbol:literal) => {{
+        let value: isize;
+        // SAFETY: an aligned 8-byte load of this library's own word. No
+        // `readonly`: the load has `Acquire` meaning (module docs), so
+        // later memory accesses must not move above it.
+        unsafe {
+            asm!(
+                concat!("mov {value}, qword ptr [rip + ", $symbol, "]"),
+                value = lateout(reg) value,
+                options(nostack, preserves_flags),
+            );
+        }
+        value
+    }};
+}
+
+/// True while the gate is open and the slot is known to have no static
+/// offset (`__callgate_descriptor_open`, module docs): a call that finds
+/// the static word 0 can read the slot through the descriptor without
+/// looking at the gate.
+#[inline(always)]
+pub(super) fn descriptor_open() -> bool {
+    load_hidden_word!("__callgate_descriptor_open") != 0
+}
+
 /// `__callgate_static_offset`: the slot's static offset, or 0 while the
-/// fast path is closed. One `rip`-relative load, no GOT entry (an atomic
-/// load through [`static_word`] would add a `lea`).
+/// fast path is closed.
 #[inline(always)]
 fn recorded_offset() -> isize {
-    let offset: isize;
-    // SAFETY: an aligned 8-byte load of this library's own word. No
-    // `readonly`: the load has `Acquire` meaning (module docs), so later
-    // memory accesses must not move above it.
-    unsafe {
-        asm!(
-            "mov {offset}, qword ptr [rip + __callgate_static_offset]",
-            offset = lateout(reg) offset,
-            options(nostack, preserves_flags),
-        );
-    }
-    offset
+    load_hidden_word!("__callgate_static_offset")
 }
 
 /// The calling thread's slot, read at the static offset; `None` while that
@@ -335,19 +413,19 @@ pub(super) fn get_static() -> Option<*const ContextNode> {
     Some(unsafe { read_at(offset) })
 }
 
-/// Clears the top bit of the calling thread's slot through the static
-/// offset (see [`clear_top_bit_at`]). Returns the slot's new value if the
-/// bit was set; `None` if it was clear (nothing changed) or the fast path
-/// is closed.
+/// The calling thread's slot at the static offset (see [`SlotAt`]);
+/// `None` while that offset is not recorded (the fast path is closed, or
+/// the slot is in dynamic TLS).
 #[inline(always)]
-pub(super) fn clear_top_bit_static() -> Option<*const ContextNode> {
+pub(super) fn static_at() -> Option<SlotAt> {
     let offset = recorded_offset();
     if offset == 0 {
+        // Rare but in dynamic TLS, and marked so for the layout of the
+        // fast paths, which take this branch's code out of their line.
+        crate::hint::rarely_taken_here!();
         return None;
     }
-    // SAFETY: a non-zero offset is the slot's in every thread (see
-    // `get_static`).
-    unsafe { clear_top_bit_at(offset) }
+    NonZeroIsize::new(offset).map(SlotAt)
 }
 
 /// Stores `value` in the calling thread's slot through the static
@@ -365,12 +443,16 @@ fn set_static(value: *const ContextNode) -> bool {
 }
 
 /// The slot's offset from the thread pointer for the thread that read it
-/// through the descriptor ([`slot_at`]): the slot's address on that
-/// thread for as long as the library is loaded, in static or dynamic TLS
-/// (glibc never moves a thread's block once it allocated it).
-pub(super) struct SlotAt(isize);
+/// through the descriptor ([`slot_at`]), or the static offset
+/// ([`static_at`]): the slot's address on that thread for as long as the
+/// library is loaded, in static or dynamic TLS (glibc never moves a
+/// thread's block once it allocated it). Never 0,
+/// where the thread pointer points, at the thread's control block: so an
+/// `Option` of it is one register.
+pub(super) struct SlotAt(NonZeroIsize);
 
-/// The calling thread's slot through the descriptor: one call.
+/// The calling thread's slot through the descriptor: one call. (`None`
+/// if the resolver returned 0, which no TLS variable's offset is.)
 #[inline(always)]
 pub(super) fn slot_at() -> Option<SlotAt> {
     let offset: isize;
@@ -378,11 +460,20 @@ pub(super) fn slot_at() -> Option<SlotAt> {
     // slot's offset from the thread pointer for the calling thread
     // (allocating the block on a thread's first access in dynamic TLS).
     // The stack is usable (no `nostack`), the flags and every clobbered
-    // register are declared; no memory of the program is written.
+    // register are declared; no memory of the program is written. `rax`
+    // is kept (saved in the output's register, which then takes the
+    // offset in exchange), so that a fast path that joins this one keeps
+    // its values in `rax` too: a callback's return value, there, on the
+    // fast path that reads the slot at the static offset.
     unsafe {
-        with_slot_offset!("", [out("rax") offset,], [readonly]);
+        with_slot_offset!(
+            "mov {offset}, rax",
+            "xchg rax, {offset}",
+            [offset = out(reg) offset,],
+            [readonly]
+        );
     }
-    Some(SlotAt(offset))
+    NonZeroIsize::new(offset).map(SlotAt)
 }
 
 /// The slot at `at` (see [`SlotAt`]).
@@ -390,21 +481,21 @@ pub(super) fn slot_at() -> Option<SlotAt> {
 pub(super) fn get_at(at: &SlotAt) -> *const ContextNode {
     // SAFETY: `at` holds the slot's offset for the thread that made it,
     // which its owner (`tls::ThreadSlot`, neither `Send` nor `Sync`) is.
-    unsafe { read_at(at.0) }
+    unsafe { read_at(at.0.get()) }
 }
 
 /// [`clear_top_bit_at`] at `at` (see [`SlotAt`]).
 #[inline(always)]
 pub(super) fn clear_top_bit_of(at: &SlotAt) -> Option<*const ContextNode> {
     // SAFETY: as in `get_at`.
-    unsafe { clear_top_bit_at(at.0) }
+    unsafe { clear_top_bit_at(at.0.get()) }
 }
 
 /// Stores `value` in the slot at `at` (see [`SlotAt`]).
 #[inline(always)]
 pub(super) fn set_of(at: &SlotAt, value: *const ContextNode) {
     // SAFETY: as in `get_at`.
-    unsafe { write_at(at.0, value) }
+    unsafe { write_at(at.0.get(), value) }
 }
 
 /// Reads the calling thread's slot at `offset` from the thread pointer.
@@ -478,22 +569,38 @@ unsafe fn write_at(offset: isize, value: *const ContextNode) {
     }
 }
 
+/// One of this library's hidden words, `$symbol`, as an atomic: its
+/// address in one `lea`.
+macro_rules! hidden_word {
+    ($symbol:literal) => {{
+        let word: *mut isize;
+        // SAFETY: computes the address of this library's own word; no
+        // access.
+        unsafe {
+            asm!(
+                concat!("lea {word}, [rip + ", $symbol, "]"),
+                word = lateout(reg) word,
+                options(nostack, preserves_flags, nomem, pure),
+            );
+        }
+        // SAFETY: an aligned 8-byte word that lives as long as the
+        // library, and is accessed only atomically: through these views,
+        // and by the plain x86-64 loads of `recorded_offset` and
+        // `descriptor_open`, which are what atomic loads are.
+        unsafe { AtomicIsize::from_ptr(word) }
+    }};
+}
+
 /// `__callgate_static_offset` as an atomic.
 #[inline(always)]
 fn static_word() -> &'static AtomicIsize {
-    let word: *mut isize;
-    // SAFETY: computes the address of this library's own word; no access.
-    unsafe {
-        asm!(
-            "lea {word}, [rip + __callgate_static_offset]",
-            word = lateout(reg) word,
-            options(nostack, preserves_flags, nomem, pure),
-        );
-    }
-    // SAFETY: an aligned 8-byte word that lives as long as the library, and
-    // is accessed only atomically: through this function, and by the plain
-    // x86-64 load of `get_static`, which is what an atomic load is.
-    unsafe { AtomicIsize::from_ptr(word) }
+    hidden_word!("__callgate_static_offset")
+}
+
+/// `__callgate_descriptor_open` as an atomic.
+#[inline(always)]
+fn descriptor_word() -> &'static AtomicIsize {
+    hidden_word!("__callgate_descriptor_open")
 }
 
 /// What [`static_offset`] found, once it ran: the offset, or
@@ -505,7 +612,7 @@ static PROBED: AtomicIsize = AtomicIsize::new(0);
 const NO_STATIC_OFFSET: isize = 1;
 
 /// Records the slot's static offset, if it has one: [`get_static`] reads
-/// it from now on.
+/// it from now on. Else opens the descriptor's way ([`descriptor_open`]).
 #[cold]
 pub(super) fn open_static() {
     // Relaxed: the probe's result is the same whichever thread computes
@@ -515,18 +622,19 @@ pub(super) fn open_static() {
         offset = static_offset().unwrap_or(NO_STATIC_OFFSET);
         PROBED.store(offset, Ordering::Relaxed);
     }
-    if offset != NO_STATIC_OFFSET {
-        // SeqCst: see "Atomic orderings" in the module docs.
+    // SeqCst: see "Atomic orderings" in the module docs.
+    if offset == NO_STATIC_OFFSET {
+        descriptor_word().store(1, Ordering::SeqCst);
+    } else {
         static_word().store(offset, Ordering::SeqCst);
     }
 }
 
-/// True when [`open_static`] has something to do: the word is 0, and the
-/// probe found a static offset or has not run.
+/// True when [`open_static`] has something to do: both words are 0.
 #[inline(always)]
 pub(super) fn static_closed() -> bool {
     // Relaxed: a hint; `open_static` decides under `SeqCst`.
-    static_word().load(Ordering::Relaxed) == 0 && PROBED.load(Ordering::Relaxed) != NO_STATIC_OFFSET
+    static_word().load(Ordering::Relaxed) == 0 && descriptor_word().load(Ordering::Relaxed) == 0
 }
 
 /// True once the probe found that the slot has no static offset (it is in
@@ -540,11 +648,13 @@ pub(super) fn static_missing() -> bool {
     PROBED.load(Ordering::Relaxed) == NO_STATIC_OFFSET
 }
 
-/// Forgets the static offset: every call takes the descriptor path.
+/// Forgets the static offset and closes the descriptor's way: every call
+/// looks at the gate.
 #[cold]
 pub(super) fn close_static() {
     // SeqCst: see "Atomic orderings" in the module docs.
     static_word().store(0, Ordering::SeqCst);
+    descriptor_word().store(0, Ordering::SeqCst);
 }
 
 /// The slot's offset from the thread pointer if it is the same in every

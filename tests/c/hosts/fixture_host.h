@@ -119,12 +119,40 @@ static inline void *fixture_symbol(void *handle, const char *name) {
 #define FIXTURE_SYM(f, field) \
     ((f)->field = (__typeof__((f)->field))fixture_symbol((f)->handle, "fixture_" #field))
 
+#if defined(__GLIBC__) && defined(__x86_64__)
+static void *fixture_tls_block(void *handle) {
+    void *block = NULL;
+    if (dlinfo(handle, RTLD_DI_TLS_DATA, &block) != 0) block = handle;
+    return block;
+}
+
+/* Where the test run asks for it (`CALLGATE_EXPECT_DYNAMIC_TLS`, with
+ * glibc's optional static TLS reserve set to 0): checks that the fixture's
+ * TLS block is in dynamic TLS. A thread created after dlopen() has a block
+ * of a library in static TLS from its start, and one in dynamic TLS only
+ * once it accesses it: there dlinfo() finds none. (On the thread that
+ * called dlopen() it may find none either way, until that thread's
+ * module table catches up.) */
+static inline void fixture_check_dynamic_tls(void *handle) {
+    pthread_t thread;
+    void *block = NULL;
+    if (pthread_create(&thread, NULL, fixture_tls_block, handle) != 0 ||
+        pthread_join(thread, &block) != 0)
+        FAIL("could not start the thread that checks the fixture's TLS");
+    if (block != NULL)
+        FAIL("the fixture's TLS block is in static TLS (%p), not in dynamic TLS", block);
+}
+#endif
+
 /* dlopen()s the fixture at `path` with `flags` and resolves every symbol;
  * exits with a message on failure. */
 static inline void fixture_open(fixture *f, const char *path, int flags) {
     memset(f, 0, sizeof *f);
     f->handle = dlopen(path, flags);
     if (!f->handle) FAIL("dlopen(%s): %s", path, dlerror());
+#if defined(__GLIBC__) && defined(__x86_64__)
+    if (getenv("CALLGATE_EXPECT_DYNAMIC_TLS")) fixture_check_dynamic_tls(f->handle);
+#endif
     FIXTURE_SYM(f, stats);
     FIXTURE_SYM(f, finish_init);
     FIXTURE_SYM(f, set_init_hook);
