@@ -311,9 +311,10 @@ pub(crate) fn after_fork_in_child() {
     );
 }
 
-/// Lets later calls skip the gate (and the TLS descriptor call) by
-/// recording the slot's static TLS offset, if the gate is open and the
-/// slot has one (`tls::open_static`). Called on a call's slow path.
+/// Lets later calls skip the gate (and, where the slot has a static TLS
+/// offset, the TLS descriptor call) by recording the slot's static
+/// offset, or that the slot has none (`tls::open_static`), if the gate is
+/// open. Called on a call's slow path.
 ///
 /// The record stands for an open gate, so it must not outlive one: an
 /// init armed after the check below closes it (`run_init`), and one armed
@@ -323,8 +324,7 @@ pub(crate) fn after_fork_in_child() {
 /// call that reads the record in that short window runs as if it had
 /// passed the gate just before the arm, which any call may do anyway: an
 /// arm does not wait for calls already running.
-/// Cheap when there is nothing to do: the path is open, or the slot has
-/// no static offset.
+/// Cheap when there is nothing to do: the path is open.
 #[inline]
 pub(crate) fn open_fast_path() {
     if tls::static_closed() {

@@ -169,7 +169,8 @@ fn taken(node: *const ContextNode) -> &'static ContextNode {
     node
 }
 
-/// The per-call fast path's attach where the slot has no static offset:
+/// The per-call fast path's attach where the slot is not reached at an
+/// offset from the thread pointer (targets without a static offset):
 /// takes the context that the slot's `value` caches by claiming the slot
 /// for it ([`tls::claim`]: one instruction where the target allows it);
 /// `None` when `value` caches none, or the slot no longer holds `value`
@@ -188,8 +189,7 @@ pub(crate) fn take_cached(value: *const ContextNode) -> Option<&'static ContextN
 }
 
 /// The per-call fast path's release: caches `node` again with one store
-/// (at the static offset where the slot has one) when it has no
-/// `#[local]` values, else releases it as [`leave`] does.
+/// when it has no `#[local]` values, else releases it as [`leave`] does.
 ///
 /// # Safety
 ///
@@ -230,9 +230,8 @@ unsafe fn release_cached_with(node: &'static ContextNode, store: impl FnOnce(*co
         // count on it, and the count's load and store must not straddle
         // that (it is not one instruction in every build).
         node.value.releases.bump();
-        // A plain store (at the static offset where the slot has one;
-        // through the descriptor if the fast path closed meanwhile): the
-        // slot holds `node`, and
+        // A plain store (through the slot the fast path reached, or
+        // `tls::set`): the slot holds `node`, and
         // nothing that interrupts this thread here changes that for good (a
         // callback from a signal handler finds `node` bound and idle, runs
         // on it and leaves it so).
