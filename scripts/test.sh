@@ -38,6 +38,13 @@ CALLGATE_TEST_DYNAMIC_TLS=1 CALLGATE_FIXTURE_PROFILE=release cargo test -p callg
     --test abandon --test bad_input --test churn --test depth \
     --test fork --test init_background --test signals --test teardown
 
+# A build without unwind tables (`panic = "abort"` and
+# `-C force-unwind-tables=no`) still assembles: the runtime's `asm!` blocks
+# carry no unwind directives of the function they are in (tls module docs).
+step "the fixture built without unwind tables"
+RUSTFLAGS="-C force-unwind-tables=no -C panic=abort" cargo build --quiet -p callgate-fixture \
+    --release --target x86_64-unknown-linux-gnu --target-dir target/no-unwind-tables
+
 # The portable slot (a `thread_local!`), which targets other than x86-64
 # glibc Linux and mingw-w64 Windows use, built here with its cfg: the
 # unit tests and the C hosts against its optimised fixture.

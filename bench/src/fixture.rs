@@ -241,6 +241,33 @@ pub fn load_placed(path: &Path) -> Result<(Callbacks, TlsPlace), String> {
     Ok((callbacks, place))
 }
 
+/// The floor of a call in dynamic TLS, `bench_c_tls_read` of the C library
+/// `c/tls_read.c` (built by the build script): a read of a thread-local
+/// through its TLS descriptor. Loaded last, after the copies that filled
+/// glibc's static TLS reserve; an error if the build has no such library
+/// (another target) or its block went to static TLS after all.
+pub fn load_tls_read() -> Result<IntFn, String> {
+    let path = env!("CALLGATE_BENCH_TLS_READ");
+    if path.is_empty() {
+        return Err("no TLS-descriptor C library on this target".to_owned());
+    }
+    let path = Path::new(path);
+    let library = Library::open(path)?;
+    match tls_place(path, library.base()?)? {
+        Some(TlsPlace::Dynamic) => {}
+        place => {
+            return Err(format!(
+                "its TLS block is not in dynamic TLS ({})",
+                place.map_or("no TLS descriptor", TlsPlace::name)
+            ));
+        }
+    }
+    let address = library.symbol(c"bench_c_tls_read")?;
+    // SAFETY: `c/tls_read.c` defines `bench_c_tls_read` as
+    // `int (int)`, and the library is never unloaded.
+    Ok(unsafe { core::mem::transmute::<*mut c_void, IntFn>(address) })
+}
+
 /// Loads copies of the library at `path` (distinct files in a temporary
 /// directory, so glibc loads each one) until one lands in dynamic TLS, the
 /// case of a plugin loaded after the static TLS reserve filled up; the

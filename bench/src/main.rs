@@ -31,6 +31,11 @@
 //! per-round differences, and `first_call{,.raw}_dynamic_tls_ns`) are those
 //! of a copy of the `cdylib` loaded after further copies filled that
 //! reserve, so its TLS block (callgate's slot with it) is in dynamic TLS.
+//! Their floor, on x86-64 Linux, is `cthread.c_tls_read_dynamic_tls_ns`: a
+//! C function that reads a thread-local through its TLS descriptor, in a
+//! library of its own loaded after that copy (`c/tls_read.c`), and
+//! `cthread.bound_minus_c_tls_read_dynamic_tls_ns` the bound callback over
+//! it, per round.
 //!
 //! Figures that are compared are measured side by side: the single-thread
 //! call costs in blocks of about 100 µs taking turns on one thread (a
@@ -488,6 +493,12 @@ fn measure(output: Output, rounds: usize, save_json: Option<&Path>) -> Result<()
     let dynamic_tls = fixture::load_in_dynamic_tls(&path)
         .map_err(|e| notes.push(format!("dynamic TLS rows skipped: {e}")))
         .ok();
+    // After that copy: the reserve is full.
+    let tls_read = dynamic_tls.as_ref().and_then(|_| {
+        fixture::load_tls_read()
+            .map_err(|e| notes.push(format!("the C read in dynamic TLS skipped: {e}")))
+            .ok()
+    });
     for note in &notes {
         eprintln!("callgate-bench: {note}");
     }
@@ -503,6 +514,7 @@ fn measure(output: Output, rounds: usize, save_json: Option<&Path>) -> Result<()
         &placements,
         go,
         dynamic_tls.as_ref().map(|(callbacks, _)| callbacks),
+        tls_read,
     );
     let mut samples: Vec<Vec<f64>> = vec![Vec::with_capacity(rounds); plan.rows.specs().len()];
     for round in 0..rounds {
@@ -920,6 +932,13 @@ fn checks(
                 " ns",
                 median("cthread.bound_dynamic_tls_ns", "cdylib")
                     - median("cthread.raw_dynamic_tls_ns", "cdylib"),
+            ),
+            reported(
+                "cthread.bound_minus_c_tls_read_dynamic_tls_ns (per round)",
+                " ns",
+                rows.iter()
+                    .find(|row| row.key == "cthread.bound_minus_c_tls_read_dynamic_tls_ns")
+                    .map_or(f64::NAN, |row| row.summary.median),
             ),
             reported(
                 "cthread.local_minus_bound_dynamic_tls_ns (per round)",

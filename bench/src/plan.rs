@@ -428,8 +428,9 @@ const DYNAMIC_TLS_ROWS: [&str; 3] = [
 ];
 
 /// The rows and jobs for `places`, `placements`, the Go callback `go` if
-/// there is one, the `cdylib` copy in dynamic TLS if there is one, and the
-/// calibration chain. All single-thread call costs go into one job of
+/// there is one, the `cdylib` copy in dynamic TLS if there is one (with
+/// `tls_read`, the C read of a thread-local in dynamic TLS, if there is
+/// one), and the calibration chain. All single-thread call costs go into one job of
 /// interleaved blocks, the calibration chain's among them, so every sample
 /// of every row sees the same machine.
 pub fn plan(
@@ -437,6 +438,7 @@ pub fn plan(
     placements: &[Placement],
     go: Option<IntFn>,
     dynamic_tls: Option<&Callbacks>,
+    tls_read: Option<IntFn>,
 ) -> Plan {
     let mut rows = Rows::default();
     let calibration = rows.add(CALIBRATION, NO_PLACE, "ns", Some(CALIBRATION.to_owned()));
@@ -651,6 +653,17 @@ pub fn plan(
             minuend: local,
             subtrahend: bound,
         });
+        // The floor in dynamic TLS: C reading a thread-local through its
+        // descriptor, in a library whose block is in dynamic TLS too.
+        if let Some(tls_read) = tls_read {
+            let row = add(&mut rows, "cthread.c_tls_read_dynamic_tls_ns");
+            turns.push((Callback::Int(tls_read), row, rows.name(row)));
+            differences.push(Difference {
+                row: add(&mut rows, "cthread.bound_minus_c_tls_read_dynamic_tls_ns"),
+                minuend: bound,
+                subtrahend: row,
+            });
+        }
         // As for every place: a per-call callback takes turns with a raw
         // call on a thread of its own.
         let (per_call_raw, per_call) = (

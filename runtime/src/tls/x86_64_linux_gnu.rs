@@ -35,16 +35,29 @@
 //! trampoline made the call with the stack 8 bytes off, and a thread whose
 //! first `malloc` came from the resolver crashed there. So each block
 //! checks the stack pointer first (`test spl, 15`): where it is a multiple
-//! of 16, the block makes the descriptor call itself; where it is not, it
-//! calls a small assembly function, `__callgate_slot_offset`, which sets
-//! up a frame, rounds the stack pointer down to 16 bytes, makes the
-//! descriptor call and returns its result, preserving every other register
-//! as the resolver does. (The trampolines' fast paths in dynamic TLS run
-//! the block without a frame of their own, with the stack 8 bytes off,
-//! and take the second way; cold paths with a frame take the first.) The
-//! assembly function has unwind information of its own, so a debugger, a
-//! profiler or an unwinder that stops inside the resolver walks out
-//! through it and the caller normally.
+//! of 16, the block makes the descriptor call itself; where it is not (8
+//! bytes off: the stack pointer is always a multiple of 8), it jumps to a
+//! few instructions placed out of line that move the stack pointer down
+//! by 8 bytes, make the call, move it back and jump back. The trampolines'
+//! fast paths in dynamic TLS run the block with no frame of their own,
+//! the stack 8 bytes off, and take that way on every call; cold paths
+//! with a frame take the first.
+//!
+//! Those instructions lie in a section of their own
+//! (`.text.__callgate_descriptor_call`) with unwind information of their
+//! own: they are entered from code that has set up no frame (its stack
+//! pointer as at its entry, 8 bytes off), so their unwind rows say the
+//! return address is at the stack pointer, and 8 bytes further while the
+//! stack pointer is moved. A debugger, a profiler or an unwinder that
+//! stops inside the resolver walks out through them to the trampoline's
+//! caller (checked with gdb: the frames above the resolver are the
+//! instructions' and the caller's). Writing those rows into the function's
+//! own unwind information instead (`.cfi_adjust_cfa_offset` in the `asm!`
+//! block) does not assemble where the function has none
+//! (`-C force-unwind-tables=no`). An earlier build called a small
+//! assembly function that set up a frame and rounded the stack pointer
+//! down: one more call and return on every call in dynamic TLS (see
+//! bench/README.md).
 //!
 //! The TLSDESC convention has it preserve every register except `rax` and the
 //! flags, but glibc's `_dl_tlsdesc_dynamic` before the fix for
@@ -172,19 +185,12 @@ global_asm!(
     after = const 128 - QUIET_OFFSET,
 );
 
-// The descriptor call on a stack aligned to 16 bytes (module docs):
-// returns the slot's offset from the thread pointer in `rax`, and
-// preserves every other register the resolver preserves (`rbp` is saved
-// and restored). `__callgate_slot_probe` does the same and also leaves what
-// the `lea` produced in `rcx`, for `static_offset`. Hidden, so `asm!`
-// blocks of this library call them directly.
-aligned_call_function!(
-    "__callgate_slot_offset",
-    [
-        "lea rax, [rip + __callgate_current_context@TLSDESC]",
-        "call qword ptr [rax + __callgate_current_context@TLSCALL]",
-    ]
-);
+// The descriptor call for `static_offset` (cold, from a stack of any
+// alignment), on a stack aligned to 16 bytes: returns the slot's offset
+// from the thread pointer in `rax`, leaves what the `lea` produced in
+// `rcx`, and preserves every other register the resolver preserves
+// (`rbp` is saved and restored). Hidden, so `asm!` blocks of this library
+// call it directly.
 aligned_call_function!(
     "__callgate_slot_probe",
     [
@@ -194,8 +200,11 @@ aligned_call_function!(
     ]
 );
 
-/// The descriptor call of [`with_slot_offset!`]: made directly where the
-/// stack pointer is a multiple of 16, else through `__callgate_slot_offset`.
+/// The descriptor call of [`with_slot_offset!`] (module docs): made in
+/// line where the stack pointer is a multiple of 16; else in a few
+/// instructions out of line, in a section of their own with unwind
+/// information of their own, which move the stack pointer by 8 bytes
+/// around the call and jump back.
 macro_rules! descriptor_call {
     () => {
         concat!(
@@ -203,17 +212,25 @@ macro_rules! descriptor_call {
             "jnz 2f\n",
             "lea rax, [rip + __callgate_current_context@TLSDESC]\n",
             "call qword ptr [rax + __callgate_current_context@TLSCALL]\n",
-            "jmp 3f\n",
+            "3:\n",
+            ".pushsection .text.__callgate_descriptor_call,\"ax\",@progbits\n",
+            ".cfi_startproc\n",
             "2:\n",
-            "call __callgate_slot_offset\n",
-            "3:",
+            "sub rsp, 8\n",
+            ".cfi_adjust_cfa_offset 8\n",
+            "lea rax, [rip + __callgate_current_context@TLSDESC]\n",
+            "call qword ptr [rax + __callgate_current_context@TLSCALL]\n",
+            "add rsp, 8\n",
+            ".cfi_adjust_cfa_offset -8\n",
+            "jmp 3b\n",
+            ".cfi_endproc\n",
+            ".popsection",
         )
     };
 }
 
-/// Runs `$before` (if given), the descriptor call (itself where the stack
-/// is aligned, through `__callgate_slot_offset` where it is not: module
-/// docs) that leaves the slot's offset from the thread pointer in `rax`,
+/// Runs `$before` (if given), the descriptor call ([`descriptor_call!`])
+/// that leaves the slot's offset from the thread pointer in `rax`,
 /// and `$access`, with the operands `$($operand)*`, the options
 /// `$($option)*` and every register the resolver may clobber declared.
 macro_rules! with_slot_offset {
