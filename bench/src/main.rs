@@ -765,11 +765,25 @@ fn checks(
     go: bool,
     dynamic_tls: bool,
 ) -> Vec<Check> {
-    let median = |key: &str, place: &str| {
+    let found = |key: &str, place: &str| {
         rows.iter()
             .find(|row| row.key == key && row.place == place)
             .map(|row| row.summary.median)
-            .unwrap_or_else(|| panic!("no row {key} for {place}"))
+    };
+    let median = |key: &str, place: &str| {
+        found(key, place).unwrap_or_else(|| panic!("no row {key} for {place}"))
+    };
+    // A figure shown without a target, for the places whose run has it: a
+    // row can have no sample (no thread of the run ran off its creator's
+    // CPU, a library was not there).
+    let reference = |what: &'static str, unit, places: &[&str]| Check {
+        what,
+        values: places
+            .iter()
+            .filter_map(|&place| found(what, place).map(|value| (place.to_owned(), value)))
+            .collect(),
+        unit,
+        target: None,
     };
     let figure = |what, unit, target, compute: &dyn Fn(&str) -> f64| Check {
         what,
@@ -903,7 +917,9 @@ fn checks(
             ("first_call.one_cpu_minus_c_bind_ns", " ns"),
             ("first_call.other_cpu_minus_c_bind_ns", " ns"),
         ]
-        .map(|(key, unit)| figure(key, unit, None, &|p| median(key, p))),
+        .map(|(key, unit)| reference(key, unit, places))
+        .into_iter()
+        .filter(|check| !check.values.is_empty()),
     );
     if !placements.is_empty() {
         checks.push(Check {
@@ -934,13 +950,6 @@ fn checks(
                     - median("cthread.raw_dynamic_tls_ns", "cdylib"),
             ),
             reported(
-                "cthread.bound_minus_c_tls_read_dynamic_tls_ns (per round)",
-                " ns",
-                rows.iter()
-                    .find(|row| row.key == "cthread.bound_minus_c_tls_read_dynamic_tls_ns")
-                    .map_or(f64::NAN, |row| row.summary.median),
-            ),
-            reported(
                 "cthread.local_minus_bound_dynamic_tls_ns (per round)",
                 " ns",
                 median("cthread.local_minus_bound_dynamic_tls_ns", "cdylib"),
@@ -956,6 +965,15 @@ fn checks(
                 median("first_call_dynamic_tls_ns", "cdylib"),
             ),
         ]);
+        // Where the run had the C floor of dynamic TLS.
+        let floor = reference(
+            "cthread.bound_minus_c_tls_read_dynamic_tls_ns",
+            " ns",
+            &["cdylib"],
+        );
+        if !floor.values.is_empty() {
+            checks.push(floor);
+        }
     }
     if go {
         let single = |what, unit, target, value| Check {
