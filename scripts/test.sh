@@ -27,7 +27,8 @@ cargo test --workspace
 step "the C-host tests against the release fixture and release plugins"
 CALLGATE_FIXTURE_PROFILE=release cargo test -p callgate-dev \
     --test abandon --test bad_input --test churn --test data --test depth --test dlclose \
-    --test fork --test init_background --test signals --test teardown --test plugins
+    --test fork --test init_background --test signals --test teardown --test plugins \
+    --test unwind
 
 # The C-host tests once more with the fixture's TLS block in dynamic TLS
 # (glibc's static TLS reserve for dlopen set to 0; each host checks where the

@@ -50,8 +50,8 @@
 //! return address is at the stack pointer, and 8 bytes further while the
 //! stack pointer is moved. A debugger, a profiler or an unwinder that
 //! stops inside the resolver walks out through them to the trampoline's
-//! caller (checked with gdb: the frames above the resolver are the
-//! instructions' and the caller's). Writing those rows into the function's
+//! caller (`tests/unwind.rs`: backtraces from a SIGPROF handler that
+//! stopped in the resolver; without these rows every one goes astray). Writing those rows into the function's
 //! own unwind information instead (`.cfi_adjust_cfa_offset` in the `asm!`
 //! block) does not assemble where the function has none
 //! (`-C force-unwind-tables=no`). An earlier build called a small
