@@ -175,7 +175,8 @@ pub(crate) fn descriptor_open() -> bool {
     imp::descriptor_open()
 }
 
-/// The calling thread's slot as the TLS descriptor gave it: reads and
+/// The calling thread's slot at its offset from the thread pointer, as the
+/// TLS descriptor gave it or as recorded (the static offset): reads and
 /// writes through it cost no call. Tied to the thread that found it
 /// (neither `Send` nor `Sync`), whose slot stays where it is for as long
 /// as the library is loaded.
@@ -190,10 +191,7 @@ pub(crate) struct ThreadSlot {
 /// otherwise go through the descriptor on every access.
 #[inline(always)]
 pub(crate) fn thread_slot() -> Option<ThreadSlot> {
-    imp::slot_at().map(|at| ThreadSlot {
-        at,
-        _thread: PhantomData,
-    })
+    imp::slot_at().map(ThreadSlot::new)
 }
 
 /// The calling thread's slot as the fast paths reach it: at the static
@@ -203,18 +201,23 @@ pub(crate) fn thread_slot() -> Option<ThreadSlot> {
 /// stands for the open gate.
 #[inline(always)]
 pub(crate) fn fast_thread_slot() -> Option<ThreadSlot> {
-    let at = match imp::static_at() {
-        Some(at) => at,
-        None if imp::descriptor_open() => imp::slot_at()?,
-        None => return None,
-    };
-    Some(ThreadSlot {
-        at,
-        _thread: PhantomData,
-    })
+    let at_static = imp::static_at().map(ThreadSlot::new);
+    if at_static.is_none() && imp::descriptor_open() {
+        return thread_slot();
+    }
+    at_static
 }
 
 impl ThreadSlot {
+    /// The calling thread's slot at `at`, found on this thread.
+    #[inline(always)]
+    fn new(at: imp::SlotAt) -> ThreadSlot {
+        ThreadSlot {
+            at,
+            _thread: PhantomData,
+        }
+    }
+
     /// The slot's value (as [`get`]).
     #[inline(always)]
     pub(crate) fn get(&self) -> *const ContextNode {

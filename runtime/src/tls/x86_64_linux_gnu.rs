@@ -421,13 +421,7 @@ fn recorded_offset() -> isize {
 /// offset is not recorded (the fast path is closed).
 #[inline(always)]
 pub(super) fn get_static() -> Option<*const ContextNode> {
-    let offset = recorded_offset();
-    if offset == 0 {
-        return None;
-    }
-    // SAFETY: a non-zero offset is the slot's offset from the thread
-    // pointer in every thread (`open_static` recorded it only then).
-    Some(unsafe { read_at(offset) })
+    static_at().map(|at| get_at(&at))
 }
 
 /// The calling thread's slot at the static offset (see [`SlotAt`]);
@@ -442,6 +436,9 @@ pub(super) fn static_at() -> Option<SlotAt> {
         crate::hint::rarely_taken_here!();
         return None;
     }
+    // A non-zero recorded offset is the slot's offset from the thread
+    // pointer in every thread (`open_static` recorded it only then), so
+    // the calling thread's too.
     NonZeroIsize::new(offset).map(SlotAt)
 }
 
@@ -449,14 +446,7 @@ pub(super) fn static_at() -> Option<SlotAt> {
 /// offset; false (nothing stored) if the fast path is closed.
 #[inline(always)]
 fn set_static(value: *const ContextNode) -> bool {
-    let offset = recorded_offset();
-    if offset == 0 {
-        return false;
-    }
-    // SAFETY: a non-zero offset is the slot's in every thread (see
-    // `get_static`).
-    unsafe { write_at(offset, value) };
-    true
+    static_at().map(|at| set_of(&at, value)).is_some()
 }
 
 /// The slot's offset from the thread pointer for the thread that read it
