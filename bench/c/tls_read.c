@@ -5,12 +5,16 @@
  * that each read calls glibc's dynamic resolver. The pointer is never set:
  * the function returns `x + 1`, having read it.
  *
- * The 4 KiB beside the pointer keep the block out of whatever is left of
- * the static TLS reserve; the benchmark checks where it went. */
+ * The bytes beside the pointer make the block (128 bytes) larger than the
+ * benchmark's cdylib's, so that it cannot fit in what is left of the
+ * static TLS reserve where a copy of that library did not (the benchmark
+ * checks where it went), and keep it as small as that block, so that
+ * glibc's allocation of a new thread's block (on its first read) is the
+ * size of the one a callback's first call makes glibc allocate there. */
 
 struct bench_tls {
     void *slot;
-    char room[4096];
+    char room[120];
 };
 
 __attribute__((visibility("hidden"))) __thread struct bench_tls bench_tls;

@@ -686,12 +686,28 @@ pub fn plan(
             ]),
             rows: vec![per_call_raw, per_call],
         });
+        let (first_call, first_raw) = (
+            add(&mut rows, "first_call_dynamic_tls_ns"),
+            add(&mut rows, "first_call.raw_dynamic_tls_ns"),
+        );
+        let mut first_calls = vec![c.bound, c.raw];
+        let mut first_call_rows = vec![first_call, first_raw];
+        // The floor of a first call there: a new thread's first read of a
+        // thread-local in dynamic TLS, for which glibc allocates the
+        // thread's block of the library (as it does for the copy's).
+        if let Some(tls_read) = tls_read {
+            let row = add(&mut rows, "first_call.c_tls_read_dynamic_tls_ns");
+            first_calls.push(tls_read);
+            first_call_rows.push(row);
+            differences.push(Difference {
+                row: add(&mut rows, "first_call_minus_c_tls_read_dynamic_tls_ns"),
+                minuend: first_call,
+                subtrahend: row,
+            });
+        }
         jobs.push(Job {
-            probe: Probe::FirstCalls(vec![c.bound, c.raw], Cpus::Any, None),
-            rows: vec![
-                add(&mut rows, "first_call_dynamic_tls_ns"),
-                add(&mut rows, "first_call.raw_dynamic_tls_ns"),
-            ],
+            probe: Probe::FirstCalls(first_calls, Cpus::Any, None),
+            rows: first_call_rows,
         });
     }
     for (callbacks, raw, bound) in placement_rows {

@@ -182,6 +182,11 @@ pub(crate) fn expand(callback: &Callback, options: &Options) -> TokenStream {
                 Owned::Slice { .. } => {
                     let len = Ident::new("__callgate_result_len", Span::mixed_site());
                     // Converted first, so `*result_len` is 0 if anything fails.
+                    // SAFETY (of the generated block): the trampoline's
+                    // contract (an `unsafe fn` for Rust callers, the C
+                    // declaration's for C): `result_len` is null or valid for
+                    // writing a `size_t` nothing else accesses during the call;
+                    // the runtime checks null and alignment.
                     conversions.insert(
                         0,
                         quote! {
@@ -191,6 +196,8 @@ pub(crate) fn expand(callback: &Callback, options: &Options) -> TokenStream {
                     body_call = quote!(#body_call.map(|value| #rt::owned_slice(value, #len)));
                     c_params.push(quote_spanned!(span=> #result_len: *mut usize));
                     let raw = quote_spanned!(span=> *mut <#ty as #rt::OwnedSlice>::Elem);
+                    // SAFETY (of the generated block): as for
+                    // `result_len_arg` above, whose contract this shares.
                     let null = quote!(|| {
                         unsafe { #rt::clear_result_len(#result_len) };
                         ::core::ptr::null_mut()

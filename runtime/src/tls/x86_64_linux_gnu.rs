@@ -48,7 +48,12 @@
 //! own: they are entered from code that has set up no frame (its stack
 //! pointer as at its entry, 8 bytes off), so their unwind rows say the
 //! return address is at the stack pointer, and 8 bytes further while the
-//! stack pointer is moved. A debugger, a profiler or an unwinder that
+//! stack pointer is moved. That is how the compiler lays the stack out:
+//! a function that sets up a frame keeps the stack pointer a multiple of
+//! 16 there (the block asks for the ABI's alignment), so only code before
+//! the prologue, at the entry's alignment, finds it 8 bytes off;
+//! `tests/unwind.rs` checks each jump in the fixture's debug and release
+//! builds against the unwind tables. A debugger, a profiler or an unwinder that
 //! stops inside the resolver walks out through them to the trampoline's
 //! caller (`tests/unwind.rs`: backtraces from a SIGPROF handler that
 //! stopped in the resolver; without these rows every one goes astray). Writing those rows into the function's
