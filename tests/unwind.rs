@@ -82,7 +82,7 @@ fn the_out_of_line_descriptor_calls_are_entered_with_no_frame() {
             });
         let island = at(target).unwrap_or_else(|| panic!("no instruction at {target:#x}"));
         assert_eq!(
-            instructions[island].1, "sub    $0x8,%rsp",
+            instructions[island].1, "sub $0x8,%rsp",
             "the out-of-line call at {target:#x}"
         );
         checked += 1;
@@ -136,14 +136,18 @@ fn tool_output(tool: &str, args: &[&str], library: &std::path::Path) -> String {
 }
 
 /// The (address, text) of every instruction `objdump -d` printed, in
-/// address order.
+/// address order, its fields one space apart.
 fn instructions(code: &str) -> Vec<(u64, String)> {
     let mut found: Vec<(u64, String)> = code
         .lines()
         .filter_map(|line| {
             let (address, text) = line.trim_start().split_once(":\t")?;
             let address = u64::from_str_radix(address, 16).ok()?;
-            Some((address, text.trim().to_owned()))
+            // One space between fields, whatever the padding.
+            Some((
+                address,
+                text.split_whitespace().collect::<Vec<_>>().join(" "),
+            ))
         })
         .collect();
     found.sort_by_key(|(address, _)| *address);
