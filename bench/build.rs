@@ -4,9 +4,10 @@
 //! themselves. Compiled with `-O2 -Wall -Wextra -Werror`.
 //!
 //! On x86-64 Linux it also builds `c/tls_read.c` into a shared library of
-//! its own, the floor of a call in dynamic TLS (a thread-local read through
-//! a TLS descriptor), and hands its path to the benchmark as
-//! `CALLGATE_BENCH_TLS_READ`.
+//! its own, the floors of a call and of a thread's first call in dynamic
+//! TLS (a thread-local read through a TLS descriptor, and `c/c_bind.h`'s
+//! first-call work with its slot there), and hands its path to the
+//! benchmark as `CALLGATE_BENCH_TLS_READ`.
 
 fn main() {
     println!("cargo:rerun-if-changed=c");
@@ -48,7 +49,9 @@ fn tls_read_library() {
     let status = cc::Build::new()
         .get_compiler()
         .to_command()
-        .args(["-O2", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared"])
+        .args([
+            "-O2", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", "-pthread",
+        ])
         .arg("-mtls-dialect=gnu2")
         .arg("-o")
         .arg(&library)

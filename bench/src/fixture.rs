@@ -241,12 +241,23 @@ pub fn load_placed(path: &Path) -> Result<(Callbacks, TlsPlace), String> {
     Ok((callbacks, place))
 }
 
-/// The floor of a call in dynamic TLS, `bench_c_tls_read` of the C library
-/// `c/tls_read.c` (built by the build script): a read of a thread-local
-/// through its TLS descriptor. Loaded last, after the copies that filled
-/// glibc's static TLS reserve; an error if the build has no such library
-/// (another target) or its block went to static TLS after all.
-pub fn load_tls_read() -> Result<IntFn, String> {
+/// The floors in dynamic TLS, functions of the C library `c/tls_read.c`
+/// (built by the build script), whose thread-locals are read through
+/// their TLS descriptors.
+#[derive(Clone, Copy)]
+pub struct DynamicFloors {
+    /// `bench_c_tls_read`: a read of a thread-local, the floor of a call.
+    pub read: IntFn,
+    /// `bench_c_bind_dynamic_tls`: the least a thread's first call does
+    /// (`bench_c_bind`), with its slot in that library's block.
+    pub bind: IntFn,
+}
+
+/// The floors in dynamic TLS ([`DynamicFloors`]). Loaded last, after the
+/// copies that filled glibc's static TLS reserve; an error if the build
+/// has no such library (another target) or its block went to static TLS
+/// after all.
+pub fn load_dynamic_floors() -> Result<DynamicFloors, String> {
     let path = env!("CALLGATE_BENCH_TLS_READ");
     if path.is_empty() {
         return Err("no TLS-descriptor C library on this target".to_owned());
@@ -262,10 +273,18 @@ pub fn load_tls_read() -> Result<IntFn, String> {
             ));
         }
     }
-    let address = library.symbol(c"bench_c_tls_read")?;
-    // SAFETY: `c/tls_read.c` defines `bench_c_tls_read` as
-    // `int (int)`, and the library is never unloaded.
-    Ok(unsafe { core::mem::transmute::<*mut c_void, IntFn>(address) })
+    let (read, bind) = (
+        library.symbol(c"bench_c_tls_read")?,
+        library.symbol(c"bench_c_bind_dynamic_tls")?,
+    );
+    // SAFETY: `c/tls_read.c` defines both functions as `int32_t (int32_t)`
+    // (`int (int)`), and the library is never unloaded.
+    Ok(unsafe {
+        DynamicFloors {
+            read: core::mem::transmute::<*mut c_void, IntFn>(read),
+            bind: core::mem::transmute::<*mut c_void, IntFn>(bind),
+        }
+    })
 }
 
 /// Loads copies of the library at `path` (distinct files in a temporary

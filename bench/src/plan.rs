@@ -5,6 +5,7 @@ use std::cell::Cell;
 use std::sync::Once;
 
 use crate::Callbacks;
+use crate::fixture::DynamicFloors;
 use crate::harness::{self, Block, Callback, Cpus, IntFn};
 use crate::report::{NO_PLACE, Summary};
 
@@ -429,8 +430,8 @@ const DYNAMIC_TLS_ROWS: [&str; 3] = [
 
 /// The rows and jobs for `places`, `placements`, the Go callback `go` if
 /// there is one, the `cdylib` copy in dynamic TLS if there is one (with
-/// `tls_read`, the C read of a thread-local in dynamic TLS, if there is
-/// one), and the calibration chain. All single-thread call costs go into one job of
+/// `floors`, the C floors in dynamic TLS, if there are), and the
+/// calibration chain. All single-thread call costs go into one job of
 /// interleaved blocks, the calibration chain's among them, so every sample
 /// of every row sees the same machine.
 pub fn plan(
@@ -438,7 +439,7 @@ pub fn plan(
     placements: &[Placement],
     go: Option<IntFn>,
     dynamic_tls: Option<&Callbacks>,
-    tls_read: Option<IntFn>,
+    floors: Option<DynamicFloors>,
 ) -> Plan {
     let mut rows = Rows::default();
     let calibration = rows.add(CALIBRATION, NO_PLACE, "ns", Some(CALIBRATION.to_owned()));
@@ -655,9 +656,9 @@ pub fn plan(
         });
         // The floor in dynamic TLS: C reading a thread-local through its
         // descriptor, in a library whose block is in dynamic TLS too.
-        if let Some(tls_read) = tls_read {
+        if let Some(floors) = floors {
             let row = add(&mut rows, "cthread.c_tls_read_dynamic_tls_ns");
-            turns.push((Callback::Int(tls_read), row, rows.name(row)));
+            turns.push((Callback::Int(floors.read), row, rows.name(row)));
             differences.push(Difference {
                 row: add(&mut rows, "cthread.bound_minus_c_tls_read_dynamic_tls_ns"),
                 minuend: bound,
@@ -692,18 +693,32 @@ pub fn plan(
         );
         let mut first_calls = vec![c.bound, c.raw];
         let mut first_call_rows = vec![first_call, first_raw];
-        // The floor of a first call there: a new thread's first read of a
-        // thread-local in dynamic TLS, for which glibc allocates the
-        // thread's block of the library (as it does for the copy's).
-        if let Some(tls_read) = tls_read {
-            let row = add(&mut rows, "first_call.c_tls_read_dynamic_tls_ns");
-            first_calls.push(tls_read);
-            first_call_rows.push(row);
-            differences.push(Difference {
-                row: add(&mut rows, "first_call_minus_c_tls_read_dynamic_tls_ns"),
-                minuend: first_call,
-                subtrahend: row,
-            });
+        // The floors of a first call there: a new thread's first read of
+        // a thread-local in dynamic TLS, for which glibc allocates the
+        // thread's block of the library (as it does the copy's), and the
+        // least a first call does in C with its slot there.
+        if let Some(floors) = floors {
+            for (floor, key, difference) in [
+                (
+                    floors.read,
+                    "first_call.c_tls_read_dynamic_tls_ns",
+                    "first_call_minus_c_tls_read_dynamic_tls_ns",
+                ),
+                (
+                    floors.bind,
+                    "first_call.c_bind_dynamic_tls_ns",
+                    "first_call_minus_c_bind_dynamic_tls_ns",
+                ),
+            ] {
+                let row = add(&mut rows, key);
+                first_calls.push(floor);
+                first_call_rows.push(row);
+                differences.push(Difference {
+                    row: add(&mut rows, difference),
+                    minuend: first_call,
+                    subtrahend: row,
+                });
+            }
         }
         jobs.push(Job {
             probe: Probe::FirstCalls(first_calls, Cpus::Any, None),
