@@ -51,14 +51,15 @@
 //! stack pointer is moved. That is how the compiler lays the stack out:
 //! a function that sets up a frame keeps the stack pointer a multiple of
 //! 16 there (the block asks for the ABI's alignment), so only code before
-//! the prologue, at the entry's alignment, finds it 8 bytes off;
-//! `tests/unwind.rs` checks each jump in the fixture's debug and release
-//! builds against the unwind tables. A debugger, a profiler or an unwinder that
-//! stops inside the resolver walks out through them to the trampoline's
-//! caller (`tests/unwind.rs`: backtraces from a SIGPROF handler that
-//! stopped in the resolver; without these rows every one goes astray). Writing those rows into the function's
-//! own unwind information instead (`.cfi_adjust_cfa_offset` in the `asm!`
-//! block) does not assemble where the function has none
+//! the prologue, at the entry's alignment, finds it 8 bytes off. A
+//! debugger, a profiler or an unwinder that stops inside the resolver
+//! walks out through them to the trampoline's caller. `tests/unwind.rs`
+//! checks both: each jump in the fixture's debug and release builds
+//! against their unwind tables, and backtraces from a SIGPROF handler
+//! that stopped in the resolver (without these rows every one goes
+//! astray). Writing those rows into the function's own unwind
+//! information instead (`.cfi_adjust_cfa_offset` in the `asm!` block)
+//! does not assemble where the function has none
 //! (`-C force-unwind-tables=no`). An earlier build called a small
 //! assembly function that set up a frame and rounded the stack pointer
 //! down: one more call and return on every call in dynamic TLS (see
@@ -83,8 +84,9 @@
 //! pointer in every thread, for as long as the library is loaded, so
 //! [`open_static`] can record that offset in `__callgate_static_offset` (a
 //! hidden word of this library), and the fast paths ([`static_at`]) and
-//! [`get_static`] read the slot with two loads and no call. The offset is known to be static in two cases,
-//! checked on the code the linker and the dynamic linker produced:
+//! [`get_static`] read the slot with two loads and no call. The offset is
+//! known to be static in two cases, checked on the code the linker and
+//! the dynamic linker produced:
 //!
 //! * the linker relaxed the descriptor sequence to local-exec (the library
 //!   is linked into an executable): the `lea` then loads the offset itself,
@@ -205,7 +207,7 @@ aligned_call_function!(
     ]
 );
 
-/// The descriptor call of [`with_slot_offset!`] (module docs): made in
+/// The descriptor call of `with_slot_offset!` (module docs): made in
 /// line where the stack pointer is a multiple of 16; else in a few
 /// instructions out of line, in a section of their own with unwind
 /// information of their own, which move the stack pointer by 8 bytes
@@ -387,7 +389,7 @@ pub(super) const HAS_STATIC: bool = true;
 
 /// One of this library's hidden words, `$symbol`, read with one
 /// `rip`-relative load and no GOT entry (an atomic load through
-/// [`hidden_word!`] would add a `lea`). The load has `Acquire` meaning
+/// `hidden_word!` would add a `lea`). The load has `Acquire` meaning
 /// (module docs).
 macro_rules! load_hidden_word {
     ($symbol:literal) => {{
@@ -458,9 +460,9 @@ fn set_static(value: *const ContextNode) -> bool {
 /// through the descriptor ([`slot_at`]), or the static offset
 /// ([`static_at`]): the slot's address on that thread for as long as the
 /// library is loaded, in static or dynamic TLS (glibc never moves a
-/// thread's block once it allocated it). Never 0,
-/// where the thread pointer points, at the thread's control block: so an
-/// `Option` of it is one register.
+/// thread's block once it allocated it). Never 0, where the thread
+/// pointer points, at the thread's control block: so an `Option` of it is
+/// one register.
 pub(super) struct SlotAt(NonZeroIsize);
 
 /// The calling thread's slot through the descriptor: one call. (`None`
