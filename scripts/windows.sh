@@ -52,6 +52,8 @@ step "the runtime and the fixture DLL for $TARGET, warnings as errors"
 RUSTFLAGS="-D warnings" cargo clippy -p callgate -p callgate-fixture --all-targets --target "$TARGET" \
     --quiet -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p callgate --target "$TARGET" --quiet
+RUSTDOCFLAGS="-D warnings --document-private-items" cargo doc --no-deps -p callgate \
+    --target "$TARGET" --quiet
 
 step "the runtime for the MSVC targets (compiled, not run), warnings as errors"
 for msvc in x86_64-pc-windows-msvc aarch64-pc-windows-msvc; do

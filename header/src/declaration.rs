@@ -147,7 +147,7 @@ impl Declaration {
     }
 
     /// The record a library holds for this declaration, byte for byte as
-    /// `#[c_callback]` writes it (see [`format`](crate::format)):
+    /// `#[c_callback]` writes it (see [`format`](mod@crate::format)):
     /// [`extract`](crate::extract) of these bytes gives this declaration
     /// back.
     pub fn to_record(&self) -> Vec<u8> {

@@ -6,8 +6,8 @@
 //! The C-invoked functions here are the only code of the runtime that calls
 //! up its layers: C runs them outside every callback, and they hand over to
 //! [`thread`](crate::thread) (release at thread exit, reclaiming contexts
-//! after `fork`), [`last_error`](crate::last_error) (freeing the message
-//! at thread exit) and [`init`](crate::init) (failing an init that `fork`
+//! after `fork`), [`last_error`](mod@crate::last_error) (freeing the message
+//! at thread exit) and [`init`](mod@crate::init) (failing an init that `fork`
 //! left behind). Everything else here is called from above: by `thread`
 //! when it binds, by `last_error` when it sets a message, by `init` at load
 //! time.

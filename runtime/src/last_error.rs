@@ -16,7 +16,7 @@
 //! `PTHREAD_DESTRUCTOR_ITERATIONS` (4) rounds, so only a message set by
 //! another key's destructor in the last round is not freed.
 //!
-//! Messages are also linked into [`messages`](crate::messages), so
+//! Messages are also linked into [`messages`], so
 //! unloading the library frees those of threads that outlive it.
 
 use core::cell::Cell;

@@ -6,13 +6,13 @@
 //! a thread pool, an event loop, an audio driver). Every call through it:
 //!
 //! 1. **passes the init gate**: a callback that arrives before the library's
-//!    [`#[callgate::init]`](init) code has finished waits for it; once it
+//!    [`#[callgate::init]`](macro@init) code has finished waits for it; once it
 //!    has, the check is one atomic load;
 //! 2. **attaches the calling thread** to a per-thread context on its first
 //!    call and keeps it bound until the thread exits, so every later call
 //!    costs one thread-local load — threads created by C included;
 //! 3. **stops panics, `Err`s and bad pointers at the boundary**: C gets the
-//!    value the author declared plus a per-thread [last error](last_error);
+//!    value the author declared plus a per-thread [last error](last_error());
 //!    nothing unwinds into C, and a NULL where Rust wants a reference is an
 //!    error, never undefined behaviour.
 //!
@@ -65,7 +65,7 @@
 //! |---|---|
 //! | `#[c_callback] fn name(…)` | an exported function `name` (another name with `export = "…"`) |
 //! | `#[c_callback(local)] fn name(…)` | no symbol: `name` is an `extern "C" fn` value to pass as a function pointer |
-//! | [`#[callgate::init]`](init) `fn setup()` | nothing to call: it runs when the library is loaded, and callbacks wait for it |
+//! | [`#[callgate::init]`](macro@init) `fn setup()` | nothing to call: it runs when the library is loaded, and callbacks wait for it |
 //! | [`export_error_api!(prefix)`](export_error_api) | `prefix_last_error_length`, `prefix_last_error_message` and `prefix_clear_last_error` |
 //! | [`export_free!(name: CString)`](export_free) | `void name(char *value)`: frees what callbacks with `free = name` return |
 //! | [`export_table! { static name: Type { cb, … } }`](export_table) | `extern const Type name`: a struct of the `local` callbacks' function pointers |

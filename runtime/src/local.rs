@@ -403,9 +403,9 @@ pub(crate) struct Locals {
     /// recorded as running, which the fast path (an idle context) never
     /// sees: a hold through the slot's state forgets it ([`Locals::hold`]),
     /// since its call may outlive its record.
-    /// [`release_each`](Locals::release_each) and
-    /// [`abandon`](Locals::abandon), the only ways a bound value stops
-    /// being bound or leaves the table, forget it first.
+    /// [`release_each`](Locals::release_each) and, in a `fork` child,
+    /// `abandon`, the only ways a bound value stops being bound or leaves
+    /// the table, forget it first.
     last: Cell<u64>,
     /// The slot of the value at `last`.
     last_slot: Cell<*mut Head>,

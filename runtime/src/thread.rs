@@ -3,11 +3,11 @@
 //! to the free list.
 //!
 //! A thread's first call pops a context (or allocates one) and stores it in
-//! the thread's [`tls`](crate::tls) slot, which has no destructor — so the
+//! the thread's [`tls`] slot, which has no destructor — so the
 //! fast path is one thread-local load and works at any point of thread
 //! teardown — and in a pthread key whose destructor (on Windows, a
 //! fiber-local-storage slot whose callback; both in
-//! [`hooks`](crate::hooks)) releases the context when the thread exits. A
+//! [`hooks`]) releases the context when the thread exits. A
 //! thread that calls back *after* that release (from another key's
 //! destructor, say) is served per call: it gets a context for the duration
 //! of the outermost call only, so nothing leaks.
