@@ -188,15 +188,17 @@ pub fn call<R>(
                     per_call_on(site, node, &anchor, release, on_error, on_panic, body)
                 };
             }
-        } else if !tls::HAS_STATIC
-            && let Some(node) = thread::take_cached(bound)
-        {
-            let release = || {
+        } else if !tls::HAS_STATIC {
+            if let Some(node) = thread::take_cached(bound) {
+                let release = || {
+                    // SAFETY: as above.
+                    unsafe { thread::release_cached(node) }
+                };
                 // SAFETY: as above.
-                unsafe { thread::release_cached(node) }
-            };
-            // SAFETY: as above.
-            return unsafe { per_call_on(site, node, &anchor, release, on_error, on_panic, body) };
+                return unsafe {
+                    per_call_on(site, node, &anchor, release, on_error, on_panic, body)
+                };
+            }
         }
     }
     // Every other call, from this one place: only here does the trampoline
@@ -341,19 +343,24 @@ extern "C" fn call_unbound<R>(
         // here).
         return unsafe { bound_on(site, &*value, anchor, on_error, on_panic, body) };
     }
-    if site.attach == AttachMode::PerCall
-        && let Some(slot) = &slot
-        && let Some(node) = thread::take_cached_via(slot, value)
-    {
-        let release = || {
-            // SAFETY: the call that attached `node` per call is
-            // returning: it gives it up, and no call runs on it any more;
-            // `slot` is this thread's.
-            unsafe { thread::release_cached_via(slot, node) }
-        };
-        // SAFETY: `node` was just taken from the cache on this thread;
-        // `anchor` is in the trampoline's frame.
-        return unsafe { per_call_on(site, node, anchor, release, on_error, on_panic, body) };
+    // Nested rather than a `let` chain: those need Rust 1.88, and the
+    // crate builds with 1.85 (`rust-version`).
+    if site.attach == AttachMode::PerCall {
+        if let Some(slot) = &slot {
+            if let Some(node) = thread::take_cached_via(slot, value) {
+                let release = || {
+                    // SAFETY: the call that attached `node` per call is
+                    // returning: it gives it up, and no call runs on it
+                    // any more; `slot` is this thread's.
+                    unsafe { thread::release_cached_via(slot, node) }
+                };
+                // SAFETY: `node` was just taken from the cache on this
+                // thread; `anchor` is in the trampoline's frame.
+                return unsafe {
+                    per_call_on(site, node, anchor, release, on_error, on_panic, body)
+                };
+            }
+        }
     }
     call_slow(site, anchor, on_error, on_panic, body)
 }
