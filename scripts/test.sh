@@ -39,6 +39,39 @@ CALLGATE_TEST_DYNAMIC_TLS=1 CALLGATE_FIXTURE_PROFILE=release cargo test -p callg
     --test abandon --test bad_input --test churn --test depth \
     --test fork --test init_background --test signals --test teardown
 
+# The attributes' code as most crates that use callgate compile it: in a
+# crate of edition 2021, not the workspace's 2024 (the editions drop an
+# `if let`'s and a block's tail temporaries at different points). The
+# fixture's own sources, built as a package of edition 2021 outside the
+# workspace (with the workspace's Cargo.lock), and the C-host tests
+# against that build.
+step "the C-host tests against the fixture built as an edition 2021 crate (release)"
+edition_dir=target/fixture-edition-2021
+mkdir -p "$edition_dir"
+cat > "$edition_dir/Cargo.toml" <<MANIFEST
+[package]
+name = "callgate-fixture"
+version = "0.0.0"
+edition = "2021"
+publish = false
+
+[lib]
+path = "$PWD/tests/fixture/src/lib.rs"
+crate-type = ["cdylib"]
+
+[dependencies]
+callgate = { path = "$PWD/runtime" }
+
+[workspace]
+MANIFEST
+cp Cargo.lock "$edition_dir/Cargo.lock"
+cargo build --release --quiet --manifest-path "$edition_dir/Cargo.toml" \
+    --target-dir "$edition_dir/target"
+CALLGATE_TEST_FIXTURE="$PWD/$edition_dir/target/release/libcallgate_fixture.so" \
+    CALLGATE_FIXTURE_PROFILE=release cargo test -p callgate-dev \
+    --test abandon --test bad_input --test callbacks --test churn --test data --test depth \
+    --test fork --test init_background --test signals --test teardown --test values
+
 # A build without unwind tables (`panic = "abort"` and
 # `-C force-unwind-tables=no`) still assembles: the runtime's `asm!` blocks
 # carry no unwind directives of the function they are in (tls module docs).

@@ -162,6 +162,9 @@ fn expand(table: &Table, fields: &[Ident]) -> TokenStream {
         #(#cfgs)*
         #[repr(C)]
         #[derive(Clone, Copy, Debug)]
+        // The fields are the callbacks' C names, which share the
+        // library's prefix by design (`mylib_compare`, `mylib_on_row`).
+        #[allow(clippy::struct_field_names)]
         #vis struct #ty {
             #(
                 #[doc = #field_docs]
