@@ -49,6 +49,22 @@ fn callbacks_work_from_a_64_kib_stack_thread() {
     assert_eq!(outcome.number("stack_kib"), least.max(64.0), "{outcome}");
 }
 
+/// A thread that nests C → Rust → C without end on a 64 KiB stack (the C
+/// library's least where that is more) overflows it: the process dies of
+/// SIGSEGV, as a C program that recurses without end does, and nothing
+/// returns into C. Neither Rust nor callgate catches a stack overflow (see
+/// Known limits in the README).
+#[test]
+fn a_stack_overflow_in_a_nest_of_callbacks_kills_the_process_with_sigsegv() {
+    let outcome = host::run(
+        host::host("depth").args(["overflow", "64"]),
+        Duration::from_secs(60),
+    );
+    assert_eq!(outcome.signal(), Some(libc::SIGSEGV), "{outcome}");
+    assert_eq!(outcome.get("overflow_started"), Some("1"), "{outcome}");
+    assert_eq!(outcome.get("overflow_returned"), None, "{outcome}");
+}
+
 /// The same from a 64 KiB `makecontext` stack, switched to and from with
 /// `swapcontext`: the thread keeps one context whichever stack calls.
 #[test]

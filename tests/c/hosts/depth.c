@@ -6,6 +6,9 @@
  *                                      the outermost return
  *   depth FIXTURE small-stack KIB      callbacks (incl. a panic and an error)
  *                                      from a thread with a KIB KiB stack
+ *   depth FIXTURE overflow KIB         a thread with a KIB KiB stack nests
+ *                                      until it overflows: the process is
+ *                                      expected to die of SIGSEGV
  *   depth FIXTURE swapcontext KIB      callbacks from a makecontext() stack of
  *                                      KIB KiB, interleaved with the thread's
  *                                      own stack
@@ -20,6 +23,8 @@
  *
  * The main thread never calls into the fixture. */
 #include "fixture_host.h"
+
+#include <sys/resource.h>
 
 /* musl has no swapcontext: there the swapcontext mode is not built. */
 #ifdef __GLIBC__
@@ -161,6 +166,34 @@ static void small_stack(int kib) {
           "small stack: %" PRIu64 " binds, %" PRIu64 " releases", after.binds - before.binds,
           after.releases - before.releases);
     printf("stack_kib=%d\n", kib);
+}
+
+/* A thread that nests C -> Rust -> C without end on a stack of `kib` KiB
+ * (or the C library's least): it reaches the guard page below its stack,
+ * and the process gets SIGSEGV, as a C program recursing without end
+ * does. Neither callgate nor Rust turns that into a panic or an error, and
+ * a library must not take SIGSEGV's handler from its host. No core file:
+ * the death is the expected outcome. */
+static void *overflow_thread(void *raw) {
+    (void)raw;
+    CHECK(lib.token() > 0, "overflow: token() failed");
+    printf("overflow_started=1\n");
+    fflush(stdout);
+    lib.nest(INT32_MAX, reenter);
+    printf("overflow_returned=1\n");
+    return NULL;
+}
+
+static void overflow(int kib) {
+    struct rlimit no_core = {0, 0};
+    CHECK(setrlimit(RLIMIT_CORE, &no_core) == 0, "setrlimit(RLIMIT_CORE): %s", strerror(errno));
+    long least = sysconf(_SC_THREAD_STACK_MIN);
+    CHECK(least > 0, "sysconf(_SC_THREAD_STACK_MIN) failed");
+    if ((long)kib * 1024 < least) kib = (int)((least + 1023) / 1024);
+    printf("stack_kib=%d\n", kib);
+    fflush(stdout);
+    fixture_join(fixture_spawn(overflow_thread, NULL, (size_t)kib * 1024));
+    FAIL("a thread nested %ld levels deep on a %d KiB stack and returned", levels, kib);
 }
 
 #ifdef HAVE_SWAPCONTEXT
@@ -721,6 +754,8 @@ int main(int argc, char **argv) {
         nest(size > 0 ? size : 1000);
     } else if (strcmp(mode, "small-stack") == 0) {
         small_stack(size > 0 ? size : 64);
+    } else if (strcmp(mode, "overflow") == 0) {
+        overflow(size > 0 ? size : 64);
     } else if (!run_ucontext_mode(mode, size)) {
 #ifdef HAVE_SWAPCONTEXT
         FAIL("unknown mode %s", mode);
