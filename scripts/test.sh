@@ -105,6 +105,9 @@ step "loom models of the gate and the free list"
 RUSTFLAGS="--cfg callgate_loom" LOOM_MAX_PREEMPTIONS=3 \
     cargo test -p callgate --lib --release --target-dir target/loom
 
+step "Miri over the runtime's unit tests (nightly)"
+scripts/miri.sh
+
 step "ThreadSanitizer and AddressSanitizer over the C hosts (nightly)"
 scripts/sanitizers.sh
 

@@ -428,6 +428,13 @@ mod imp {
 
         /// The library's constructor: arranges for `EXITING` to be set at exit.
         extern "C" fn on_load() {
+            if cfg!(miri) {
+                // Miri has no `__dso_handle`: as if the registration
+                // failed (below), so `on_unload` frees nothing. Release:
+                // pairs with the Acquire in `on_unload`.
+                EXITING.store(true, Ordering::Release);
+                return;
+            }
             unsafe extern "C" {
                 fn __cxa_atexit(
                     function: extern "C" fn(*mut c_void),

@@ -274,8 +274,8 @@ impl ThreadStack {
     }
 }
 
-// glibc and musl both have `pthread_getattr_np`.
-#[cfg(target_os = "linux")]
+// glibc and musl both have `pthread_getattr_np` (Miri does not).
+#[cfg(all(target_os = "linux", not(miri)))]
 mod imp {
     use core::mem::MaybeUninit;
 
@@ -299,7 +299,7 @@ mod imp {
     }
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(any(not(target_os = "linux"), miri))]
 mod imp {
     /// Unknown here: only overwritten tokens tell a call is gone.
     pub(super) fn thread_stack() -> Option<(usize, usize)> {
@@ -316,7 +316,7 @@ mod imp {
 /// `address` is 8-byte aligned and mapped readable.
 #[inline]
 unsafe fn read_word(address: usize) -> u64 {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
     {
         let value: u64;
         // SAFETY: a plain aligned load from mapped memory (caller
@@ -331,7 +331,7 @@ unsafe fn read_word(address: usize) -> u64 {
         }
         value
     }
-    #[cfg(target_arch = "aarch64")]
+    #[cfg(all(target_arch = "aarch64", not(miri)))]
     {
         let value: u64;
         // SAFETY: as above.
@@ -345,7 +345,7 @@ unsafe fn read_word(address: usize) -> u64 {
         }
         value
     }
-    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    #[cfg(any(miri, not(any(target_arch = "x86_64", target_arch = "aarch64"))))]
     {
         // SAFETY: aligned and mapped (caller obligation); a volatile read
         // the compiler cannot drop or reorder.

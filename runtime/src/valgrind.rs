@@ -18,19 +18,19 @@
 //! every turn takes there: a turn's fast path has no call in it.
 
 /// `_VG_USERREQ__HG_USERSO_SEND_PRE` (helgrind.h).
-#[cfg(all(target_arch = "x86_64", not(callgate_loom)))]
+#[cfg(all(target_arch = "x86_64", not(callgate_loom), not(miri)))]
 const USERSO_SEND_PRE: usize = 0x4847_0121;
 /// `_VG_USERREQ__HG_USERSO_RECV_POST` (helgrind.h).
-#[cfg(all(target_arch = "x86_64", not(callgate_loom)))]
+#[cfg(all(target_arch = "x86_64", not(callgate_loom), not(miri)))]
 const USERSO_RECV_POST: usize = 0x4847_0122;
 
 /// `VG_USERREQ__RUNNING_ON_VALGRIND` (valgrind.h): the number of valgrinds
 /// the process runs under, 0 natively.
-#[cfg(all(target_arch = "x86_64", not(callgate_loom)))]
+#[cfg(all(target_arch = "x86_64", not(callgate_loom), not(miri)))]
 const RUNNING_ON_VALGRIND: usize = 0x1001;
 
 /// `VG_USERREQ__MAKE_MEM_DEFINED` (memcheck.h: tool base `'M','C'`, + 2).
-#[cfg(all(target_arch = "x86_64", not(callgate_loom)))]
+#[cfg(all(target_arch = "x86_64", not(callgate_loom), not(miri)))]
 const MAKE_MEM_DEFINED: usize = 0x4D43_0002;
 
 /// Tells memcheck that the `len` bytes at `address` are readable and
@@ -39,9 +39,9 @@ const MAKE_MEM_DEFINED: usize = 0x4D43_0002;
 /// pointer); the value read is only compared with the token.
 #[inline]
 pub(crate) fn mark_defined(address: usize, len: usize) {
-    #[cfg(all(target_arch = "x86_64", not(callgate_loom)))]
+    #[cfg(all(target_arch = "x86_64", not(callgate_loom), not(miri)))]
     client_request(MAKE_MEM_DEFINED, address, len);
-    #[cfg(not(all(target_arch = "x86_64", not(callgate_loom))))]
+    #[cfg(not(all(target_arch = "x86_64", not(callgate_loom), not(miri))))]
     let _ = (address, len);
 }
 
@@ -49,33 +49,33 @@ pub(crate) fn mark_defined(address: usize, len: usize) {
 /// after [`happens_after`] with the same `tag`.
 #[inline]
 pub(crate) fn happens_before<T>(tag: *const T) {
-    #[cfg(all(target_arch = "x86_64", not(callgate_loom)))]
+    #[cfg(all(target_arch = "x86_64", not(callgate_loom), not(miri)))]
     client_request(USERSO_SEND_PRE, tag.addr(), 0);
-    #[cfg(not(all(target_arch = "x86_64", not(callgate_loom))))]
+    #[cfg(not(all(target_arch = "x86_64", not(callgate_loom), not(miri))))]
     let _ = tag;
 }
 
 /// See [`happens_before`].
 #[inline]
 pub(crate) fn happens_after<T>(tag: *const T) {
-    #[cfg(all(target_arch = "x86_64", not(callgate_loom)))]
+    #[cfg(all(target_arch = "x86_64", not(callgate_loom), not(miri)))]
     client_request(USERSO_RECV_POST, tag.addr(), 0);
-    #[cfg(not(all(target_arch = "x86_64", not(callgate_loom))))]
+    #[cfg(not(all(target_arch = "x86_64", not(callgate_loom), not(miri))))]
     let _ = tag;
 }
 
 /// Whether the process runs under valgrind (a client request, which
 /// answers 0 natively). For what is decided once, not on every call.
 pub(crate) fn running() -> bool {
-    #[cfg(all(target_arch = "x86_64", not(callgate_loom)))]
+    #[cfg(all(target_arch = "x86_64", not(callgate_loom), not(miri)))]
     return client_request(RUNNING_ON_VALGRIND, 0, 0) != 0;
-    #[cfg(not(all(target_arch = "x86_64", not(callgate_loom))))]
+    #[cfg(not(all(target_arch = "x86_64", not(callgate_loom), not(miri))))]
     false
 }
 
 /// Valgrind's client request `request` with two arguments; its answer
 /// (0 natively, where nothing happens).
-#[cfg(all(target_arch = "x86_64", not(callgate_loom)))]
+#[cfg(all(target_arch = "x86_64", not(callgate_loom), not(miri)))]
 #[inline]
 fn client_request(request: usize, first: usize, second: usize) -> usize {
     let arguments: [usize; 6] = [request, first, second, 0, 0, 0];

@@ -343,7 +343,8 @@ mod tests {
 
     fn contend(annotated: bool) {
         const THREADS: usize = 4;
-        const TURNS: u64 = 20_000;
+        // Fewer under Miri, which interprets every access.
+        const TURNS: u64 = if cfg!(miri) { 500 } else { 20_000 };
         let guarded = Guarded {
             turn: Turn::announced(annotated),
             inside: AtomicBool::new(false),
