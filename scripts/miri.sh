@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The runtime's unit tests under Miri (nightly): every memory access of the
+# The runtime's unit tests, and the trampolines of tests/macros_values.rs,
+# under Miri (nightly): every memory access of the
 # unsafe code checked against Rust's aliasing rules, Miri's data-race
 # detector and weak-memory emulation over the free list, the turns and the
 # hazard words (their tests run threads against each other), and a leak
@@ -7,10 +8,12 @@
 #
 # Miri runs no assembly and has no `pthread_getattr_np`: the portable
 # `thread_local!` slot (`--cfg callgate_portable_tls`) stands in for the
-# x86-64 one, `cfg(miri)` leaves out the valgrind client requests and the
-# lookup of the thread's stack bounds (unknown there, as off Linux; the two
-# unit tests that need them are left out), and the threaded tests run fewer
-# rounds. Needs the nightly toolchain with `rust-src` and `miri` (added when
+# x86-64 one; `cfg(miri)` leaves out the valgrind client requests, the
+# trampolines' alignment directive, the aligned entry of the thread-exit
+# destructor, the loader calls that pin the library (`dladdr`,
+# `__dso_handle`) and the lookup of the thread's stack bounds (unknown
+# there, as off Linux; the two unit tests that need them are left out);
+# the threaded tests run fewer rounds. Needs the nightly toolchain with `rust-src` and `miri` (added when
 # rustup can); without them, prints one `SKIPPED: …` line and succeeds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,6 +36,11 @@ started=$SECONDS
 # Permissive provenance: the read of a word of a frame that may be gone
 # (`stack::read_word`) takes its address from an integer, as the assembly
 # it stands in for does.
-RUSTFLAGS="--cfg callgate_portable_tls" MIRIFLAGS="-Zmiri-permissive-provenance" \
-    cargo +nightly miri test -p callgate --lib --target-dir target/miri
+miri=(env RUSTFLAGS="--cfg callgate_portable_tls" MIRIFLAGS="-Zmiri-permissive-provenance")
+"${miri[@]}" cargo +nightly miri test -p callgate --lib --target-dir target/miri
+# And trampolines that `#[c_callback]` generated, called through their C
+# signatures from Rust: the gate, the bind, the contexts, the argument
+# checks and the fallbacks. (The other integration tests call C helpers,
+# which Miri cannot run.)
+"${miri[@]}" cargo +nightly miri test -p callgate-dev --test macros_values --target-dir target/miri
 echo "miri: $((SECONDS - started)) s"

@@ -710,7 +710,7 @@ fn align_to_fetch_line() {
 /// as [`align_to_fetch_line`] does (which see).
 #[inline(always)]
 fn align_function<const LOG2: u32>() {
-    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri)))]
     // SAFETY: assembler directives only: no instruction, no register, no
     // memory, no flags, no stack; the current subsection is restored.
     unsafe {

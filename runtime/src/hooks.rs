@@ -178,10 +178,11 @@ mod imp {
     /// had, resuming it at its cancellation code as if that had been called
     /// there, so the destructor may start 8 bytes off the alignment every
     /// compiled function assumes (and crash in the first aligned vector
-    /// store). Elsewhere the C library's alignment is kept.
-    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    /// store). Elsewhere, and under Miri (which runs no assembly), the C
+    /// library's alignment is kept.
+    #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri)))]
     const THREAD_EXIT_HOOK: unsafe extern "C" fn(*mut c_void) = __callgate_thread_exit_hook;
-    #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+    #[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(miri))))]
     const THREAD_EXIT_HOOK: unsafe extern "C" fn(*mut c_void) = on_thread_exit;
 
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
@@ -285,6 +286,10 @@ mod imp {
     /// `RTLD_NOLOAD | extra_flags`; null if it cannot be found (then nothing
     /// was taken).
     fn open_this_object(extra_flags: libc::c_int) -> *mut c_void {
+        if cfg!(miri) {
+            // Miri has no `dladdr`, and unloads nothing it interprets.
+            return ptr::null_mut();
+        }
         let mut info = core::mem::MaybeUninit::<libc::Dl_info>::zeroed();
         let address = on_thread_exit as *const c_void;
         // SAFETY: `info` is a valid out-pointer; `address` is in our code.
