@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The runtime's unit tests, and the trampolines of tests/macros_values.rs,
-# under Miri (nightly): every memory access of the
-# unsafe code checked against Rust's aliasing rules, Miri's data-race
+# under Miri (nightly): every memory access of the unsafe code checked
+# against Rust's aliasing rules (both of Miri's models), Miri's data-race
 # detector and weak-memory emulation over the free list, the turns and the
 # hazard words (their tests run threads against each other), and a leak
 # check at the end.
@@ -36,11 +36,18 @@ started=$SECONDS
 # Permissive provenance: the read of a word of a frame that may be gone
 # (`stack::read_word`) takes its address from an integer, as the assembly
 # it stands in for does.
-miri=(env RUSTFLAGS="--cfg callgate_portable_tls" MIRIFLAGS="-Zmiri-permissive-provenance")
-"${miri[@]}" cargo +nightly miri test -p callgate --lib --target-dir target/miri
-# And trampolines that `#[c_callback]` generated, called through their C
-# signatures from Rust: the gate, the bind, the contexts, the argument
-# checks and the fallbacks. (The other integration tests call C helpers,
-# which Miri cannot run.)
-"${miri[@]}" cargo +nightly miri test -p callgate-dev --test macros_values --target-dir target/miri
+# Under both of Miri's aliasing models: Stacked Borrows (its default) and
+# Tree Borrows.
+for model in "" -Zmiri-tree-borrows; do
+    echo "miri: ${model:+aliasing model }${model:-Stacked Borrows, the default aliasing model}"
+    miri=(env RUSTFLAGS="--cfg callgate_portable_tls"
+        MIRIFLAGS="-Zmiri-permissive-provenance $model")
+    "${miri[@]}" cargo +nightly miri test -p callgate --lib --target-dir target/miri
+    # And trampolines that `#[c_callback]` generated, called through their
+    # C signatures from Rust: the gate, the bind, the contexts, the
+    # argument checks and the fallbacks. (The other integration tests call
+    # C helpers, which Miri cannot run.)
+    "${miri[@]}" cargo +nightly miri test -p callgate-dev --test macros_values \
+        --target-dir target/miri
+done
 echo "miri: $((SECONDS - started)) s"
