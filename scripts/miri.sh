@@ -13,8 +13,9 @@
 # destructor, the loader calls that pin the library (`dladdr`,
 # `__dso_handle`) and the lookup of the thread's stack bounds (unknown
 # there, as off Linux; the two unit tests that need them are left out);
-# the threaded tests run fewer rounds. Needs the nightly toolchain with `rust-src` and `miri` (added when
-# rustup can); without them, prints one `SKIPPED: …` line and succeeds.
+# the threaded tests run fewer rounds. Needs the nightly toolchain with
+# `rust-src` and `miri` (added when rustup can); without them, prints one
+# `SKIPPED: …` line and succeeds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,11 +34,10 @@ for component in rust-src miri; do
 done
 
 started=$SECONDS
-# Permissive provenance: the read of a word of a frame that may be gone
-# (`stack::read_word`) takes its address from an integer, as the assembly
-# it stands in for does.
 # Under both of Miri's aliasing models: Stacked Borrows (its default) and
-# Tree Borrows.
+# Tree Borrows. Permissive provenance: the read of a word of a frame that
+# may be gone (`stack::read_word`) takes its address from an integer, as
+# the assembly it stands in for does.
 for model in "" -Zmiri-tree-borrows; do
     echo "miri: ${model:+aliasing model }${model:-Stacked Borrows, the default aliasing model}"
     miri=(env RUSTFLAGS="--cfg callgate_portable_tls"

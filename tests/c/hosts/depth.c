@@ -150,14 +150,20 @@ static void *small_stack_thread(void *raw) {
     return NULL;
 }
 
-/* A thread with a KIB KiB stack, or the least the C library allows if that
+/* `kib`, or the least stack in KiB the C library allows a thread if that
  * is more (PTHREAD_STACK_MIN: 16 KiB on x86-64 glibc, 128 KiB on aarch64,
- * whose pages may be 64 KiB). */
-static void small_stack(int kib) {
+ * whose pages may be 64 KiB); prints that least as `stack_min_kib`. */
+static int at_least_stack_min(int kib) {
     long least = sysconf(_SC_THREAD_STACK_MIN);
     CHECK(least > 0, "sysconf(_SC_THREAD_STACK_MIN) failed");
-    printf("stack_min_kib=%ld\n", (least + 1023) / 1024);
-    if ((long)kib * 1024 < least) kib = (int)((least + 1023) / 1024);
+    int least_kib = (int)((least + 1023) / 1024);
+    printf("stack_min_kib=%d\n", least_kib);
+    return kib < least_kib ? least_kib : kib;
+}
+
+/* A thread with a KIB KiB stack, or the least the C library allows. */
+static void small_stack(int kib) {
+    kib = at_least_stack_min(kib);
     fixture_stats_t before = fixture_wait_bound(&lib, 0, 10);
     pthread_t id = fixture_spawn(small_stack_thread, NULL, (size_t)kib * 1024);
     fixture_join(id);
@@ -187,9 +193,7 @@ static void *overflow_thread(void *raw) {
 static void overflow(int kib) {
     struct rlimit no_core = {0, 0};
     CHECK(setrlimit(RLIMIT_CORE, &no_core) == 0, "setrlimit(RLIMIT_CORE): %s", strerror(errno));
-    long least = sysconf(_SC_THREAD_STACK_MIN);
-    CHECK(least > 0, "sysconf(_SC_THREAD_STACK_MIN) failed");
-    if ((long)kib * 1024 < least) kib = (int)((least + 1023) / 1024);
+    kib = at_least_stack_min(kib);
     printf("stack_kib=%d\n", kib);
     fflush(stdout);
     fixture_join(fixture_spawn(overflow_thread, NULL, (size_t)kib * 1024));
