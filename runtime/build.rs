@@ -2,6 +2,13 @@
 //! `core::hint::cold_path` (stable since Rust 1.95): the `#[local]` fast
 //! path then keeps its rare branch out of line. Older compilers (down to
 //! the crate's `rust-version`) build the same code without the hint.
+//!
+//! Sets `cfg(callgate_unoptimized)` when the crate is built at
+//! `opt-level = 0` (cargo's `dev` profile): the call path's functions are
+//! then not `#[inline(always)]`. Unoptimised code gives every local of
+//! every inlined function a stack slot of its own for the whole call, so
+//! inlining them all made each nested callback take about 5 KiB of stack
+//! instead of under 2 KiB (see the README's Known limits).
 
 use std::env;
 use std::process::Command;
@@ -11,6 +18,11 @@ fn main() {
     println!("cargo:rerun-if-env-changed=RUSTC");
     if rustc_minor().is_some_and(|minor| minor >= 95) {
         println!("cargo:rustc-cfg=callgate_cold_path");
+    }
+    // Cargo sets `OPT_LEVEL` for build scripts to the level the crate is
+    // built at: "0" to "3", "s" or "z".
+    if env::var_os("OPT_LEVEL").is_some_and(|level| level == "0") {
+        println!("cargo:rustc-cfg=callgate_unoptimized");
     }
 }
 

@@ -4,7 +4,11 @@
 //! `catch_unwind` and turns an `Err` or a panic into the declared fallback
 //! plus a last-error message. It is `#[inline(always)]` and generic, so the
 //! trampoline compiles to the fast path inline; everything that only runs
-//! when something goes wrong is `#[cold]` and out of line.
+//! when something goes wrong is `#[cold]` and out of line. At
+//! `opt-level = 0` (`cfg(callgate_unoptimized)`, set by the build script)
+//! nothing is forced inline: unoptimised code keeps every inlined
+//! function's locals apart in the caller's frame, and forcing the call path
+//! inline made a nested callback's frames about three times larger.
 
 use core::any::Any;
 use core::fmt::Display;
@@ -61,7 +65,7 @@ impl Frame {
     /// running callbacks: the address of the context serving it, which
     /// serves one thread at a time and the same one through the call and
     /// every call nested in it.
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     pub(crate) fn thread_mark(&self) -> usize {
         core::ptr::from_ref(self.node).addr()
     }
@@ -69,7 +73,7 @@ impl Frame {
     /// This call's mark, for something it takes and may keep past its
     /// frame (a `Closure::new` turn) to record it by (see
     /// [`marked_call_is_gone`]).
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     pub(crate) fn mark(&self) -> Mark {
         // SAFETY: frames exist only inside `call`, for a call that entered
         // with `anchor`, which lives until the call returns (see `local`).
@@ -79,7 +83,7 @@ impl Frame {
     /// This thread's `T` for a `#[local]` parameter, found through `key`
     /// (the callback's own), or an error if an outer call on this thread is
     /// already using it.
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     pub fn local<T: Local>(&self, key: &LocalKey<T>) -> Result<LocalRef<'_, T>, Failure> {
         // SAFETY: frames exist only inside `call` on the thread the context
         // serves (`Frame` is neither `Send` nor `Sync`), for a call that
@@ -118,14 +122,14 @@ pub(crate) unsafe fn marked_call_is_gone(holder: Mark) -> bool {
 }
 
 /// Wraps a plain return value for [`call`]'s body.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub fn ok<T>(value: T) -> Result<T, Failure> {
     Ok(value)
 }
 
 /// Turns the callback's `Result` into [`call`]'s body result; the error's
 /// `Display` text becomes the last error.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub fn from_result<T, E: Display>(result: Result<T, E>) -> Result<T, Failure> {
     result.map_err(|error| Failure::from_display(&error))
 }
@@ -137,7 +141,7 @@ pub fn from_result<T, E: Display>(result: Result<T, E>) -> Result<T, Failure> {
 /// body panics. The failure's message becomes the thread's last error.
 /// `site` lives as long as the call: a trampoline's is a `static`, a
 /// closure's is in the closure's allocation.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub fn call<R>(
     site: &Site,
     on_error: impl FnOnce() -> R,
@@ -214,7 +218,7 @@ pub fn call<R>(
 ///
 /// `node` serves the calling thread (a slot value that `thread::serves`
 /// accepts); `anchor` is in the frame of the trampoline making the call.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 unsafe fn bound_on<R>(
     site: &Site,
     node: &'static ContextNode,
@@ -244,7 +248,7 @@ unsafe fn bound_on<R>(
 /// `node` serves the calling thread, which took it from its cache for this
 /// call; `anchor` is in the frame of the trampoline making the call;
 /// `release` gives `node` up as `thread::release_cached` does.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 unsafe fn per_call_on<R>(
     site: &Site,
     node: &'static ContextNode,
@@ -373,7 +377,7 @@ extern "C" fn call_unbound<R>(
 ///
 /// `node` serves the calling thread, and the calling trampoline's call
 /// entered it with `Context::enter_outermost` and has not left it.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 unsafe fn outermost<R>(
     site: &Site,
     node: &'static ContextNode,
@@ -413,7 +417,7 @@ unsafe fn outermost<R>(
 /// holds — goes to the slow path, which looks it up as [`Frame::local`]
 /// does. A miss never returns into the fast path, so the trampoline keeps
 /// nothing in registers across a call there.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub fn call_local<R, T: Local>(
     site: &Site,
     key: &'static LocalKey<T>,
@@ -434,7 +438,7 @@ pub fn call_local<R, T: Local>(
 /// # Safety
 ///
 /// `anchor` is in the frame of the trampoline making the call.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 #[allow(clippy::too_many_arguments, reason = "call_local's, passed on")]
 unsafe fn local_on<R, T: Local>(
     site: &Site,
@@ -552,7 +556,7 @@ extern "C" fn call_local_cold<R, T: Local>(
 
 /// [`call_slow`] for a callback with one `#[local]` parameter: the body
 /// looks the value up as [`Frame::local`] does.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 fn call_slow_local<R, T: Local>(
     site: &Site,
     key: &'static LocalKey<T>,
@@ -580,7 +584,7 @@ fn call_slow_local<R, T: Local>(
 /// which joins the fast path again with the value: the callback's code is
 /// there once. The call needs no frame of the trampoline's (the stack's
 /// alignment is checked at the call, see `tls`).
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 fn fast_slot(site: &Site) -> (*const ContextNode, Option<tls::ThreadSlot>) {
     if tls::HAS_STATIC {
         match tls::fast_thread_slot() {
@@ -599,7 +603,7 @@ fn fast_slot(site: &Site) -> (*const ContextNode, Option<tls::ThreadSlot>) {
 /// bound. False where that read is not made: the static offset is not
 /// recorded (the fast path is closed, or the slot is in dynamic TLS), or,
 /// where there is no static read, the gate is shut.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 fn slot_read_null(site: &Site) -> bool {
     if tls::HAS_STATIC {
         tls::get_static().is_some_and(|value| value.is_null())
@@ -620,7 +624,7 @@ fn slot_read_null(site: &Site) -> bool {
 /// The static offset, which stands for the gate on the fast path, is
 /// never recorded in dynamic TLS: `tls::descriptor_open` stands for it
 /// here, one load. A site that skips the gate does not need it open.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 fn dynamic_slot(site: &Site) -> Option<tls::ThreadSlot> {
     if tls::descriptor_open() || (site.gate == GatePolicy::Skip && tls::static_missing()) {
         tls::thread_slot()
@@ -636,7 +640,7 @@ fn dynamic_slot(site: &Site) -> Option<tls::ThreadSlot> {
 /// thread exits. `None` where the thread is attached per call (its
 /// context goes back to the pool when the outermost call returns), after
 /// its exit hook ran, or cannot be bound now (the gate is shut).
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub(crate) fn bound_context(site: &Site) -> Option<&'static ContextNode> {
     let mut value = thread::slot();
     if value.is_null() && site.attach == AttachMode::Bound {
@@ -788,7 +792,7 @@ extern "C" fn call_slow<R>(
 
 /// Runs the body under `catch_unwind`, with the guard that names the
 /// callback if a foreign unwind reaches a landing pad here.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 fn run<R>(
     site: &Site,
     frame: &Frame,
@@ -806,7 +810,7 @@ fn run<R>(
 /// is still this thread's, runs `leave` (which may release it) and turns
 /// the outcome into the call's result. One `match`, so the value of a
 /// successful call goes straight out.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 fn conclude<R>(
     site: &Site,
     node: &ContextNode,
@@ -849,7 +853,7 @@ struct ForeignUnwind<'a>(&'a Site);
 impl Drop for ForeignUnwind<'_> {
     // Inline, so the landing pad names the site directly and the fast path
     // spends no store keeping the guard in memory.
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     fn drop(&mut self) {
         foreign_unwind(self.0);
     }

@@ -105,7 +105,7 @@ pub trait Outcome {
 
 impl<T: CReturn> Outcome for T {
     type C = T;
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     fn into_c(self) -> Result<T, Failure> {
         Ok(self)
     }
@@ -113,7 +113,7 @@ impl<T: CReturn> Outcome for T {
 
 impl<T: CReturn, E: Display> Outcome for Result<T, E> {
     type C = T;
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     fn into_c(self) -> Result<T, Failure> {
         self.map_err(|error| Failure::from_display(&error))
     }
@@ -578,7 +578,7 @@ fn dropped_with_panic(name: &str, payload: Box<dyn core::any::Any + Send>) {
 /// # Safety
 ///
 /// `header` belongs to a live closure: its owner still holds a reference.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 unsafe fn retain(header: NonNull<Header>) {
     // SAFETY: live (caller obligation).
     let refs = unsafe { &(*header.as_ptr()).refs };
@@ -596,7 +596,7 @@ unsafe fn retain(header: NonNull<Header>) {
 ///
 /// The caller owns one reference to the live closure of `header`, and uses
 /// neither the reference nor the closure afterwards.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 unsafe fn release(header: NonNull<Header>) {
     // SAFETY: live until this decrement (caller obligation).
     let refs = unsafe { &(*header.as_ptr()).refs };
@@ -698,7 +698,7 @@ enum Held {
 ///
 /// `header` belongs to a live closure, whose calls hold it by `hold`, and
 /// `site` is its site.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 unsafe fn hold(header: NonNull<Header>, site: &Site, hold: Hold) -> Held {
     match hold {
         Hold::Owner => return Held::Reference,
@@ -740,7 +740,7 @@ unsafe fn hold(header: NonNull<Header>, site: &Site, hold: Hold) -> Held {
 ///
 /// `held` is what the call of the closure of `header` on this thread
 /// held, and the call returned: it uses the closure no more.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 unsafe fn unhold(header: NonNull<Header>, held: Held) {
     match held {
         // SAFETY: the call's reference (caller obligation).
@@ -836,7 +836,7 @@ type ReturnOf<B, Args> = <<B as Invoke<Args>>::Out as Outcome>::C;
 /// `data` is the data pointer of a live closure whose body is a `B` and
 /// whose result is `ReturnOf<B, Args>`; for a once closure, this is its one
 /// call.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 unsafe fn run<B: Invoke<Args>, Args>(data: *mut c_void, args: Args) -> ReturnOf<B, Args> {
     let header = NonNull::new(data.cast::<Header>()).unwrap_or_else(|| null_data());
     // SAFETY: a live `Shared<B, ReturnOf<B, Args>>` (caller obligation),
@@ -916,7 +916,7 @@ impl<F> Exclusive<F> {
     ///
     /// The call holds a reference to the closure of `header`, whose body
     /// this is.
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     unsafe fn with<O>(
         &self,
         frame: &Frame,
@@ -1004,7 +1004,7 @@ struct Once<F> {
 }
 
 impl<F> Once<F> {
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     fn take(&self) -> Result<F, Failure> {
         // SAFETY: a once closure has exactly one call (its caller's
         // obligation), so this is the only access to the cell until the
@@ -1053,7 +1053,7 @@ macro_rules! arity {
         {
             type Out = O;
             const HOLD: Hold = Hold::Counted;
-            #[inline(always)]
+            #[cfg_attr(not(callgate_unoptimized), inline(always))]
             unsafe fn invoke(
                 &self,
                 frame: &Frame,
@@ -1071,7 +1071,7 @@ macro_rules! arity {
         {
             type Out = O;
             const HOLD: Hold = Hold::Announced;
-            #[inline(always)]
+            #[cfg_attr(not(callgate_unoptimized), inline(always))]
             unsafe fn invoke(
                 &self,
                 _: &Frame,
@@ -1088,7 +1088,7 @@ macro_rules! arity {
         {
             type Out = O;
             const HOLD: Hold = Hold::Owner;
-            #[inline(always)]
+            #[cfg_attr(not(callgate_unoptimized), inline(always))]
             unsafe fn invoke(
                 &self,
                 _: &Frame,

@@ -23,7 +23,7 @@ impl Counter {
     }
 
     /// Counts one more; returns the count before.
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     pub(crate) fn bump(&self) -> u64 {
         // Relaxed: a statistic with a single writer (the owning thread), so
         // load + store cannot lose an update; readers only need atomicity.
@@ -198,7 +198,7 @@ impl Context {
     /// # Safety
     ///
     /// The caller is the context's owner.
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     pub(crate) unsafe fn per_call(&self) -> bool {
         self.per_call.get()
     }
@@ -229,7 +229,7 @@ impl Context {
     ///
     /// The caller is the context's owner, inside the call that entered at
     /// `depth` with `anchor` (so its anchor holds its token).
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     pub(crate) unsafe fn local<T: Local>(
         &self,
         key: &LocalKey<T>,
@@ -382,7 +382,7 @@ impl Context {
     /// # Safety
     ///
     /// As for [`enter`](Context::enter).
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     pub(crate) unsafe fn enter_outermost(&self, anchor: &Anchor) -> bool {
         // SAFETY: owning thread (caller obligation).
         if !unsafe { self.is_idle() } {
@@ -399,7 +399,7 @@ impl Context {
     /// # Safety
     ///
     /// The caller is the context's owner.
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     pub(crate) unsafe fn is_idle(&self) -> bool {
         // The whole word: the held index is 0 whenever the depth is.
         self.running.entry() == 0
@@ -412,7 +412,7 @@ impl Context {
     ///
     /// As for `enter_outermost`, and [`is_idle`](Context::is_idle) is
     /// true.
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     pub(crate) unsafe fn enter_idle(&self, anchor: &Anchor) {
         // SAFETY: forwarded caller obligations; index 0 holds nothing.
         unsafe { self.enter_idle_holding(anchor, holding(0)) };
@@ -426,7 +426,7 @@ impl Context {
     ///
     /// As for `enter_idle`; `entry` is `holding(0)` or `holding` the index
     /// of a value of this context that is free.
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     pub(crate) unsafe fn enter_idle_holding(&self, anchor: &Anchor, entry: u64) {
         debug_assert_eq!(self.running.entry(), 0);
         debug_assert_eq!(entry as u32, 1, "an outermost call's entry word");
@@ -438,7 +438,7 @@ impl Context {
     /// the current outermost token. (Two stores, the anchor and its
     /// address, which the compiler drops where nothing can read them before
     /// the call leaves: see [`Running`].)
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     fn mark_outermost(&self, anchor: &Anchor) {
         let token = self.outer_token.get();
         self.running.set_outer(anchor.mark(token).address());
@@ -517,7 +517,7 @@ impl Context {
     /// - The caller is the context's owner.
     /// - The returning call entered with `enter_outermost` and has not
     ///   left yet.
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     pub(crate) unsafe fn leave_outermost(&self) {
         // Depth 0, no `ADVANCED`, and the call's hold ends.
         self.running.set_idle();
@@ -535,7 +535,7 @@ impl Context {
     /// - The caller is the context's owner.
     /// - `anchor` is in the frame of the call that is starting and lives
     ///   until that call leaves.
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     pub(crate) unsafe fn enter(&self, anchor: &Anchor) -> u32 {
         // SAFETY: owning thread (caller obligation).
         let recorded = unsafe { self.depth() };
@@ -556,7 +556,7 @@ impl Context {
     }
 
     /// Sets the depth, keeping the held index and [`ADVANCED`].
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     fn set_depth(&self, depth: u32) {
         self.running
             .set_entry(self.running.entry() & !u64::from(DEPTH) | u64::from(depth));
@@ -661,7 +661,7 @@ impl Context {
     /// - The caller is the context's owner.
     /// - `start` is what the `enter` of the call that is returning gave,
     ///   and that call has not left yet.
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     pub(crate) unsafe fn leave(&self, start: u32) -> bool {
         // SAFETY: owning thread (caller obligation).
         let depth = unsafe { self.depth() };
@@ -851,7 +851,7 @@ impl Running {
         Running(UnsafeCell::new([0; 2]))
     }
 
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     fn entry(&self) -> u64 {
         // SAFETY: only the context's owner reaches `Running` (the
         // `Context` methods that do are `unsafe`, their callers vouch for
@@ -859,26 +859,26 @@ impl Running {
         unsafe { (*self.0.get())[0] }
     }
 
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     fn set_entry(&self, entry: u64) {
         // SAFETY: as in `entry`.
         unsafe { (*self.0.get())[0] = entry };
     }
 
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     fn outer(&self) -> usize {
         // SAFETY: as in `entry`.
         unsafe { (*self.0.get())[1] as usize }
     }
 
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     fn set_outer(&self, address: usize) {
         // SAFETY: as in `entry`.
         unsafe { (*self.0.get())[1] = address as u64 };
     }
 
     /// No call running: both words 0, in one 16-byte store.
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     fn set_idle(&self) {
         // SAFETY: as in `entry`.
         unsafe { *self.0.get() = [0; 2] };

@@ -27,7 +27,7 @@ macro_rules! rarely_taken_here {
 pub(crate) use rarely_taken_here;
 
 /// [`rarely_taken_here!`] as a function.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub(crate) fn rarely_taken() {
     rarely_taken_here!();
 }

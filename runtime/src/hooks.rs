@@ -94,7 +94,7 @@ mod imp {
     /// Always inlined: a thread's first call runs it inside `bind_first`,
     /// whose page it then shares (see `boundary::bind_first`); left to the
     /// compiler, it went out of line after unrelated changes elsewhere.
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     pub(crate) fn register_exit_hook(node: &'static ContextNode) {
         let Some(key) = key() else {
             unreachable!("a thread was bound without an exit hook")

@@ -149,7 +149,7 @@ impl<T: Local> LocalKey<T> {
 
 impl<T> LocalKey<T> {
     /// `T`'s index, or 0 before it is looked up.
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     fn looked_up(&self) -> u32 {
         // Relaxed: a plain number (module docs).
         held_in(self.entry.load(Ordering::Relaxed))
@@ -329,7 +329,7 @@ impl<T> Slot<T> {
     /// # Safety
     ///
     /// `head` is the head of a live `Slot<T>`.
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     unsafe fn value_at(head: *mut Head) -> *mut T {
         // SAFETY: a live slot of `T` (caller obligation); no reference is
         // made.
@@ -426,7 +426,7 @@ pub(crate) const fn holding(index: u32) -> u64 {
 }
 
 /// The index of the value an entry word holds, or 0.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub(crate) const fn held_in(entry: u64) -> u32 {
     (entry >> 32) as u32
 }
@@ -540,7 +540,7 @@ impl Locals {
     ///
     /// As for `get`, and no call is running on the context (so none holds
     /// a value): the value is for the call that starts on it next.
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     pub(crate) unsafe fn get_ready<T: Local>(&self, key: &LocalKey<T>) -> Option<(u64, *mut T)> {
         // Relaxed: a plain number (module docs).
         let entry = key.entry.load(Ordering::Relaxed);
@@ -573,7 +573,7 @@ impl Locals {
     ///
     /// `head` is a live slot or a sentinel of this context, on its owning
     /// thread.
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     unsafe fn is_free(head: *mut Head, index: u32, held: u32) -> bool {
         // SAFETY: caller obligation.
         unsafe { (*head).state == READY && index != held }
@@ -596,7 +596,7 @@ impl Locals {
     /// Only the thread that owns the context may call this, from the
     /// running call marked `caller` (its anchor holds the token), with the
     /// `held` index its entry word records.
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     pub(crate) unsafe fn get<T: Local>(
         &self,
         key: &LocalKey<T>,
@@ -712,7 +712,7 @@ impl Locals {
     ///
     /// `head` is a live slot of this context, on its owning thread, and no
     /// reference to its head exists.
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     unsafe fn hold(&self, head: *mut Head, depth: u32, caller: Holder) {
         // SAFETY: caller obligation.
         unsafe {

@@ -82,7 +82,7 @@ impl Owned for CString {
 impl OwnedValue for CString {
     type Raw = *mut c_char;
     const NULL: *mut c_char = core::ptr::null_mut();
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     fn into_raw(self) -> *mut c_char {
         CString::into_raw(self)
     }
@@ -107,7 +107,7 @@ impl<T> Owned for Box<T> {
 impl<T: Send> OwnedValue for Box<T> {
     type Raw = *mut T;
     const NULL: *mut T = core::ptr::null_mut();
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     fn into_raw(self) -> *mut T {
         Box::into_raw(self)
     }
@@ -131,7 +131,7 @@ impl<T> Owned for Box<[T]> {
 
 impl<T: Send> OwnedSlice for Box<[T]> {
     type Elem = T;
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     fn into_raw_parts(self) -> (*mut T, usize) {
         let len = self.len();
         (Box::into_raw(self).cast::<T>(), len)
@@ -144,7 +144,7 @@ impl<T> Owned for Vec<T> {
 
 impl<T: Send> OwnedSlice for Vec<T> {
     type Elem = T;
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     fn into_raw_parts(self) -> (*mut T, usize) {
         self.into_boxed_slice().into_raw_parts()
     }
@@ -157,7 +157,7 @@ impl<O: Owned> Owned for Option<O> {
 impl<O: OwnedValue> OwnedValue for Option<O> {
     type Raw = O::Raw;
     const NULL: O::Raw = O::NULL;
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     fn into_raw(self) -> O::Raw {
         match self {
             Some(value) => value.into_raw(),
@@ -168,7 +168,7 @@ impl<O: OwnedValue> OwnedValue for Option<O> {
 
 impl<O: OwnedSlice> OwnedSlice for Option<O> {
     type Elem = O::Elem;
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     fn into_raw_parts(self) -> (*mut O::Elem, usize) {
         match self {
             Some(value) => value.into_raw_parts(),
@@ -178,14 +178,14 @@ impl<O: OwnedSlice> OwnedSlice for Option<O> {
 }
 
 /// The pointer C receives for an owned result.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub fn owned_value<T: OwnedValue>(value: T) -> T::Raw {
     value.into_raw()
 }
 
 /// The pointer C receives for an owned array; its length goes to
 /// `*result_len`.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub fn owned_slice<T: OwnedSlice>(value: T, result_len: &mut usize) -> *mut T::Elem {
     let (ptr, len) = value.into_raw_parts();
     *result_len = len;
@@ -199,7 +199,7 @@ pub fn owned_slice<T: OwnedSlice>(value: T, result_len: &mut usize) -> *mut T::E
 ///
 /// A non-null, aligned `p` must be valid for writing a `usize` that nothing
 /// else accesses for `'a`.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub unsafe fn result_len_arg<'a>(
     p: *mut usize,
     name: &'static str,
@@ -293,7 +293,7 @@ impl<T> Frees<T> for FreeFn<T> {}
 
 /// Compiles only if `F` (a free function's `FreeFn`) frees `T` (an owned
 /// result's `Owned::Freed`).
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub const fn check_free<F: Frees<T>, T>() {}
 
 /// Exports the function that frees owned results of one type: the

@@ -62,13 +62,13 @@ use core::mem::MaybeUninit;
 pub(crate) struct Anchor(UnsafeCell<MaybeUninit<u64>>);
 
 impl Anchor {
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     pub(crate) const fn new() -> Anchor {
         Anchor(UnsafeCell::new(MaybeUninit::uninit()))
     }
 
     /// Writes `token` into the anchor and returns the mark that finds it.
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     pub(crate) fn mark(&self, token: u64) -> Mark {
         let word = self.0.get().cast::<u64>();
         // SAFETY: `word` points to this anchor's own word. A plain write:
@@ -93,7 +93,7 @@ impl Anchor {
     /// # Safety
     ///
     /// [`mark`](Anchor::mark) wrote the anchor (its call entered).
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     pub(crate) unsafe fn holder_mark(&self) -> Mark {
         // SAFETY: `mark` wrote the word (caller obligation).
         let mark = unsafe { self.current_mark() };
@@ -114,7 +114,7 @@ impl Anchor {
     /// # Safety
     ///
     /// [`mark`](Anchor::mark) wrote the anchor (its call entered).
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     pub(crate) unsafe fn current_mark(&self) -> Mark {
         let word = self.0.get().cast::<u64>();
         Mark {

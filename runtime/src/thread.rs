@@ -74,7 +74,7 @@ pub(crate) fn id() -> usize {
 }
 
 /// The context serving this thread, if any: the fast path.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub(crate) fn current() -> Option<&'static ContextNode> {
     let node = tls::get();
     if !serves(node) {
@@ -90,7 +90,7 @@ pub(crate) fn current() -> Option<&'static ContextNode> {
 /// `serves` says so. A raw value, so that the fast path's one compare is
 /// its only check (an `Option<&_>` adds a null check the compiler does not
 /// see is implied).
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub(crate) fn slot() -> *const ContextNode {
     tls::get()
 }
@@ -98,7 +98,7 @@ pub(crate) fn slot() -> *const ContextNode {
 /// True when the slot's `value` is a context serving the thread: then it
 /// is a node of `CONTEXTS` that only this thread uses, and freed only when
 /// the library is unloaded (the contract of `tls::set`).
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub(crate) fn serves(value: *const ContextNode) -> bool {
     if CACHES {
         // One signed compare: null, `EXITED` and the cached values (their
@@ -144,7 +144,7 @@ fn tagged(node: &'static ContextNode) -> *const ContextNode {
 /// The context taken is the one the slot caches at that instruction,
 /// read back after it: a signal handler that ran since `value` was read
 /// may have replaced the cached context.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub(crate) fn take_cached_via(
     slot: &tls::ThreadSlot,
     value: *const ContextNode,
@@ -160,7 +160,7 @@ pub(crate) fn take_cached_via(
 
 /// The context that clearing the slot's tag just took from the cache:
 /// `node`, the slot's new value.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 fn taken(node: *const ContextNode) -> &'static ContextNode {
     // SAFETY: the slot now holds this node of `CONTEXTS`, freed only when
     // the library is unloaded.
@@ -176,7 +176,7 @@ fn taken(node: *const ContextNode) -> &'static ContextNode {
 /// `None` when `value` caches none, or the slot no longer holds `value`
 /// (the caller then takes the slow path). The per-call [`attach`] of the
 /// slow path starts the same way.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub(crate) fn take_cached(value: *const ContextNode) -> Option<&'static ContextNode> {
     let node = cached(value)?;
     // Its last attachment was per call on this very thread: its fields
@@ -195,7 +195,7 @@ pub(crate) fn take_cached(value: *const ContextNode) -> Option<&'static ContextN
 ///
 /// As for `release`: `node` serves the calling thread, which gives it up,
 /// and no call runs on it.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub(crate) unsafe fn release_cached(node: &'static ContextNode) {
     // SAFETY: forwarded caller obligations; `set` stores a slot value.
     unsafe { release_cached_with(node, |value| tls::set(value)) }
@@ -207,7 +207,7 @@ pub(crate) unsafe fn release_cached(node: &'static ContextNode) {
 /// # Safety
 ///
 /// As for [`release_cached`].
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub(crate) unsafe fn release_cached_via(slot: &tls::ThreadSlot, node: &'static ContextNode) {
     // SAFETY: forwarded caller obligations; `slot.set` stores a slot value
     // in the calling thread's slot, as `tls::set` does.
@@ -220,7 +220,7 @@ pub(crate) unsafe fn release_cached_via(slot: &tls::ThreadSlot, node: &'static C
 ///
 /// As for [`release_cached`]; `store` stores a value in the calling
 /// thread's slot as [`tls::set`] does, with the same contract.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 unsafe fn release_cached_with(node: &'static ContextNode, store: impl FnOnce(*const ContextNode)) {
     // SAFETY: this thread owns `node` (caller obligation).
     let plain = unsafe { !node.value.after_exit() && !node.value.locals.has_values() };
@@ -350,7 +350,7 @@ pub(crate) unsafe fn bind_unbound() -> Option<&'static ContextNode> {
 /// True when an attach serves the calling thread per call whatever its
 /// callback asks: the platform has no exit hook, no exit hook reaches the
 /// thread (`after_exit`), or the settings ask for it.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 fn per_call_only(after_exit: bool) -> bool {
     !hooks::HAS_THREAD_EXIT_HOOK || after_exit || settings::current().attach == AttachMode::PerCall
 }
@@ -366,7 +366,7 @@ fn per_call_only(after_exit: bool) -> bool {
 /// This thread owns `node`, which no callback runs on yet; `seen` is a
 /// value the slot held since this thread last called into the runtime,
 /// and `new_thread` is false only if `node` came from the slot's cache.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 unsafe fn bind(
     node: &'static ContextNode,
     seen: *const ContextNode,
@@ -431,7 +431,7 @@ fn attach_again(mode: AttachMode) -> &'static ContextNode {
 /// - The call that is returning entered `node` with `Context::enter`,
 ///   which returned `start`, and has not left it yet.
 /// - The caller does not use `node` afterwards: it may have been released.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub(crate) unsafe fn leave(node: &'static ContextNode, start: u32) {
     // SAFETY: `node` serves this thread, and this pairs with the `enter` of
     // the returning call (caller obligations).

@@ -65,26 +65,26 @@ mod no_static {
     pub(crate) const HAS_STATIC: bool = false;
 
     /// No static read on this target.
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     pub(crate) fn get_static() -> Option<*const ContextNode> {
         None
     }
 
     pub(crate) fn open_static() {}
 
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     pub(crate) fn static_closed() -> bool {
         false
     }
 
     /// No static offset to miss: `HAS_STATIC` is false.
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     pub(crate) fn static_missing() -> bool {
         false
     }
 
     /// No descriptor on this target.
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     pub(crate) fn descriptor_open() -> bool {
         false
     }
@@ -92,12 +92,12 @@ mod no_static {
     /// No slot found through a descriptor on this target: never made.
     pub(crate) enum SlotAt {}
 
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     pub(crate) fn slot_at() -> Option<SlotAt> {
         None
     }
 
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     pub(crate) fn static_at() -> Option<SlotAt> {
         None
     }
@@ -120,7 +120,7 @@ mod no_static {
 /// The calling thread's slot: null until the thread stores something.
 /// Read at the static offset while it is recorded (see [`get_static`]),
 /// where the target has one, which saves the slow paths a call.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub(crate) fn get() -> *const ContextNode {
     imp::get()
 }
@@ -134,7 +134,7 @@ pub(crate) const HAS_STATIC: bool = imp::HAS_STATIC;
 /// `None` while the fast path is closed: before [`open_static`], after
 /// [`close_static`], and always when the slot has no static offset or
 /// the target has no such read ([`HAS_STATIC`] is false).
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub(crate) fn get_static() -> Option<*const ContextNode> {
     imp::get_static()
 }
@@ -150,7 +150,7 @@ pub(crate) fn open_static() {
 
 /// True when neither [`get_static`]'s nor [`descriptor_open`]'s way is
 /// open where the target has them: [`open_static`] has something to do.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub(crate) fn static_closed() -> bool {
     imp::static_closed()
 }
@@ -160,7 +160,7 @@ pub(crate) fn static_closed() -> bool {
 /// stays `None` and every access goes through [`get`]'s descriptor for as
 /// long as the library is loaded. False where [`HAS_STATIC`] is false,
 /// and while that is not known yet.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub(crate) fn static_missing() -> bool {
     imp::static_missing()
 }
@@ -170,7 +170,7 @@ pub(crate) fn static_missing() -> bool {
 /// through the descriptor ([`thread_slot`]) without looking at the gate.
 /// One load; it stands for the gate as the static offset does. False
 /// where [`HAS_STATIC`] is false.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub(crate) fn descriptor_open() -> bool {
     imp::descriptor_open()
 }
@@ -189,7 +189,7 @@ pub(crate) struct ThreadSlot {
 /// targets that read the slot through one; `None` elsewhere. For the fast
 /// paths of a slot in dynamic TLS ([`static_missing`]), which would
 /// otherwise go through the descriptor on every access.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub(crate) fn thread_slot() -> Option<ThreadSlot> {
     imp::slot_at().map(ThreadSlot::new)
 }
@@ -199,7 +199,7 @@ pub(crate) fn thread_slot() -> Option<ThreadSlot> {
 /// call) while [`descriptor_open`]; `None` otherwise (the fast path is
 /// closed), and always where [`HAS_STATIC`] is false. Either way it
 /// stands for the open gate.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub(crate) fn fast_thread_slot() -> Option<ThreadSlot> {
     let at_static = imp::static_at().map(ThreadSlot::new);
     if at_static.is_none() && imp::descriptor_open() {
@@ -210,7 +210,7 @@ pub(crate) fn fast_thread_slot() -> Option<ThreadSlot> {
 
 impl ThreadSlot {
     /// The calling thread's slot at `at`, found on this thread.
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     fn new(at: imp::SlotAt) -> ThreadSlot {
         ThreadSlot {
             at,
@@ -219,7 +219,7 @@ impl ThreadSlot {
     }
 
     /// The slot's value (as [`get`]).
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     pub(crate) fn get(&self) -> *const ContextNode {
         imp::get_at(&self.at)
     }
@@ -233,7 +233,7 @@ impl ThreadSlot {
     ///
     /// Every slot value with its top bit set is, with that bit cleared, a
     /// value the caller may [`set`] at this point.
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     pub(crate) unsafe fn clear_top_bit(&self) -> Option<*const ContextNode> {
         imp::clear_top_bit_of(&self.at)
     }
@@ -243,7 +243,7 @@ impl ThreadSlot {
     /// # Safety
     ///
     /// As for [`set`].
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     pub(crate) unsafe fn set(&self, value: *const ContextNode) {
         imp::set_of(&self.at, value);
     }
@@ -264,7 +264,7 @@ pub(crate) fn close_static() {
 /// `value` is null, the `EXITED` marker of `thread`, a node of
 /// `CONTEXTS` that serves the calling thread, or one cached for it (tagged
 /// by `thread`): `thread::current` dereferences every other value it reads.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub(crate) unsafe fn set(value: *const ContextNode) {
     imp::set(value);
 }

@@ -260,7 +260,7 @@ impl<T: Send + ?Sized> ExclusiveUserData for T {}
 /// # Safety
 ///
 /// A non-null, aligned `p` points to a live `T` that nothing mutates for `'a`.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub unsafe fn user_data_ref<'a, T: SharedUserData>(
     p: *mut c_void,
     name: &'static str,
@@ -274,7 +274,7 @@ pub unsafe fn user_data_ref<'a, T: SharedUserData>(
 /// # Safety
 ///
 /// A non-null, aligned `p` points to a live `T` nothing else accesses for `'a`.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub unsafe fn user_data_mut<'a, T: ExclusiveUserData>(
     p: *mut c_void,
     name: &'static str,
@@ -288,7 +288,7 @@ pub unsafe fn user_data_mut<'a, T: ExclusiveUserData>(
 /// # Safety
 ///
 /// As [`user_data_ref`] when `p` is non-null.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub unsafe fn opt_user_data_ref<'a, T: SharedUserData>(
     p: *mut c_void,
     name: &'static str,
@@ -302,7 +302,7 @@ pub unsafe fn opt_user_data_ref<'a, T: SharedUserData>(
 /// # Safety
 ///
 /// As [`user_data_mut`] when `p` is non-null.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub unsafe fn opt_user_data_mut<'a, T: ExclusiveUserData>(
     p: *mut c_void,
     name: &'static str,

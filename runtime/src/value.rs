@@ -155,7 +155,7 @@ impl<T: CValue> CArg for T {
 
     const TAKES_EVERY_VALUE: bool = true;
 
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     fn from_c(raw: T, _name: &'static str) -> Result<T, Failure> {
         Ok(raw)
     }
@@ -200,7 +200,7 @@ pub struct Stored<T>(PhantomData<T>);
 
 impl<T> Stored<T> {
     #[doc(hidden)]
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     #[must_use]
     pub const fn new() -> Self {
         Stored(PhantomData)
@@ -223,7 +223,7 @@ pub trait CheckedStored<T> {
 }
 
 impl<T: CArg> CheckedStored<T> for Stored<T> {
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     unsafe fn check(&self, first: *const T, len: usize, name: &'static str) -> Result<(), Failure> {
         const {
             assert!(
@@ -263,7 +263,7 @@ pub trait UncheckedStored<T> {
 }
 
 impl<T> UncheckedStored<T> for &Stored<T> {
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     unsafe fn check(&self, _: *const T, _: usize, _: &'static str) -> Result<(), Failure> {
         Ok(())
     }

@@ -125,7 +125,7 @@ impl Turn {
     /// `take_back` and `took_over` run, and the error is made, in the
     /// out-of-line slow path, so that the fast path has one call in it, to
     /// that path.
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     pub(crate) fn begin<E>(
         &self,
         me: usize,
@@ -256,7 +256,7 @@ impl Turn {
     /// The calling thread holds the turn: its [`begin`](Turn::begin)
     /// returned `Ok`, and it has not called `end` since. (Ending another
     /// thread's turn would let two threads use what the turn guards.)
-    #[inline(always)]
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
     pub(crate) unsafe fn end(&self) {
         // Relaxed: only ANNOTATED is looked at, which never changes.
         let annotated = self.state.load(Ordering::Relaxed) & ANNOTATED != 0;

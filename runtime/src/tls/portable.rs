@@ -9,12 +9,12 @@ thread_local! {
     static CURRENT: Cell<*const ContextNode> = const { Cell::new(core::ptr::null()) };
 }
 
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub(super) fn get() -> *const ContextNode {
     CURRENT.with(Cell::get)
 }
 
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub(super) fn set(value: *const ContextNode) {
     CURRENT.with(|current| current.set(value));
 }

@@ -288,12 +288,12 @@ macro_rules! with_slot_offset {
 
 /// At the static offset while it is recorded (no call), else through the
 /// descriptor.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub(super) fn get() -> *const ContextNode {
     get_static().unwrap_or_else(get_described)
 }
 
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 fn get_described() -> *const ContextNode {
     let value: *const ContextNode;
     // SAFETY: reads this thread's 8-byte slot: the descriptor's resolver
@@ -312,14 +312,14 @@ fn get_described() -> *const ContextNode {
 }
 
 /// At the static offset while it is recorded, else through the descriptor.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub(super) fn set(value: *const ContextNode) {
     if !set_static(value) {
         set_described(value);
     }
 }
 
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 fn set_described(value: *const ContextNode) {
     // SAFETY: writes this thread's slot (see `get_described`); only this thread
     // ever accesses it. `value` is an input in a register other than
@@ -412,21 +412,21 @@ macro_rules! load_hidden_word {
 /// offset (`__callgate_descriptor_open`, module docs): a call that finds
 /// the static word 0 can read the slot through the descriptor without
 /// looking at the gate.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub(super) fn descriptor_open() -> bool {
     load_hidden_word!("__callgate_descriptor_open") != 0
 }
 
 /// `__callgate_static_offset`: the slot's static offset, or 0 while the
 /// fast path is closed.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 fn recorded_offset() -> isize {
     load_hidden_word!("__callgate_static_offset")
 }
 
 /// The calling thread's slot, read at the static offset; `None` while that
 /// offset is not recorded (the fast path is closed).
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub(super) fn get_static() -> Option<*const ContextNode> {
     static_at().map(|at| get_at(&at))
 }
@@ -434,7 +434,7 @@ pub(super) fn get_static() -> Option<*const ContextNode> {
 /// The calling thread's slot at the static offset (see [`SlotAt`]);
 /// `None` while that offset is not recorded (the fast path is closed, or
 /// the slot is in dynamic TLS).
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub(super) fn static_at() -> Option<SlotAt> {
     let offset = recorded_offset();
     if offset == 0 {
@@ -451,7 +451,7 @@ pub(super) fn static_at() -> Option<SlotAt> {
 
 /// Stores `value` in the calling thread's slot through the static
 /// offset; false (nothing stored) if the fast path is closed.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 fn set_static(value: *const ContextNode) -> bool {
     static_at().map(|at| set_of(&at, value)).is_some()
 }
@@ -467,7 +467,7 @@ pub(super) struct SlotAt(NonZeroIsize);
 
 /// The calling thread's slot through the descriptor: one call. (`None`
 /// if the resolver returned 0, which no TLS variable's offset is.)
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub(super) fn slot_at() -> Option<SlotAt> {
     let offset: isize;
     // SAFETY: the descriptor sequence alone: its resolver returns the
@@ -491,7 +491,7 @@ pub(super) fn slot_at() -> Option<SlotAt> {
 }
 
 /// The slot at `at` (see [`SlotAt`]).
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub(super) fn get_at(at: &SlotAt) -> *const ContextNode {
     // SAFETY: `at` holds the slot's offset for the thread that made it,
     // which its owner (`tls::ThreadSlot`, neither `Send` nor `Sync`) is.
@@ -499,14 +499,14 @@ pub(super) fn get_at(at: &SlotAt) -> *const ContextNode {
 }
 
 /// [`clear_top_bit_at`] at `at` (see [`SlotAt`]).
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub(super) fn clear_top_bit_of(at: &SlotAt) -> Option<*const ContextNode> {
     // SAFETY: as in `get_at`.
     unsafe { clear_top_bit_at(at.0.get()) }
 }
 
 /// Stores `value` in the slot at `at` (see [`SlotAt`]).
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub(super) fn set_of(at: &SlotAt, value: *const ContextNode) {
     // SAFETY: as in `get_at`.
     unsafe { write_at(at.0.get(), value) }
@@ -518,7 +518,7 @@ pub(super) fn set_of(at: &SlotAt, value: *const ContextNode) {
 ///
 /// `offset` is the calling thread's slot's offset: the recorded static
 /// offset, or one the descriptor returned on this thread.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 unsafe fn read_at(offset: isize) -> *const ContextNode {
     let value: *const ContextNode;
     // SAFETY: `offset` is the calling thread's 8-byte slot (caller
@@ -543,7 +543,7 @@ unsafe fn read_at(offset: isize) -> *const ContextNode {
 /// # Safety
 ///
 /// As for [`read_at`].
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 unsafe fn clear_top_bit_at(offset: isize) -> Option<*const ContextNode> {
     let was_set: u8;
     let value: *const ContextNode;
@@ -569,7 +569,7 @@ unsafe fn clear_top_bit_at(offset: isize) -> Option<*const ContextNode> {
 /// # Safety
 ///
 /// As for [`read_at`].
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 unsafe fn write_at(offset: isize, value: *const ContextNode) {
     // SAFETY: `offset` is the calling thread's slot (caller obligation),
     // which only this thread accesses.
@@ -606,13 +606,13 @@ macro_rules! hidden_word {
 }
 
 /// `__callgate_static_offset` as an atomic.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 fn static_word() -> &'static AtomicIsize {
     hidden_word!("__callgate_static_offset")
 }
 
 /// `__callgate_descriptor_open` as an atomic.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 fn descriptor_word() -> &'static AtomicIsize {
     hidden_word!("__callgate_descriptor_open")
 }
@@ -645,7 +645,7 @@ pub(super) fn open_static() {
 }
 
 /// True when [`open_static`] has something to do: both words are 0.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub(super) fn static_closed() -> bool {
     // Relaxed: a hint; `open_static` decides under `SeqCst`.
     static_word().load(Ordering::Relaxed) == 0 && descriptor_word().load(Ordering::Relaxed) == 0
@@ -654,7 +654,7 @@ pub(super) fn static_closed() -> bool {
 /// True once the probe found that the slot has no static offset (it is in
 /// dynamic TLS, or the resolver is another one): every access goes
 /// through the descriptor for as long as the library is loaded.
-#[inline(always)]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub(super) fn static_missing() -> bool {
     // Relaxed: a hint, as in `static_closed`; the probe's result does not
     // change while the library is loaded, and a caller that reads 0 here
