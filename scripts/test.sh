@@ -72,6 +72,18 @@ CALLGATE_TEST_FIXTURE="$PWD/$edition_dir/target/release/libcallgate_fixture.so" 
     --test abandon --test bad_input --test callbacks --test churn --test data --test depth \
     --test fork --test init_background --test signals --test teardown --test values
 
+# The release profile production libraries often ship: fat LTO, one
+# codegen unit. The runtime's code is then optimised together with the
+# callbacks', across the crates, and its TLS block is smaller.
+step "the C-host tests against the fixture built with fat LTO and one codegen unit"
+CARGO_PROFILE_RELEASE_LTO=fat CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 cargo build --quiet \
+    -p callgate-fixture --release --target-dir target/fixture-lto
+CALLGATE_TEST_FIXTURE="$PWD/target/fixture-lto/release/libcallgate_fixture.so" \
+    CALLGATE_FIXTURE_PROFILE=release cargo test -p callgate-dev \
+    --test abandon --test bad_input --test callbacks --test churn --test data --test depth \
+    --test dlclose --test fork --test init_background --test signals --test teardown \
+    --test unwind --test values
+
 # A build without unwind tables (`panic = "abort"` and
 # `-C force-unwind-tables=no`) still assembles: the runtime's `asm!` blocks
 # carry no unwind directives of the function they are in (tls module docs).
