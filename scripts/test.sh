@@ -84,6 +84,23 @@ CALLGATE_TEST_FIXTURE="$PWD/target/fixture-lto/release/libcallgate_fixture.so" \
     --test dlclose --test fork --test init_background --test signals --test teardown \
     --test unwind --test values
 
+# The size-optimised release profiles (opt-level "s" and "z"), which
+# inline less: the tests of unwinds out of C functions declared
+# `extern "C"` accept the abort documented for these levels
+# (`CALLGATE_FIXTURE_OPT_LEVEL`), those declared `extern "C-unwind"` get
+# callgate's message as in every profile.
+for level in s z; do
+    step "the C-host tests against the fixture built at opt-level \"$level\""
+    CARGO_PROFILE_RELEASE_OPT_LEVEL=$level cargo build --quiet -p callgate-fixture --release \
+        --target-dir "target/fixture-opt-$level"
+    CALLGATE_TEST_FIXTURE="$PWD/target/fixture-opt-$level/release/libcallgate_fixture.so" \
+        CALLGATE_FIXTURE_OPT_LEVEL=$level CALLGATE_FIXTURE_PROFILE=release \
+        cargo test -p callgate-dev \
+        --test abandon --test bad_input --test callbacks --test churn --test data \
+        --test depth --test dlclose --test fork --test init_background --test signals \
+        --test teardown --test unwind --test values
+done
+
 # A build without unwind tables (`panic = "abort"` and
 # `-C force-unwind-tables=no`) still assembles: the runtime's `asm!` blocks
 # carry no unwind directives of the function they are in (tls module docs).

@@ -65,6 +65,17 @@ pub fn fixture_is_release() -> bool {
     fixture_profile() == "release"
 }
 
+/// True when the fixture was built at an `opt-level` where callgate's
+/// out-of-line call path can stop an unwind out of a C function declared
+/// `extern "C"` (`pthread_exit`, a cancellation, a C++ exception): "1",
+/// "s" or "z" in `CALLGATE_FIXTURE_OPT_LEVEL`, which `scripts/test.sh`
+/// sets for its builds at those levels. The process may then abort there
+/// instead of recovering (the README's Known limits).
+pub fn extern_c_unwind_may_abort() -> bool {
+    std::env::var("CALLGATE_FIXTURE_OPT_LEVEL")
+        .is_ok_and(|level| ["1", "s", "z"].contains(&level.as_str()))
+}
+
 /// target/<profile> of this test binary.
 fn own_profile_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary's path");
@@ -136,11 +147,13 @@ pub fn host(name: &str) -> Command {
 }
 
 /// What C needs to know about the fixture's own types to use its generated
-/// header: `Reenter` is a type alias (a function pointer), `Pair` a
+/// header: `Reenter` and `UnwindingReenter` are type aliases (function
+/// pointers), `Pair` a
 /// `#[repr(C)]` struct passed by value, `Turn` and `Tier` enums C passes as
 /// the integers of their reprs.
 const PRELUDE: &str = "\
 typedef int64_t (*Reenter)(int32_t depth);
+typedef int64_t (*UnwindingReenter)(int32_t depth);
 struct Pair { int64_t a; int64_t b; };
 typedef int32_t Turn;
 typedef uint8_t Tier;
@@ -167,6 +180,7 @@ pub fn linked(name: &str) -> Command {
         let options = HeaderOptions::new("FIXTURE_H")
             .with_prelude(PRELUDE)
             .with_defined_type("Reenter")
+            .with_defined_type("UnwindingReenter")
             .with_defined_type("Turn")
             .with_defined_type("Tier");
         std::fs::create_dir_all(&dir).expect("create the linked hosts' directory");

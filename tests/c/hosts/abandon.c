@@ -35,6 +35,15 @@
  *                                      `attach = per_call` nest on a thread
  *                                      that is not bound: the exit hook
  *                                      releases the per-call context
+ *   abandon FIXTURE exit-unwinding-first THREADS
+ *                                      pthread_exit in the thread's first
+ *                                      call of `hold_token_unwinding`,
+ *                                      whose C function is declared
+ *                                      `extern "C-unwind"`: the process
+ *                                      aborts naming the callback (glibc)
+ *   abandon FIXTURE exit-unwinding-bound THREADS
+ *                                      the same on a bound thread, in a
+ *                                      call the fast path serves
  *   abandon FIXTURE cancel THREADS     a deferred pthread_cancel acted on
  *                                      there
  *   abandon FIXTURE async-cancel THREADS
@@ -60,6 +69,8 @@ typedef enum {
     EXIT_REMEMBERED,
     EXIT_NESTED,
     EXIT_PER_CALL,
+    EXIT_UNWINDING_FIRST,
+    EXIT_UNWINDING_BOUND,
     CANCEL,
     ASYNC_CANCEL
 } scenario;
@@ -168,6 +179,10 @@ static void *run_worker(void *raw) {
         lib.hold_token(1, exit_inside);
         return NULL; /* not reached */
     }
+    if (w->what == EXIT_UNWINDING_FIRST) {
+        lib.hold_token_unwinding(exit_inside);
+        return NULL; /* not reached */
+    }
     if (w->what == EXIT_PER_CALL) {
         /* Not bound: the nest attaches per call, and the thread ends in it. */
         lib.nest_per_call(1, exit_inside);
@@ -225,6 +240,12 @@ static void *run_worker(void *raw) {
     case EXIT_NESTED:
         lib.nest(1, hold_token_exit_inside);
         return NULL;
+    case EXIT_UNWINDING_FIRST:
+        break; /* handled above */
+    case EXIT_UNWINDING_BOUND:
+        if (lib.hold_token_unwinding(NULL) != token) return NULL;
+        lib.hold_token_unwinding(exit_inside);
+        return NULL;
     case CANCEL:
         lib.hold_token(1, wait_for_cancel);
         return NULL;
@@ -263,7 +284,8 @@ static void run(scenario what, int threads) {
                 CHECK(result == PTHREAD_CANCELED, "thread %d was not cancelled", done + i);
                 ended++;
             } else if (what == EXIT || what == EXIT_FIRST || what == EXIT_REMEMBERED ||
-                       what == EXIT_NESTED || what == EXIT_PER_CALL) {
+                       what == EXIT_NESTED || what == EXIT_PER_CALL ||
+                       what == EXIT_UNWINDING_FIRST || what == EXIT_UNWINDING_BOUND) {
                 ended++;
             } else {
                 CHECK(workers[i].ok, "thread %d: a call failed after the jump", done + i);
@@ -299,6 +321,8 @@ int main(int argc, char **argv) {
         {"exit-remembered", EXIT_REMEMBERED},
         {"exit-nested", EXIT_NESTED},
         {"exit-per-call", EXIT_PER_CALL},
+        {"exit-unwinding-first", EXIT_UNWINDING_FIRST},
+        {"exit-unwinding-bound", EXIT_UNWINDING_BOUND},
         {"cancel", CANCEL},
         {"async-cancel", ASYNC_CANCEL},
     };

@@ -72,6 +72,7 @@ typedef struct {
     int64_t (*nest_per_call)(int32_t depth, fixture_reenter_fn reenter);
     int64_t (*hold_token)(int32_t depth, fixture_reenter_fn reenter);
     int64_t (*hold_token_alone)(fixture_reenter_fn reenter);
+    int64_t (*hold_token_unwinding)(fixture_reenter_fn reenter);
     int32_t (*read_ref)(const int32_t *value);
     int32_t (*write_mut)(int32_t *out, int32_t value);
     int32_t (*read_opt)(const int32_t *value);
@@ -175,6 +176,7 @@ static inline void fixture_open(fixture *f, const char *path, int flags) {
     FIXTURE_SYM(f, nest_per_call);
     FIXTURE_SYM(f, hold_token);
     FIXTURE_SYM(f, hold_token_alone);
+    FIXTURE_SYM(f, hold_token_unwinding);
     FIXTURE_SYM(f, read_ref);
     FIXTURE_SYM(f, write_mut);
     FIXTURE_SYM(f, read_opt);
