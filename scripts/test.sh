@@ -104,9 +104,13 @@ done
 # A build without unwind tables (`panic = "abort"` and
 # `-C force-unwind-tables=no`) still assembles: the runtime's `asm!` blocks
 # carry no unwind directives of the function they are in (tls module docs).
-step "the fixture built without unwind tables"
+step "the fixture built without unwind tables, and its panics"
 RUSTFLAGS="-C force-unwind-tables=no -C panic=abort" cargo build --quiet -p callgate-fixture \
     --release --target x86_64-unknown-linux-gnu --target-dir target/no-unwind-tables
+# With the abort panic strategy nothing catches a panic: the process aborts.
+CALLGATE_TEST_FIXTURE="$PWD/target/no-unwind-tables/x86_64-unknown-linux-gnu/release/libcallgate_fixture.so" \
+    CALLGATE_FIXTURE_PROFILE=release cargo test -p callgate-dev --test bad_input \
+    a_panic_returns_the_fallback_or_with_the_abort_strategy_aborts
 
 # The portable slot (a `thread_local!`), which targets other than x86-64
 # glibc Linux and mingw-w64 Windows use, built here with its cfg: the

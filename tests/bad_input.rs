@@ -69,6 +69,27 @@ fn a_panic_payload_that_panics_on_drop_aborts_with_a_message() {
     outcome.assert_aborted_with("callgate: dropping the payload of a panic");
 }
 
+/// A panic with the fixture's panic strategy: with unwinding panics the
+/// callback returns its fallback and records the message; built with
+/// `panic = "abort"` (`scripts/test.sh` runs this against such a build too)
+/// nothing can catch the panic, and the process aborts with Rust's panic
+/// message before any fallback.
+#[test]
+fn a_panic_returns_the_fallback_or_with_the_abort_strategy_aborts() {
+    let outcome = bad_input("panic-strategy", None);
+    match outcome.get("panic_aborts") {
+        Some("0") => {
+            outcome.assert_ok();
+            assert_eq!(outcome.get("survived"), Some("1"), "{outcome}");
+        }
+        Some("1") => {
+            outcome.assert_aborted_with("static panic message");
+            assert_eq!(outcome.get("survived"), None, "{outcome}");
+        }
+        other => panic!("no panic strategy reported ({other:?})\n{outcome}"),
+    }
+}
+
 /// `CALLGATE=panic=abort` turns a callback's panic fallback into an abort.
 #[test]
 fn the_panic_abort_setting_aborts_with_a_message() {

@@ -7,7 +7,13 @@
  *                     panic-abort-setting
  *                                   one call whose policy is to abort: prints
  *                                   `calling=...` first; the test expects
- *                                   SIGABRT and the message on stderr */
+ *                                   SIGABRT and the message on stderr
+ *   bad_input FIXTURE panic-strategy
+ *                                   prints `panic_aborts=` (the fixture's
+ *                                   panic strategy), then calls a callback
+ *                                   that panics: with unwinding panics it
+ *                                   returns the fallback; built with
+ *                                   panic = "abort" the process aborts */
 #include "fixture_host.h"
 
 #include <signal.h>
@@ -234,6 +240,14 @@ static void returns(void) {
            after.errors_returned - before.errors_returned);
 }
 
+static void panic_strategy(void) {
+    CHECK(fixture_wait_init(&lib, 30) == 0, "init not ready");
+    printf("panic_aborts=%d\n", lib.panic_aborts());
+    fflush(stdout);
+    EXPECT(lib.panic(1), -2, "callback `fixture_panic` panicked: static panic message");
+    printf("survived=1\n");
+}
+
 static void abort_case(const char *mode) {
     CHECK(fixture_wait_init(&lib, 30) == 0, "init not ready");
     printf("calling=%s\n", mode);
@@ -263,6 +277,8 @@ int main(int argc, char **argv) {
     fixture_open(&lib, path, RTLD_NOW);
     if (strcmp(mode, "returns") == 0) {
         returns();
+    } else if (strcmp(mode, "panic-strategy") == 0) {
+        panic_strategy();
     } else {
         abort_case(mode);
     }

@@ -83,6 +83,7 @@ typedef struct {
     int64_t (*str_chars)(const char *text);
     int64_t (*opt_str_chars)(const char *text);
     int32_t (*panic)(int32_t kind);
+    int32_t (*panic_aborts)(void);
     void (*panic_unit)(int32_t really);
     const char *(*panic_pointer)(int32_t really);
     int32_t (*moody_error)(int32_t kind);
@@ -187,6 +188,7 @@ static inline void fixture_open(fixture *f, const char *path, int flags) {
     FIXTURE_SYM(f, str_chars);
     FIXTURE_SYM(f, opt_str_chars);
     FIXTURE_SYM(f, panic);
+    FIXTURE_SYM(f, panic_aborts);
     FIXTURE_SYM(f, panic_unit);
     FIXTURE_SYM(f, panic_pointer);
     FIXTURE_SYM(f, moody_error);
