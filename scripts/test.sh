@@ -84,6 +84,16 @@ CALLGATE_TEST_FIXTURE="$PWD/target/fixture-lto/release/libcallgate_fixture.so" \
     --test dlclose --test fork --test init_background --test signals --test teardown \
     --test unwind --test values
 
+# A C program that links the library statically: the fixture's sources
+# built as a `staticlib` (release), linked into the programs of the linked
+# tests, whose callbacks then live in the executable (its TLS, its init).
+step "the linked programs' tests with the fixture linked in as a staticlib (release)"
+cargo rustc --quiet -p callgate-fixture --release --target-dir target/fixture-staticlib \
+    --crate-type staticlib
+CALLGATE_TEST_STATICLIB="$PWD/target/fixture-staticlib/release/libcallgate_fixture.a" \
+    CALLGATE_FIXTURE_PROFILE=release cargo test -p callgate-dev \
+    --test callbacks --test data --test values
+
 # The size-optimised release profiles (opt-level "s" and "z"), which
 # inline less: the tests of unwinds out of C functions declared
 # `extern "C"` accept the abort documented for these levels

@@ -191,19 +191,36 @@ pub fn linked(name: &str) -> Command {
         .expect("write the header");
         let source =
             PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("tests/c/linked/{name}.c"));
-        let library_dir = library.parent().expect("the fixture's directory");
-        let output = Command::new("cc")
-            .args([
-                "-std=c11", "-O2", "-g", "-Wall", "-Wextra", "-Werror", "-pthread", "-I",
-            ])
-            .arg(&dir)
-            .arg(&source)
-            .arg("-o")
-            .arg(&program)
-            .arg("-L")
-            .arg(library_dir)
-            .arg("-lcallgate_fixture")
-            .arg(format!("-Wl,-rpath,{}", library_dir.display()))
+        let mut cc = Command::new("cc");
+        cc.args([
+            "-std=c11", "-O2", "-g", "-Wall", "-Wextra", "-Werror", "-pthread", "-I",
+        ])
+        .arg(&dir)
+        .arg(&source)
+        .arg("-o")
+        .arg(&program);
+        // `CALLGATE_TEST_STATICLIB`: the fixture's sources built as a
+        // `staticlib`, linked into the program (the header still comes from
+        // the `cdylib`, built from the same sources), with the native
+        // libraries `rustc --print native-static-libs` names for it.
+        if let Some(archive) = std::env::var_os("CALLGATE_TEST_STATICLIB") {
+            cc.arg(archive).args([
+                "-lgcc_s",
+                "-lutil",
+                "-lrt",
+                "-lpthread",
+                "-lm",
+                "-ldl",
+                "-lc",
+            ]);
+        } else {
+            let library_dir = library.parent().expect("the fixture's directory");
+            cc.arg("-L")
+                .arg(library_dir)
+                .arg("-lcallgate_fixture")
+                .arg(format!("-Wl,-rpath,{}", library_dir.display()));
+        }
+        let output = cc
             .output()
             .unwrap_or_else(|error| panic!("cannot run cc: {error}"));
         assert!(
