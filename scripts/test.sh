@@ -72,6 +72,12 @@ CALLGATE_TEST_FIXTURE="$PWD/$edition_dir/target/release/libcallgate_fixture.so" 
     --test abandon --test bad_input --test callbacks --test churn --test data --test depth \
     --test fork --test init_background --test signals --test teardown --test values
 
+# The C-host and linked-program tests that the other builds of the
+# fixture below run (all but the plugin hosts', which build their own).
+builds_tests=(--test abandon --test bad_input --test callbacks --test churn --test data
+    --test depth --test dlclose --test fork --test init_background --test signals
+    --test teardown --test unwind --test values)
+
 # The release profile production libraries often ship: fat LTO, one
 # codegen unit. The runtime's code is then optimised together with the
 # callbacks', across the crates, and its TLS block is smaller.
@@ -79,10 +85,7 @@ step "the C-host tests against the fixture built with fat LTO and one codegen un
 CARGO_PROFILE_RELEASE_LTO=fat CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 cargo build --quiet \
     -p callgate-fixture --release --target-dir target/fixture-lto
 CALLGATE_TEST_FIXTURE="$PWD/target/fixture-lto/release/libcallgate_fixture.so" \
-    CALLGATE_FIXTURE_PROFILE=release cargo test -p callgate-dev \
-    --test abandon --test bad_input --test callbacks --test churn --test data --test depth \
-    --test dlclose --test fork --test init_background --test signals --test teardown \
-    --test unwind --test values
+    CALLGATE_FIXTURE_PROFILE=release cargo test -p callgate-dev "${builds_tests[@]}"
 
 # A C program that links the library statically: the fixture's sources
 # built as a `staticlib` (release), linked into the programs of the linked
@@ -105,10 +108,7 @@ for level in s z; do
         --target-dir "target/fixture-opt-$level"
     CALLGATE_TEST_FIXTURE="$PWD/target/fixture-opt-$level/release/libcallgate_fixture.so" \
         CALLGATE_FIXTURE_OPT_LEVEL=$level CALLGATE_FIXTURE_PROFILE=release \
-        cargo test -p callgate-dev \
-        --test abandon --test bad_input --test callbacks --test churn --test data \
-        --test depth --test dlclose --test fork --test init_background --test signals \
-        --test teardown --test unwind --test values
+        cargo test -p callgate-dev "${builds_tests[@]}"
 done
 
 # A build without unwind tables (`panic = "abort"` and

@@ -317,10 +317,10 @@ extern "C" fn call_cold<R>(
 ///
 /// `extern "C"`, as [`call_slow`] is. Inlined into [`call_cold`] in an
 /// optimised build (one call on this path, as before `call_cold` was
-/// split off); out of line in a debug build, where `call_cold`'s frame
-/// would otherwise hold this path's and every nested call would carry it.
-#[cfg_attr(debug_assertions, inline(never))]
-#[cfg_attr(not(debug_assertions), inline(always))]
+/// split off); out of line at `opt-level = 0`, as the whole call path is
+/// there (`cfg(callgate_unoptimized)`), where `call_cold`'s frame would
+/// otherwise hold this path's and every nested call would carry it.
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
 // Never called from C: the parameters are Rust values passed between two
 // Rust functions compiled together.
 #[allow(improper_ctypes_definitions)]

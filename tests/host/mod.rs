@@ -148,9 +148,8 @@ pub fn host(name: &str) -> Command {
 
 /// What C needs to know about the fixture's own types to use its generated
 /// header: `Reenter` and `UnwindingReenter` are type aliases (function
-/// pointers), `Pair` a
-/// `#[repr(C)]` struct passed by value, `Turn` and `Tier` enums C passes as
-/// the integers of their reprs.
+/// pointers), `Pair` a `#[repr(C)]` struct passed by value, `Turn` and
+/// `Tier` enums C passes as the integers of their reprs.
 const PRELUDE: &str = "\
 typedef int64_t (*Reenter)(int32_t depth);
 typedef int64_t (*UnwindingReenter)(int32_t depth);
