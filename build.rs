@@ -24,6 +24,10 @@
 //!   and fails the build under CI (`CI=true`).
 //!
 //! All C is compiled with `-Wall -Wextra -Werror`.
+//!
+//! * The guide's pages, as `guide/src/SUMMARY.md` lists them, become
+//!   `$OUT_DIR/guide_pages.rs`: one item per page whose doc is the page, so
+//!   that its Rust examples run as the dev package's doctests.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -72,6 +76,7 @@ const LIBRARIES: [(&str, &str, &str); 3] = [
 
 fn main() {
     link_libraries();
+    guide_pages();
     let harness: Vec<PathBuf> = ["tests/c", "examples/c"]
         .iter()
         .flat_map(|dir| c_files(dir))
@@ -196,4 +201,30 @@ fn link_libraries() {
         }
         println!("cargo:rustc-cfg={cfg}");
     }
+}
+
+/// Writes `$OUT_DIR/guide_pages.rs`: a unit struct per page that
+/// `guide/src/SUMMARY.md` links, documented with the page's text.
+fn guide_pages() {
+    const SUMMARY: &str = "guide/src/SUMMARY.md";
+    println!("cargo:rerun-if-changed=guide/src");
+    let summary = std::fs::read_to_string(SUMMARY).expect("read guide/src/SUMMARY.md");
+    let root = std::env::current_dir().expect("the package's directory");
+    let mut items = String::new();
+    for (index, page) in summary
+        .split("](")
+        .skip(1)
+        .filter_map(|rest| rest.split_once(')'))
+        .map(|(page, _)| page)
+        .enumerate()
+    {
+        let path = root.join("guide/src").join(page);
+        println!("cargo:rerun-if-changed={}", path.display());
+        items.push_str(&format!(
+            "#[doc = include_str!({:?})]\npub struct Page{index};\n",
+            path.display().to_string()
+        ));
+    }
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    std::fs::write(out.join("guide_pages.rs"), items).expect("write guide_pages.rs");
 }

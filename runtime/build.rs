@@ -8,7 +8,7 @@
 //! then not `#[inline(always)]`. Unoptimised code gives every local of
 //! every inlined function a stack slot of its own for the whole call, so
 //! inlining them all made each nested callback take about 5 KiB of stack
-//! instead of under 2 KiB (see the README's Known limits).
+//! instead of under 2 KiB (see the guide's Known limits).
 
 use std::env;
 use std::process::Command;

@@ -160,6 +160,13 @@ pub fn thousands(n: impl Into<i128>) -> String {
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
 
+/// The guide's pages (`guide/src/SUMMARY.md`), whose Rust examples run as
+/// doctests: the build script writes one item per page.
+#[cfg(doctest)]
+pub mod guide {
+    include!(concat!(env!("OUT_DIR"), "/guide_pages.rs"));
+}
+
 /// A call that holds its thread until the test releases it: for tests that
 /// need a callback to be running on another thread at a known moment.
 #[derive(Default)]

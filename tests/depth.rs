@@ -42,7 +42,7 @@ fn per_call_nesting_is_released_only_at_the_outermost_return() {
 /// A thread with a 64 KiB stack (or the C library's least, where that is
 /// more: 128 KiB on aarch64 glibc) binds, uses `#[local]` state, gets an
 /// `Err` and a caught panic back as fallbacks, and nests 20 deep (in a
-/// debug build about 37 KiB of stack: see the README's "Any C thread can
+/// debug build about 37 KiB of stack: see the guide's "Any C thread can
 /// call").
 #[test]
 fn callbacks_work_from_a_64_kib_stack_thread() {
@@ -55,7 +55,7 @@ fn callbacks_work_from_a_64_kib_stack_thread() {
 /// library's least where that is more) overflows it: the process dies of
 /// SIGSEGV, as a C program that recurses without end does, and nothing
 /// returns into C. Neither Rust nor callgate catches a stack overflow (see
-/// Known limits in the README).
+/// Known limits in the guide).
 #[test]
 fn a_stack_overflow_in_a_nest_of_callbacks_kills_the_process_with_sigsegv() {
     let outcome = host::run(

@@ -150,7 +150,7 @@ fn a_hundred_plugins_bound_from_four_threads() {
     assert_eq!(outcome.get("dlmopen"), Some("ok"));
     // glibc 2.36's default static TLS surplus for dlopen (the 512 bytes of
     // `rtld.optional_static_tls`) holds the TLS blocks of a few copies; the
-    // README's "Static TLS" section states these numbers.
+    // guide's "Static TLS" known limit states these numbers.
     let static_tls = outcome.number("static_tls");
     assert!(
         (1.0..=8.0).contains(&static_tls),

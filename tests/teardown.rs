@@ -58,7 +58,7 @@ fn calls_from_atexit_and_destructors_at_exit_work() {
 /// context is never released: `contexts_bound` stays 16 after 16 such
 /// threads were joined.
 #[test]
-#[ignore = "runtime limitation: a first call in the last key-destructor round leaks its context (see Known limits in README.md)"]
+#[ignore = "runtime limitation: a first call in the last key-destructor round leaks its context (see guide/src/safety/limits.md)"]
 fn a_first_call_in_the_last_destructor_round_leaks_no_context() {
     teardown(&["last-round", "16"]).assert_ok();
 }

@@ -4,7 +4,7 @@
 //! ```sh
 //! cargo run --release -p callgate-bench            # a table
 //! cargo run --release -p callgate-bench -- --json  # medians as JSON
-//! cargo run --release -p callgate-bench -- --markdown  # the README's tables
+//! cargo run --release -p callgate-bench -- --markdown  # the guide's tables
 //! ```
 //!
 //! Every call comes from a real `pthread_create` thread of the C harness
@@ -178,7 +178,7 @@ const LOCAL_CONFLICT_NS: f64 = 5.0;
 /// [`LOCAL_CONFLICT_NS`] over the bound one in every round. On AMD cores
 /// that has been a conflict that lasts the whole process: the value's cache
 /// line and a line of the calling thread's stack in one set of the L1 data
-/// cache with the same way-predictor tag (see `bench/README.md`).
+/// cache with the same way-predictor tag (see the guide's Performance method).
 fn local_conflict_warnings(rows: &[Row]) -> Vec<String> {
     rows.iter()
         .filter(|row| {
@@ -189,7 +189,7 @@ fn local_conflict_warnings(rows: &[Row]) -> Vec<String> {
                 "warning: the `#[local]` callback ({}) measured {:.1} ns over the bound one (at \
                  least {:.1} ns in every round), where it usually measures under 1 ns: on AMD \
                  cores that has been two of the call's cache lines evicting each other in the L1 \
-                 data cache's way predictor for the whole process (see bench/README.md); rerun",
+                 data cache's way predictor for the whole process (see the guide's Performance method); rerun",
                 row.place, row.summary.median, row.summary.min
             )
         })
@@ -202,7 +202,7 @@ const USAGE: &str =
 
 Measures callbacks from C threads into Rust, with and without callgate, and
 prints a table (or, with --json, one JSON object of the medians; with
---markdown, the README's tables of the run). Every row gets one sample per
+--markdown, the guide's tables of the run). Every row gets one sample per
 round; --rounds sets how many (default 21, at least 1). --save-json also
 writes the JSON object of the run to <file>, whatever it prints.
 
@@ -242,7 +242,7 @@ enum Output {
     Table,
     /// One JSON object of the medians.
     Json,
-    /// The README's tables.
+    /// The guide's tables (guide/src/performance/tables.md).
     Markdown,
 }
 

@@ -1,4 +1,4 @@
-//! `--markdown`: one run as the tables of the README's Performance
+//! `--markdown`: one run as the tables of the guide's Performance
 //! section, so that they come from one run, whole, and not from figures
 //! copied by hand.
 
@@ -587,7 +587,7 @@ pub fn tables(rows: &[Row], placements: &[Placement], about: &str) -> String {
     out
 }
 
-/// What the README says about the machine: the CPU's model name, family
+/// What the guide says about the machine: the CPU's model name, family
 /// and model from `/proc/cpuinfo`, where there is one.
 pub fn cpu() -> String {
     let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();

@@ -67,7 +67,7 @@ pub(crate) struct Context {
     /// ([`advance`](Context::advance)) wherever a call may have. The fast
     /// path only reads it: a count incremented by every call would be a
     /// read-modify-write of memory that each call's waits for the last
-    /// one's (0.2–0.4 ns per call on an Intel CPU; see bench/README.md).
+    /// one's (0.2–0.4 ns per call on an Intel CPU; see the guide's Performance method).
     outer_token: Cell<u64>,
     /// Nested calls so far (recorded at depth 1 or more); the last one's
     /// token is this count with [`NESTED_TOKEN`] set.
@@ -940,7 +940,7 @@ const _: () = assert!(core::mem::offset_of!(Context, hazard) + 8 <= 128);
 /// stores to its context would make the next call's read of that word wait
 /// wherever the context and the word sit at the same offset in their pages
 /// (contexts are 128-byte aligned, so one in 32 of them): 0.16–0.35 ns
-/// more per call on one Intel CPU (see bench/README.md).
+/// more per call on one Intel CPU (see the guide's Performance method).
 // Only the x86-64 glibc slot reads it; elsewhere only the assertions below
 // use it, which Rust 1.85 (the oldest this crate builds with) does not count.
 #[cfg_attr(

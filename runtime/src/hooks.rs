@@ -82,7 +82,7 @@ mod imp {
 
     /// True when threads have an exit hook: the pthread key exists, or has
     /// just been created. False once creating it failed; the caller then
-    /// serves the thread per call (see the README's Known limits).
+    /// serves the thread per call (see the guide's Known limits).
     pub(crate) fn exit_hook_ready() -> bool {
         key().is_some()
     }
@@ -167,7 +167,7 @@ mod imp {
     /// Reported once, when creating the key fails.
     const NO_KEY_WARNING: &str = "callgate: pthread_key_create failed: every pthread key of the \
         process is in use (PTHREAD_KEYS_MAX); callbacks go on, each call served per call \
-        (see Known limits in callgate's README)";
+        (see Known limits in callgate's guide)";
 
     /// The key destructor: [`on_thread_exit`], entered on a stack aligned
     /// as the ABI requires.

@@ -359,7 +359,7 @@ pub(crate) fn pass_gate_slow(name: &str, policy: GatePolicy) -> Result<(), Close
 /// Says on standard error, the first time in this copy of the runtime
 /// (one per library), that a call of the callback `name` has waited
 /// [`LONG_WAIT`](crate::gate::LONG_WAIT) at the gate: an init that waits
-/// for a thread calling a gated callback waits for good (see the README's
+/// for a thread calling a gated callback waits for good (see the guide's
 /// Known limits), and a hung process should say why.
 #[cold]
 fn report_long_wait(name: &str) {

@@ -59,6 +59,30 @@
 //! # }
 //! ```
 //!
+//! # Quick start
+//!
+//! 1. Make the crate a C library and depend on callgate. It is not on
+//!    crates.io yet: take it from git, or from a clone by path (`callgate =
+//!    "0.1"` once it is published):
+//!
+//!    ```toml
+//!    [lib]
+//!    crate-type = ["cdylib"]   # or "staticlib"
+//!
+//!    [dependencies]
+//!    callgate = { git = "https://github.com/callgate-rs/callgate" }
+//!    ```
+//!
+//! 2. Write `#[c_callback]` functions, as above, and `cargo build`.
+//! 3. Write the C header from the built library with the `callgate-header`
+//!    tool: `callgate-header target/debug/libname.so -o name.h`. It reads
+//!    the declarations the attribute recorded in the library, so the
+//!    header matches what was compiled ([headers]).
+//! 4. Compile the C program against the header and link the library.
+//!
+//! The [tutorial] does this step by step, from `cargo new --lib` to a
+//! running C program.
+//!
 //! # What C sees
 //!
 //! | you write | C gets |
@@ -88,57 +112,22 @@
 //! a string, a slice or a buffer (C must pass NULL or a valid pointer), a
 //! safe one otherwise.
 //!
-//! # C APIs that take a `void *`
+//! # The guide
 //!
-//! A `#[user_data] state: &State` parameter is the `void *` a C API passes
-//! back to its callback (`qsort_r`, `pthread_create`, SQLite's `pApp`,
-//! glib's `user_data`), typed and checked for NULL. [`UserData`] hands
-//! Rust state to such an API together with the destroy function it calls
-//! when done, so the state is dropped exactly once. [`Closure`] and
-//! [`OnceClosure`] turn Rust closures into (function, data, free) for
-//! `register(callback, data[, free])` APIs, with every call going through
-//! the same boundary as a `#[c_callback]`. [`export_table!`] exports the
-//! pointers of `local` callbacks as one struct a C host reads.
+//! The [guide] explains each feature with tested examples:
 //!
-//! # Threads
-//!
-//! A thread is bound to a runtime context on its first call and stays bound
-//! until it exits; its context, with its [`Local`] values, then goes back to
-//! a free list for the next new thread. Threads C created (`pthread_create`,
-//! an OpenMP team, a driver's callback thread) need no setup. With
-//! `attach = per_call` a callback releases the context when its outermost
-//! call returns, for threads that call once; the thread keeps the released
-//! context aside for its next per-call call, until it exits. On Windows a fiber-local
-//! storage callback releases the context when the thread exits; on
-//! targets with neither pthread keys nor Windows' FLS every call works the
-//! per-call way, and so does every call in a process that had no pthread
-//! key (FLS index) left for the runtime, which says so once on standard
-//! error.
-//!
-//! # Calls that never return
-//!
-//! C code called from a callback may end the call early: `longjmp` back to
-//! the host (libpng's error handling), `pthread_exit`, a cancellation, a
-//! C++ exception caught further out. The runtime notices such abandoned
-//! calls and recovers: every call writes a token into its own frame and
-//! records where; the next call, finding calls still recorded as running,
-//! drops those it can prove gone (their frame lies at or below its own on
-//! the thread's stack, or their token was overwritten) and frees the
-//! [`Local`] values they held. A call that returns restores the depth it
-//! started at, and the thread's exit hook, which runs when none of its
-//! frames remain, releases the context whatever was left recorded. A
-//! forced unwind or a foreign exception that reaches one of the
-//! trampoline's landing pads (debug builds keep them) cannot be caught:
-//! it aborts the process with a message naming the callback.
-//!
-//! # Settings and statistics
-//!
-//! The `CALLGATE` environment variable, read once, changes the defaults of
-//! the whole process, like Go's `GODEBUG`: `CALLGATE=attach=per_call`,
-//! `CALLGATE=panic=abort` (see [`settings()`]); [`env`](mod@env) keeps the
-//! settings in sync when a program rewrites its environment. [`stats()`]
-//! reports what the runtime did: binds, calls, panics caught, errors
-//! returned, gate waits.
+//! | topic | page |
+//! |---|---|
+//! | options of the attribute, compile errors | [The attribute](https://github.com/callgate-rs/callgate/blob/main/guide/src/attribute.md) |
+//! | slices, strings, buffers, owned results, enums and structs | [Data across the boundary](https://github.com/callgate-rs/callgate/blob/main/guide/src/data.md) |
+//! | `on_error`, `on_panic`, the last error | [Errors](https://github.com/callgate-rs/callgate/blob/main/guide/src/errors.md) |
+//! | C threads, `#[local]` state, `attach = per_call`, `CALLGATE`, [`stats()`] | [Threads](https://github.com/callgate-rs/callgate/blob/main/guide/src/threads.md) |
+//! | `#[user_data]`, [`UserData`], [`Closure`], [`OnceClosure`], [`export_table!`] | [`void *` APIs](https://github.com/callgate-rs/callgate/blob/main/guide/src/void-pointers.md) |
+//! | [`#[callgate::init]`](macro@init) and the gate | [Initialisation](https://github.com/callgate-rs/callgate/blob/main/guide/src/init.md) |
+//! | `dlopen`, `dlclose`, many copies | [Plugins](https://github.com/callgate-rs/callgate/blob/main/guide/src/plugins.md) |
+//! | Linux, musl, aarch64, Windows, others | [Platforms](https://github.com/callgate-rs/callgate/blob/main/guide/src/platforms.md) |
+//! | what is guaranteed, and what is not | [Guarantees](https://github.com/callgate-rs/callgate/blob/main/guide/src/safety/guarantees.md), [Known limits](https://github.com/callgate-rs/callgate/blob/main/guide/src/safety/limits.md) |
+//! | what a call costs | [Performance](https://github.com/callgate-rs/callgate/blob/main/guide/src/performance/figures.md) |
 //!
 //! # What the boundary cannot catch
 //!
@@ -153,47 +142,9 @@
 //! - State a panicking body left half-updated: nothing is rolled back, and a
 //!   `Mutex` it held is poisoned for the next call.
 //!
-//! # Module map
-//!
-//! The runtime is built in layers, listed here top to bottom, and the `mod`
-//! declarations below are grouped the same way. A module uses modules of
-//! the layers below its own, and of its own layer without a cycle:
-//!
-//! 1. **Entry points**: `__private`, the one door generated code goes
-//!    through; `env`, environment writes that keep the settings in sync;
-//!    `closure`, Rust closures C calls through the boundary; `table`, the
-//!    `export_table!` macro.
-//! 2. **The boundary**: `boundary`, one call from C (gate, attach, body
-//!    under `catch_unwind`, fallback); `args`, C pointers to references;
-//!    `slice`, (pointer, length) pairs to slices; `out_buf`, caller
-//!    buffers; `owned`, results C frees through exported free functions;
-//!    `user_data`, the `void *` C APIs pass back; `value`, values passed by
-//!    value, and the check of those C may pass invalid.
-//! 3. **What a call uses**: `init`, load-time initialisation and its gate;
-//!    `last_error`, the per-thread message C reads; `stats`, the counters.
-//! 4. **Thread binding**: `thread`, attaching a thread to a context and
-//!    releasing it.
-//! 5. **Platform**: `hooks`, what C calls into the runtime (the pthread key
-//!    destructor, the `fork` child handler, Windows' FLS callback) and their
-//!    registration; `tls`,
-//!    the thread's current-context slot, per target.
-//! 6. **State**: `context`, the pooled per-thread contexts; `local`, their
-//!    `#[local]` values; `messages`, the last-error messages the threads
-//!    hold, for the unload to free; `settings`, the process-wide
-//!    `CALLGATE` settings.
-//! 7. **Foundations**: `freelist` and `gate`, the lock-free core the loom
-//!    models check; `failure`, a failure's message; `diag`, reporting and
-//!    aborting; `stack`, telling which recorded calls still have frames;
-//!    `sync`, the atomics loom swaps in, the closures' turns and the
-//!    hazard words; `valgrind`, helgrind annotations.
-//!
-//! The only calls that point up are the hooks C invokes, from outside every
-//! callback: `hooks` → `thread` (release a context at thread exit, reclaim
-//! the contexts of a `fork` child, free the pool at unload), `hooks` →
-//! `last_error` (free the message at thread exit), `hooks` → `init`
-//! (fail an init that `fork` left behind) and `hooks` → `closure` (end the
-//! hold of a `Closure::concurrent` call its exiting thread, or a thread
-//! the `fork` child lacks, abandoned). `scripts/module-map.sh` checks this.
+//! [guide]: https://github.com/callgate-rs/callgate/blob/main/guide/src/SUMMARY.md
+//! [tutorial]: https://github.com/callgate-rs/callgate/blob/main/guide/src/getting-started.md
+//! [headers]: https://github.com/callgate-rs/callgate/blob/main/guide/src/headers.md
 
 #![cfg_attr(not(callgate_loom), deny(missing_docs))]
 #![deny(unsafe_op_in_unsafe_fn)]

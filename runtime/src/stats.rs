@@ -16,7 +16,7 @@ static ERRORS_OUTSIDE_CALLS: AtomicU64 = AtomicU64::new(0);
 /// Calls are not counted: a count that every call increments is a
 /// read-modify-write of memory that each call makes the next one wait for,
 /// which costs more than the rest of a bound call's boundary on some CPUs
-/// (see the README's Performance section). A callback that needs its calls
+/// (see the guide's Performance pages). A callback that needs its calls
 /// counted counts them itself (a `#[local]` counter costs no shared line).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]

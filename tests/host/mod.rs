@@ -70,7 +70,7 @@ pub fn fixture_is_release() -> bool {
 /// `extern "C"` (`pthread_exit`, a cancellation, a C++ exception): "1",
 /// "s" or "z" in `CALLGATE_FIXTURE_OPT_LEVEL`, which `scripts/test.sh`
 /// sets for its builds at those levels. The process may then abort there
-/// instead of recovering (the README's Known limits).
+/// instead of recovering (the guide's Known limits).
 pub fn extern_c_unwind_may_abort() -> bool {
     std::env::var("CALLGATE_FIXTURE_OPT_LEVEL")
         .is_ok_and(|level| ["1", "s", "z"].contains(&level.as_str()))

@@ -28,7 +28,7 @@
 //! A thread whose armed fiber is deleted by *another* thread loses its
 //! exit hook until its next call that arms one (an attach or a failure on
 //! a fiber with no value); a bound thread's fast path arms nothing, so it
-//! may keep its context after it exits (README, Platforms).
+//! may keep its context after it exits (the guide's Platforms page).
 //!
 //! The six functions are declared here rather than taken from a bindings
 //! crate: six signatures of `kernel32`, which std links already, do not
@@ -160,7 +160,7 @@ fn fiber_data() -> Option<*const c_void> {
 
 /// True when threads have an exit hook: the FLS index exists, or has just
 /// been allocated. False once allocating it failed; the caller then serves
-/// the thread per call (see the README's Known limits).
+/// the thread per call (see the guide's Known limits).
 pub(crate) fn exit_hook_ready() -> bool {
     index().is_some()
 }
@@ -180,7 +180,7 @@ pub(crate) fn handle_fork() {}
 
 /// A background init holds nothing on Windows: it starts only at the
 /// first gated call, after `DllMain`, and `FreeLibrary` while it runs is
-/// the host's to avoid (README, Platforms).
+/// the host's to avoid (the guide's Platforms page).
 pub(crate) struct LibraryHold;
 
 impl LibraryHold {
@@ -235,7 +235,7 @@ fn alloc_index() -> usize {
             if stored == NO_INDEX {
                 diag::report(
                     "callgate: FlsAlloc failed: the process has no FLS index left; callbacks go \
-                     on, each call served per call (see Known limits in callgate's README)",
+                     on, each call served per call (see Known limits in callgate's guide)",
                 );
             }
             stored

@@ -63,7 +63,7 @@
 //! (`-C force-unwind-tables=no`). An earlier build called a small
 //! assembly function that set up a frame and rounded the stack pointer
 //! down: one more call and return on every call in dynamic TLS (see
-//! bench/README.md).
+//! the guide's Performance method).
 //!
 //! The TLSDESC convention has it preserve every register except `rax` and the
 //! flags, but glibc's `_dl_tlsdesc_dynamic` before the fix for
