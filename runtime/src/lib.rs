@@ -18,46 +18,34 @@
 //!
 //! ```
 //! use callgate::c_callback;
-//! use std::ffi::CStr;
-//!
-//! #[derive(Debug)]
-//! struct NotANumber;
-//!
-//! impl std::fmt::Display for NotANumber {
-//!     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-//!         f.write_str("not a number")
-//!     }
-//! }
 //!
 //! /// C: `int32_t parse_number(const char *text, double *out);`
 //! #[c_callback(on_error = -1)]
-//! fn parse_number(text: &CStr, out: &mut f64) -> Result<i32, NotANumber> {
-//!     let text = text.to_str().map_err(|_| NotANumber)?;
-//!     *out = text.trim().parse().map_err(|_| NotANumber)?;
+//! fn parse_number(text: &str, out: &mut f64) -> Result<i32, std::num::ParseFloatError> {
+//!     *out = text.trim().parse()?;
 //!     Ok(0)
 //! }
 //!
 //! // C reads the last error with `numbers_last_error_message(buf, len)`.
 //! callgate::export_error_api!(numbers);
-//!
 //! # fn main() {
-//! // What a C caller sees:
-//! let mut out = 0.0;
-//! // SAFETY: a C string and a valid `double *`, as C would pass them.
-//! let status = unsafe { parse_number(c"2.5".as_ptr(), &mut out) };
-//! assert_eq!((status, out), (0, 2.5));
-//!
-//! // SAFETY: as above.
-//! let status = unsafe { parse_number(c"abc".as_ptr(), &mut out) };
-//! assert_eq!(status, -1);
-//! assert_eq!(callgate::last_error().as_deref(), Some("not a number"));
-//!
-//! // SAFETY: NULL is allowed: the boundary turns it into an error.
-//! let status = unsafe { parse_number(std::ptr::null(), &mut out) };
-//! assert_eq!(status, -1);
-//! assert_eq!(callgate::last_error().as_deref(), Some("argument `text` is NULL"));
+//! # let mut out = 0.0;
+//! # // SAFETY: a C string and a valid `double *`, as C would pass them.
+//! # let status = unsafe { parse_number(c"2.5".as_ptr(), &mut out) };
+//! # assert_eq!((status, out), (0, 2.5));
+//! # // SAFETY: as above.
+//! # let status = unsafe { parse_number(c"abc".as_ptr(), &mut out) };
+//! # assert_eq!(status, -1);
+//! # assert_eq!(callgate::last_error().as_deref(), Some("invalid float literal"));
+//! # // SAFETY: NULL is allowed: the boundary turns it into an error.
+//! # let status = unsafe { parse_number(std::ptr::null(), &mut out) };
+//! # assert_eq!(status, -1);
+//! # assert_eq!(callgate::last_error().as_deref(), Some("argument `text` is NULL"));
 //! # }
 //! ```
+//!
+//! C gets `-1` for text that is no number, for invalid UTF-8 and for a NULL
+//! `text` or `out`, and the thread's last error says which.
 //!
 //! # Quick start
 //!
