@@ -2,11 +2,15 @@
 //! `callgate-header` reads: callbacks and an error API compiled into this
 //! test binary are read back from the binary's own file, and each one's
 //! ELF note holds, byte for byte, what `Declaration::to_record` writes.
+//! Callbacks with C and C++ keywords for names give a header that compiles
+//! as C11, C2x and C++20.
 
 use std::ffi::{CStr, c_void};
+use std::path::Path;
+use std::process::Command;
 
 use callgate::c_callback;
-use callgate_header::{Declaration, Kind, extract, format};
+use callgate_header::{Declaration, HeaderOptions, Kind, extract, format, render};
 
 #[test]
 fn writer_and_reader_share_one_format() {
@@ -229,5 +233,129 @@ fn each_note_holds_the_record_byte_for_byte() {
             declaration.name(),
             String::from_utf8_lossy(&declaration.to_record())
         );
+    }
+}
+
+/// Callbacks whose names C and C++ cannot use as written.
+#[allow(non_snake_case, unused_variables, clippy::too_many_arguments)]
+mod keyword_names {
+    use callgate::c_callback;
+
+    /// An exported callback `$name` with an `i32` parameter named after each
+    /// `$param`.
+    macro_rules! named_params {
+        ($name:ident: $($param:ident)*) => {
+            #[c_callback]
+            fn $name($($param: i32),*) {}
+        };
+    }
+
+    // C11 6.4.1.
+    named_params! { keywords_c11:
+        auto r#break case char r#const r#continue default r#do double r#else r#enum r#extern float
+        r#for goto r#if inline int long register restrict r#return short signed sizeof r#static
+        r#struct switch typedef union unsigned void volatile r#while _Alignas _Alignof _Atomic _Bool
+        _Complex _Generic _Imaginary _Noreturn _Static_assert _Thread_local
+    }
+
+    // What C23 6.4.1 adds.
+    named_params! { keywords_c23:
+        alignas alignof bool constexpr r#false nullptr static_assert thread_local r#true r#typeof
+        typeof_unqual _BitInt _Decimal32 _Decimal64 _Decimal128
+    }
+
+    // What C++20 [lex.key] adds, its alternative representations, and the
+    // identifiers with a special meaning ([lex.name]), which stay as they are.
+    named_params! { keywords_cpp20:
+        asm catch char8_t char16_t char32_t class concept consteval constinit const_cast co_await
+        co_return co_yield decltype delete dynamic_cast explicit export friend mutable namespace new
+        noexcept operator private protected public reinterpret_cast requires static_cast template
+        this throw r#try typeid typename using r#virtual wchar_t
+        and and_eq bitand bitor compl not not_eq or or_eq xor xor_eq
+        r#final r#override import module
+    }
+
+    /// Keywords in a function pointer's parameter list; macros and types of
+    /// the header's includes as names.
+    #[c_callback]
+    fn keywords_header_names(
+        callback: Option<extern "C" fn(_Bool: i32, class: i32) -> i32>,
+        NULL: i32,
+        INT8_MAX: i32,
+        size_t: usize,
+        Session: Option<&super::Session>,
+        bytes: &[u8],
+        other: Option<&super::Session>,
+    ) {
+    }
+
+    #[c_callback]
+    fn double(value: &mut f64) {
+        *value *= 2.0;
+    }
+
+    #[c_callback(export = "class")]
+    fn exported_as_class() {}
+
+    /// A table and its field named after keywords (in a module of their
+    /// own: a static cannot share a name with the parameters above).
+    pub mod table {
+        use callgate::c_callback;
+
+        #[c_callback(local)]
+        fn and() {}
+
+        callgate::export_table! {
+            pub static xor: KeywordsTable { and }
+        }
+    }
+}
+
+#[test]
+fn keyword_names_compile_as_c_and_cpp() {
+    // Referenced so that the table is compiled in.
+    let _ = &keyword_names::table::xor;
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let bytes = std::fs::read(&exe).expect("read the test binary");
+    let declarations: Vec<Declaration> = extract(&bytes)
+        .expect("the test binary's records are readable")
+        .into_iter()
+        .filter(|declaration| {
+            let name = declaration.name();
+            name.starts_with("keywords_") || ["double", "class", "and", "xor"].contains(&name)
+        })
+        .collect();
+    assert_eq!(declarations.len(), 8, "{declarations:#?}");
+    let header = render(&declarations, &HeaderOptions::new("KEYWORDS_H")).expect("a header");
+
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("header-keywords");
+    std::fs::create_dir_all(&dir).expect("create the test directory");
+    std::fs::write(dir.join("keywords.h"), &header).expect("write the header");
+    let source = dir.join("keywords.c");
+    std::fs::write(&source, "#include \"keywords.h\"\n").expect("write the C file");
+    let c = ["-Wall", "-Wextra", "-Werror", "-pedantic", "-fsyntax-only"];
+    let cpp = ["-x", "c++", "-Wall", "-Wextra", "-Werror", "-fsyntax-only"];
+    for (compiler, standard, flags) in [
+        ("cc", "-std=c11", &c[..]),
+        ("cc", "-std=c2x", &c[..]),
+        ("cc", "-std=gnu11", &c[..]),
+        ("c++", "-std=c++20", &cpp[..]),
+        ("c++", "-std=gnu++20", &cpp[..]),
+    ] {
+        let output = Command::new(compiler)
+            .arg(standard)
+            .args(flags)
+            .arg(&source)
+            .output()
+            .unwrap_or_else(|error| panic!("cannot run `{compiler}`: {error}"));
+        assert!(
+            output.status.success(),
+            "`{compiler} {standard}` rejects the header:\n{}\n--- header\n{header}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    for name in ["double", "class", "xor"] {
+        let comment = format!("/* C and C++ cannot declare `{name}` by its name");
+        assert!(header.contains(&comment), "no `{comment}`:\n{header}");
     }
 }

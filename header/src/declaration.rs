@@ -96,14 +96,18 @@ impl Declaration {
     /// The typedef of its type without the `;`: a function's pointer type,
     /// e.g. `typedef int32_t (*parse_fn)(const char *text, double *out)`,
     /// or a table's struct, each field of the type `name_fn` of its
-    /// `local` callback.
+    /// `local` callback `name`, and named `name` (`name_` if C or C++ code
+    /// cannot use it: [`format::is_reserved`]).
     pub fn pointer_typedef(&self) -> String {
         if self.kind == Kind::Table {
             let ty = self.table_type();
             let fields: String = self
                 .table_fields()
                 .into_iter()
-                .map(|field| format!("    {field}_fn {field};\n"))
+                .map(|field| {
+                    let escape = if format::is_reserved(field) { "_" } else { "" };
+                    format!("    {field}_fn {field}{escape};\n")
+                })
                 .collect();
             return format!("typedef struct {ty} {{\n{fields}}} {ty}");
         }

@@ -15,8 +15,9 @@
 //! - `KIND`: [`EXPORT`], [`LOCAL`] or [`TABLE`];
 //! - `NAME`: the exported symbol, or the `local` callback's name;
 //! - `SIGNATURE`: the C declaration with [`NAME_SLOT`] where the name goes,
-//!   e.g. `int32_t @(const char *text)`; for a [`TABLE`], the struct type's
-//!   name and then its fields, separated by [`TYPE_SEPARATOR`];
+//!   e.g. `int32_t @(const char *text)`, its parameter names already ones
+//!   C and C++ accept (see [`is_reserved`]); for a [`TABLE`], the struct
+//!   type's name and then its fields, separated by [`TYPE_SEPARATOR`];
 //! - `TYPES`: the types defined in Rust that the signature names, sorted by
 //!   name and separated by [`TYPE_SEPARATOR`], each prefixed with
 //!   [`BEHIND_POINTER`] when C only sees it behind pointers;
@@ -64,7 +65,8 @@ pub const LOCAL: &str = "local";
 /// exported, read-only struct whose fields are function pointers. `NAME` is
 /// its symbol; `SIGNATURE` is `Type field field …`, where each field is
 /// named after a `local` callback the library records and has that
-/// callback's function-pointer type; `TYPES` is empty.
+/// callback's function-pointer type (in C, a field name [`is_reserved`]
+/// reports takes a trailing `_`); `TYPES` is empty.
 pub const TABLE: &str = "table";
 
 /// Stands for the declarator in `SIGNATURE`: the header writes the name
@@ -76,3 +78,60 @@ pub const TYPE_SEPARATOR: char = ' ';
 
 /// Marks a name in `TYPES` that C only sees behind pointers.
 pub const BEHIND_POINTER: char = '*';
+
+/// The words C and C++ code cannot use as a name of its own: the keywords
+/// of C11 (6.4.1), those C23 adds (its 6.4.1 keeps C11's `_Alignas` …
+/// `_Thread_local` as alternative spellings), those C++20 adds ([lex.key],
+/// Table 5) and its alternative representations of operators (Table 6,
+/// [lex.digraph]), which are reserved too; then object-like macros that are
+/// not reserved identifiers: `NULL` from `<stddef.h>`, which the header
+/// includes, and what GNU C modes (`-std=gnu11`) predefine.
+///
+/// `import`, `module`, `final` and `override` are not C++ keywords but
+/// identifiers with a special meaning ([lex.name]) only where a
+/// declaration or a line begins, never in a parameter list: they are not
+/// here.
+#[rustfmt::skip]
+pub const RESERVED_WORDS: &[&str] = &[
+    // C11.
+    "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
+    "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
+    "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef",
+    "union", "unsigned", "void", "volatile", "while", "_Alignas", "_Alignof", "_Atomic", "_Bool",
+    "_Complex", "_Generic", "_Imaginary", "_Noreturn", "_Static_assert", "_Thread_local",
+    // C23.
+    "alignas", "alignof", "bool", "constexpr", "false", "nullptr", "static_assert", "thread_local",
+    "true", "typeof", "typeof_unqual", "_BitInt", "_Decimal32", "_Decimal64", "_Decimal128",
+    // C++20, Table 5.
+    "asm", "catch", "char8_t", "char16_t", "char32_t", "class", "concept", "consteval",
+    "constinit", "const_cast", "co_await", "co_return", "co_yield", "decltype", "delete",
+    "dynamic_cast", "explicit", "export", "friend", "mutable", "namespace", "new", "noexcept",
+    "operator", "private", "protected", "public", "reinterpret_cast", "requires", "static_cast",
+    "template", "this", "throw", "try", "typeid", "typename", "using", "virtual", "wchar_t",
+    // C++20, Table 6.
+    "and", "and_eq", "bitand", "bitor", "compl", "not", "not_eq", "or", "or_eq", "xor", "xor_eq",
+    // Macros.
+    "NULL", "linux", "unix", "i386",
+];
+
+/// True if C or C++ code cannot use `name` as a name of its own: it is one
+/// of [`RESERVED_WORDS`], a name C reserves for the compiler and its
+/// library (`__int128`, `_Float128`: it may be a keyword there), or a
+/// limit macro of `<stdint.h>` (`INT8_MAX`, `SIZE_MAX`; C23 adds the
+/// `_WIDTH`s). The macros give such a parameter name a trailing `_`.
+pub fn is_reserved(name: &str) -> bool {
+    let mut chars = name.chars();
+    let implementation = chars.next() == Some('_')
+        && chars
+            .next()
+            .is_some_and(|c| c == '_' || c.is_ascii_uppercase());
+    let limit = ["_MAX", "_MIN", "_WIDTH"]
+        .iter()
+        .find_map(|suffix| name.strip_suffix(suffix))
+        .is_some_and(|stem| {
+            stem.starts_with("INT")
+                || stem.starts_with("UINT")
+                || ["SIZE", "PTRDIFF", "SIG_ATOMIC", "WCHAR", "WINT"].contains(&stem)
+        });
+    implementation || limit || RESERVED_WORDS.contains(&name)
+}

@@ -391,3 +391,52 @@ T_API extern const MylibCallbacks mylib_callbacks;
         })
     ));
 }
+
+#[test]
+fn names_c_or_cpp_cannot_use_are_escaped_or_not_declared() {
+    // The macros record parameter names escaped (`not_`); the header keeps
+    // signatures as recorded, escapes a table's field `and`, and declares
+    // no symbol C or C++ cannot name: a keyword, a name reserved for the
+    // compiler, a macro of the header.
+    let mut library = record_bytes(1, ["export", "f", "int32_t @(int32_t not_)", "", ""]);
+    library.extend(record_bytes(
+        1,
+        ["export", "class", "void @(int32_t not_)", "", ""],
+    ));
+    library.extend(record_bytes(
+        1,
+        ["export", "_Float128", "void @(void)", "", ""],
+    ));
+    library.extend(record_bytes(1, ["export", "K_API", "void @(void)", "", ""]));
+    library.extend(record_bytes(1, ["local", "and", "void @(void)", "", ""]));
+    library.extend(record_bytes(1, ["table", "xor", "Table and", "", ""]));
+    let found = extract(&library).expect("valid records");
+    let f = found.iter().find(|d| d.name() == "f").expect("f");
+    assert_eq!(f.prototype().as_deref(), Some("int32_t f(int32_t not_)"));
+
+    let header = render(&found, &HeaderOptions::new("K_H")).expect("no clash");
+    let not_nameable = |name: &str, lookup: &str| {
+        format!(
+            "/* C and C++ cannot declare `{name}` by its name (a keyword, macro or reserved name).\n \
+             * Look it up with `dlsym` (`GetProcAddress`){lookup}. */\n"
+        )
+    };
+    let expected = [
+        "K_API int32_t K_CALL f(int32_t not_);\n".to_owned(),
+        not_nameable("class", " and call it through `class_fn`")
+            + "typedef void (K_CALL *class_fn)(int32_t not_);\n",
+        not_nameable("_Float128", " and call it through `_Float128_fn`")
+            + "typedef void (K_CALL *_Float128_fn)(void);\n",
+        not_nameable("K_API", " and call it through `K_API_fn`")
+            + "typedef void (K_CALL *K_API_fn)(void);\n",
+        "typedef void (K_CALL *and_fn)(void);\n".to_owned(),
+        "typedef struct Table {\n    and_fn and_;\n} Table;\n".to_owned()
+            + &not_nameable("xor", ": it is a `const Table`"),
+    ];
+    for part in expected {
+        assert!(header.contains(&part), "no\n{part}in\n{header}");
+    }
+    for undeclared in [" class(", " _Float128(", " K_API(", " xor;"] {
+        assert!(!header.contains(undeclared), "{header}");
+    }
+}

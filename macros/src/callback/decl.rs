@@ -69,7 +69,7 @@ pub(crate) fn export_record(name: String, sig: &Signature, attrs: &[Attribute]) 
         })
         .map(|param| {
             let name = match &*param.pat {
-                Pat::Ident(pat) => Some(c_identifier(&pat.ident.unraw().to_string())),
+                Pat::Ident(pat) => Some(pat.ident.unraw().to_string()),
                 _ => None,
             };
             (name, c_type(&param.ty, &mut types, false))
@@ -178,9 +178,9 @@ fn signature(callback: &Callback, types: &mut TypeUses) -> String {
             Binding::Ident(ident) => Some(ident.unraw().to_string()),
             Binding::Wild | Binding::Pattern(_) => None,
         };
-        params.push((name.as_deref().map(c_identifier), ty));
+        let len = name.as_ref().map(|name| format!("{name}_len"));
+        params.push((name, ty));
         if let Some(Len::Next) = param.kind.len() {
-            let len = name.map(|name| c_identifier(&format!("{name}_len")));
             params.push((len, CType::named("size_t")));
         }
     }
@@ -267,7 +267,8 @@ impl TypeUses {
 }
 
 /// A C type, enough to write declarators: `const char *`, `int32_t (*)[4]`,
-/// `void (*)(int32_t)`.
+/// `void (*)(int32_t)`. Parameter names are the Rust ones; [`CType::declare`]
+/// writes them as C accepts them (see [`parameter_names`]).
 enum CType {
     Named {
         name: String,
@@ -356,9 +357,11 @@ impl CType {
                 params,
                 variadic,
             } => {
+                let names = parameter_names(params);
                 let mut list: Vec<String> = params
                     .iter()
-                    .map(|(name, ty)| ty.declare(name.as_deref().unwrap_or("")))
+                    .zip(&names)
+                    .map(|((_, ty), name)| ty.declare(name.as_deref().unwrap_or("")))
                     .collect();
                 if *variadic {
                     list.push("...".to_owned());
@@ -372,6 +375,45 @@ impl CType {
             }
         }
     }
+
+    /// The words of the type names it is written with (`size_t`,
+    /// `Session`, `unsigned`), in function pointers' parameters too.
+    fn type_names<'a>(&'a self, names: &mut Vec<&'a str>) {
+        match self {
+            CType::Named { name, .. } => names.extend(name.split_whitespace()),
+            CType::Pointer { to, .. } => to.type_names(names),
+            CType::Array { of, .. } => of.type_names(names),
+            CType::Function { ret, params, .. } => {
+                ret.type_names(names);
+                for (_, ty) in params {
+                    ty.type_names(names);
+                }
+            }
+        }
+    }
+}
+
+/// The C names of a parameter list's Rust names: each [`c_identifier`],
+/// then given more `_` while it is a type the list names (a parameter
+/// `size_t` hides the type from the parameters after it) or the name of
+/// an earlier parameter (`class_` after `class`).
+fn parameter_names(params: &[(Option<String>, CType)]) -> Vec<Option<String>> {
+    let mut types = Vec::new();
+    for (_, ty) in params {
+        ty.type_names(&mut types);
+    }
+    let mut given: Vec<String> = Vec::new();
+    params
+        .iter()
+        .map(|(name, _)| {
+            let mut name = c_identifier(name.as_deref()?);
+            while types.contains(&name.as_str()) || given.contains(&name) {
+                name.push('_');
+            }
+            given.push(name.clone());
+            Some(name)
+        })
+        .collect()
 }
 
 fn const_char_pointer() -> CType {
@@ -443,8 +485,7 @@ fn bare_fn(function: &TypeBareFn, types: &mut TypeUses) -> CType {
                 .name
                 .as_ref()
                 .map(|(ident, _)| ident.unraw().to_string())
-                .filter(|name| name != "_")
-                .map(|name| c_identifier(&name));
+                .filter(|name| name != "_");
             (name, c_type(&arg.ty, types, false))
         })
         .collect();
@@ -537,21 +578,10 @@ fn scalar(ident: &str) -> Option<&'static str> {
     })
 }
 
-/// A parameter name C and C++ accept: keywords, and the names GNU C
-/// predefines as macros, get a trailing `_`.
+/// `name` as a C parameter name: with a trailing `_` if C or C++ code
+/// cannot use it ([`format::is_reserved`]: `class`, `_Bool`, `NULL`).
 fn c_identifier(name: &str) -> String {
-    // C, then C++, then the names GNU C modes predefine as macros.
-    const RESERVED: &str = "\
-        auto break case char const continue default do double else enum extern float for goto \
-        if inline int long register restrict return short signed sizeof static struct switch \
-        typedef union unsigned void volatile while bool true false alignas alignof nullptr \
-        static_assert thread_local typeof \
-        and asm catch class constexpr const_cast decltype delete dynamic_cast explicit export \
-        friend mutable namespace new noexcept not operator or private protected public \
-        reinterpret_cast static_cast template this throw try typeid typename using virtual xor \
-        wchar_t char8_t char16_t char32_t concept requires co_await co_return co_yield \
-        linux unix i386";
-    if RESERVED.split_whitespace().any(|reserved| reserved == name) {
+    if format::is_reserved(name) {
         format!("{name}_")
     } else {
         name.to_owned()
@@ -603,6 +633,28 @@ mod tests {
         assert_eq!(
             declare("*const extern \"C\" fn(i32, ...)").0,
             "void (*const *x)(int32_t, ...)"
+        );
+    }
+
+    #[test]
+    fn reserved_parameter_names_get_a_trailing_underscore() {
+        assert_eq!(
+            declare("Option<extern \"C\" fn(_Bool: i32, compl: i32, consteval: i32, import: i32)>")
+                .0,
+            "void (*x)(int32_t _Bool_, int32_t compl_, int32_t consteval_, int32_t import)"
+        );
+        assert_eq!(
+            declare("Option<extern \"C\" fn(NULL: i32, INT8_MAX: i32, _Float128: f64, __x: u8)>").0,
+            "void (*x)(int32_t NULL_, int32_t INT8_MAX_, double _Float128_, uint8_t __x_)"
+        );
+        // A type of the list, and a name an earlier escape took.
+        assert_eq!(
+            declare("Option<extern \"C\" fn(size_t: usize, class: i32, class_: i32)>").0,
+            "void (*x)(size_t size_t_, int32_t class_, int32_t class__)"
+        );
+        assert_eq!(
+            declare("Option<extern \"C\" fn(Session: *mut Session, f: extern \"C\" fn(Point))>").0,
+            "void (*x)(Session *Session_, void (*f)(Point))"
         );
     }
 
