@@ -3,7 +3,8 @@
 //! exported table of `local` callbacks, Rust state as their user data
 //! (glibc's `qsort_r`, C threads), closures as (function, data, free) and
 //! once closures as `pthread_create` start routines — every Rust value
-//! dropped exactly once.
+//! dropped exactly once; and the misuse of a closure's data that aborts
+//! with a message (freed twice, a once closure used twice).
 
 mod host;
 
@@ -111,4 +112,54 @@ fn a_concurrent_closure_from_c_threads() {
         outcome.number("concurrent_calls"),
         (8 * (calls + 2) + 1) as f64
     );
+}
+
+/// `callbacks misuse CASE`: one misuse of a closure C owns, which must
+/// abort the process with a message naming the closure.
+fn misuse(case: &str) -> host::Outcome {
+    callbacks(&["misuse", case])
+}
+
+/// A closure's `free` called twice: one no call holds any more, one a call
+/// is still inside (so it is alive), and a concurrent one.
+#[test]
+fn a_closure_freed_twice_aborts_with_a_message() {
+    for (case, closure) in [
+        ("free-twice", "fixture_adder_new"),
+        ("free-twice-in-call", "fixture_adder_new"),
+        ("free-twice-concurrent", "fixture_tally_new"),
+    ] {
+        misuse(case).assert_aborted_with(&format!(
+            "callgate: closure `callgate_fixture::callbacks::{closure}::__callgate_body::\
+             {{{{closure}}}}` was freed twice; aborting"
+        ));
+    }
+}
+
+/// An `FnMut` closure called after C freed it: its body runs on what the
+/// drop left (undetected), and the call's release, which would drop it
+/// again, aborts.
+#[test]
+fn a_closure_called_after_its_free_aborts_as_the_call_returns() {
+    misuse("call-after-free").assert_aborted_with(
+        "callgate: closure \
+         `callgate_fixture::callbacks::fixture_adder_new::__callgate_body::{{closure}}` was \
+         called after it was dropped; aborting",
+    );
+}
+
+/// A once closure called twice, called and then freed, or freed and then
+/// called.
+#[test]
+fn a_once_closure_used_twice_aborts_with_a_message() {
+    let closure = "`callgate_fixture::callbacks::fixture_once_new::__callgate_body::{{closure}}`";
+    misuse("once-twice").assert_aborted_with(&format!(
+        "callgate: once closure {closure} was called twice; aborting"
+    ));
+    misuse("once-called-then-freed").assert_aborted_with(&format!(
+        "callgate: once closure {closure} was freed after its call, which frees it; aborting"
+    ));
+    misuse("once-freed-then-called").assert_aborted_with(&format!(
+        "callgate: once closure {closure} was called after it was freed; aborting"
+    ));
 }

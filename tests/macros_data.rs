@@ -187,6 +187,21 @@ fn optional_boxed_slices() {
     }
 }
 
+#[test]
+fn empty_arrays_come_back_as_null_and_length_0() {
+    let mut len = 12;
+    // SAFETY: a valid `size_t *`; what comes back is freed once.
+    unsafe {
+        let bytes = counting_bytes(0, &mut len);
+        assert_eq!((bytes, len), (core::ptr::null_mut(), 0));
+        md_bytes_free(bytes, len);
+        len = 12;
+        let words = maybe_words(0, &mut len);
+        assert_eq!((words, len), (core::ptr::null_mut(), 0));
+        md_words_free(words, len);
+    }
+}
+
 /// A name, or an error for an empty request.
 #[c_callback(free = md_name_free)]
 fn name(#[len] prefix: &str) -> Result<CString, String> {

@@ -53,6 +53,16 @@
 //! context on), the next call of the thread that gets it; any other
 //! reference for good (the closure leaks).
 //!
+//! Misuse C can make of a closure it owns is caught where the memory
+//! allows: the header records how the owner's reference went (C's `free`,
+//! or a once closure's call), so a second `free`, a once closure's second
+//! call, or its call and a `free`, abort with a message naming the
+//! closure. While the closure is alive (a call still holds it) the header
+//! is there to read; after the drop, `tombstones` keeps the allocation
+//! of the last closures dropped, their bodies dropped, so that the check
+//! reads a live allocation rather than freed memory. The call paths of
+//! `Closure::new` and `Closure::concurrent` check nothing.
+//!
 //! # Atomic orderings
 //!
 //! The reference count follows `Arc`: a call takes its reference with a
@@ -62,11 +72,14 @@
 //! decrement, and the one that reaches zero issues an Acquire fence before
 //! retiring the closure, so every counted call's use of the closure
 //! happens before its drop. The announced calls are ordered before it by
-//! the hazard words' own orderings (see `sync::Hazard`).
+//! the hazard words' own orderings (see `sync::Hazard`). The `owner` word
+//! is Relaxed: it orders nothing, and of two read-modify-writes of it one
+//! reads the other's value (see `give_up_owner`).
 
 use core::cell::UnsafeCell;
 use core::ffi::c_void;
 use core::fmt::{self, Display};
+use core::mem::{MaybeUninit, needs_drop, size_of};
 use core::ptr::NonNull;
 use core::sync::atomic::fence;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -78,8 +91,19 @@ use crate::failure::{Failure, payload_message};
 use crate::gate::GatePolicy;
 use crate::settings::AttachMode;
 use crate::stack::Mark;
-use crate::sync::{AtomicUsize, Hazard, MARKED, Ordering, Retirement, Turn};
+use crate::sync::{AtomicU32, AtomicUsize, Hazard, MARKED, Ordering, Retirement, Turn};
 use crate::valgrind;
+
+#[cfg(test)]
+mod tests;
+mod tombstones;
+
+// Only the ELF unload hook (Linux, Android) frees the tombstones.
+#[cfg_attr(
+    not(any(target_os = "linux", target_os = "android")),
+    allow(unused_imports)
+)]
+pub(crate) use tombstones::free_all as free_tombstones;
 
 /// What the parameters and the result of a [`Closure`] may be: the
 /// crate's [`CValue`](trait@crate::CValue), also reachable here.
@@ -235,7 +259,9 @@ pub trait FnOnceBody<S: Signature, M>: sealed::Body<S, M> + Send + 'static {
 ///
 /// Starting a call after the owner let go (a dropped `Closure`, a `free`d
 /// pointer) is a use after free, as with any C callback data; a call with
-/// a NULL data pointer aborts the process with a message.
+/// a NULL data pointer aborts the process with a message. So does a second
+/// `free`, while the closure's memory is still there: the guide's Known
+/// limits page says how long that is.
 ///
 /// Closure calls use the defaults of `#[c_callback]`: `attach = bound`,
 /// `gate = wait`, and the fallback on both panics and errors (the
@@ -295,7 +321,9 @@ pub struct RawClosure<S: Signature> {
     /// The function taking `data` as its last parameter.
     pub data_last: S::DataLast,
     /// `void free(void *data)`: releases C's reference; the closure is
-    /// dropped once no call is running. NULL is a no-op.
+    /// dropped once no call is running. NULL is a no-op. A second `free`,
+    /// or one after a once closure's call, aborts with a message where it
+    /// can be detected (the guide's Known limits).
     pub free: unsafe extern "C" fn(*mut c_void),
 }
 
@@ -397,7 +425,9 @@ impl<S: Signature> fmt::Debug for Closure<S> {
 /// call runs the body and frees everything. If C will never call it (the
 /// thread could not be created, the request was cancelled), call
 /// `free(data)` instead, once. Dropping an `OnceClosure` that was not handed
-/// over drops the body uncalled.
+/// over drops the body uncalled. A second call, a `free` after the call or
+/// a call after the `free` aborts the process with a message naming the
+/// closure, while its memory is still there (the guide's Known limits).
 ///
 /// ```
 /// use callgate::OnceClosure;
@@ -500,17 +530,31 @@ struct Header {
     refs: AtomicUsize,
     /// What the release of the last reference runs: [`destroy`] where no
     /// call announces the closure, else [`retire`], which waits for the
-    /// calls that do.
+    /// calls that do; once dropped, [`released_after_drop`].
     last_release: unsafe fn(NonNull<Header>),
-    /// Drops the whole allocation, a `Shared<B, R>`.
+    /// Drops the closure, a `Shared<B, R>`: [`destroy`].
     destroy: unsafe fn(NonNull<Header>),
+    /// Frees the allocation once the closure was dropped:
+    /// [`free_allocation`], for [`tombstones`].
+    free: unsafe fn(NonNull<Header>),
     /// [`MARKED`] under valgrind, else 0: what an announcement carries, so
     /// that its withdrawal tells helgrind it happens before the drop.
     marked: usize,
     /// The calls that announced the closure and that its drop waits for,
     /// once the last reference is released.
     retirement: Retirement,
+    /// How C gave up the owner's reference, if it did: [`OWNED`],
+    /// [`FREED`] or [`CALLED`] (see [`give_up_owner`]).
+    owner: AtomicU32,
 }
+
+/// `Header::owner` while the owner's reference is held (by a [`Closure`]
+/// or [`OnceClosure`] handle, or by C after `into_raw_parts`).
+const OWNED: u32 = 0;
+/// `Header::owner` once C's `free` gave up the owner's reference.
+const FREED: u32 = 1;
+/// `Header::owner` once a once closure's call took the owner's reference.
+const CALLED: u32 = 2;
 
 #[repr(C)]
 struct Shared<B, R> {
@@ -530,8 +574,10 @@ fn allocate<B, R>(name: &'static str, on_failure: R, body: B, hold: Hold) -> Non
                 destroy::<B, R>
             },
             destroy: destroy::<B, R>,
+            free: free_allocation::<B, R>,
             marked: if valgrind::running() { MARKED } else { 0 },
             retirement: Retirement::new(),
+            owner: AtomicU32::new(OWNED),
         },
         site: Site {
             name,
@@ -547,21 +593,128 @@ fn allocate<B, R>(name: &'static str, on_failure: R, body: B, hold: Hold) -> Non
     NonNull::from(Box::leak(shared)).cast()
 }
 
-/// Drops a `Shared<B, R>` whose last reference was released.
+/// The site of the closure of `header`, whatever its body and result
+/// types: `Shared` is `#[repr(C)]`, so its header and its site, the
+/// fields before those, lie at the same offsets in every `Shared<B, R>`.
+///
+/// # Safety
+///
+/// `header` is the header of a closure from `allocate`, alive or kept by
+/// [`tombstones`] (whose site stays as it was).
+unsafe fn site_of<'a>(header: NonNull<Header>) -> &'a Site {
+    // SAFETY: an allocation from `allocate` (caller obligation), a
+    // `Shared<B, R>` whose site is at the offset `Shared<(), ()>` has it.
+    unsafe { &(*header.cast::<Shared<(), ()>>().as_ptr()).site }
+}
+
+/// Drops a `Shared<B, R>` whose last reference was released: drops its
+/// body, and keeps the allocation in [`tombstones`] (or frees it, if it
+/// is larger than they keep).
 ///
 /// # Safety
 ///
 /// `header` is the header of a `Shared<B, R>` from `allocate`, with no
-/// reference left.
+/// reference left and no call holding it; it was not dropped before.
 unsafe fn destroy<B, R>(header: NonNull<Header>) {
-    let shared = header.cast::<Shared<B, R>>();
-    // SAFETY: from `Box::leak` in `allocate`, with no reference left, so
-    // nothing else can reach it (caller obligation).
-    let shared = unsafe { Box::from_raw(shared.as_ptr()) };
-    let name = shared.site.name;
-    if let Err(payload) = catch_unwind(AssertUnwindSafe(move || drop(shared))) {
+    // The body is the only part of a `Shared` with anything to drop.
+    const { assert!(!needs_drop::<Header>() && !needs_drop::<Site>() && !needs_drop::<R>()) };
+    let shared = header.cast::<Shared<B, R>>().as_ptr();
+    // SAFETY: a live `Shared<B, R>` from `allocate` that nothing else
+    // reaches (caller obligation). A reference counted on it from now on
+    // is a call made after the drop, whose release must not drop it again.
+    let name = unsafe {
+        (*shared).header.last_release = released_after_drop;
+        (*shared).site.name
+    };
+    // SAFETY: the body is alive and dropped once, here (caller
+    // obligation); the allocation stays until `free_allocation`.
+    let body = unsafe { &raw mut (*shared).body };
+    // SAFETY: as above.
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(|| unsafe { body.drop_in_place() })) {
         dropped_with_panic(name, payload);
     }
+    if size_of::<Shared<B, R>>() <= tombstones::MAX_SIZE {
+        // SAFETY: small enough, its body dropped, nothing holds it; its
+        // `free` is `free_allocation::<B, R>`.
+        unsafe { tombstones::keep(header) };
+    } else {
+        // SAFETY: its body dropped, nothing holds it.
+        unsafe { free_allocation::<B, R>(header) };
+    }
+}
+
+/// Frees the allocation of a `Shared<B, R>` whose body was dropped.
+///
+/// # Safety
+///
+/// `header` is the header of a `Shared<B, R>` from `allocate` whose body
+/// was dropped, which nothing uses any more.
+unsafe fn free_allocation<B, R>(header: NonNull<Header>) {
+    // SAFETY: from `Box::leak` in `allocate` (caller obligation); a
+    // `MaybeUninit` has the layout of the `Shared` and drops nothing of it
+    // (the body was dropped already, the rest has nothing to drop).
+    drop(unsafe { Box::from_raw(header.cast::<MaybeUninit<Shared<B, R>>>().as_ptr()) });
+}
+
+/// The last release of a closure that was dropped already (its
+/// allocation kept by [`tombstones`]): only a call made after the drop,
+/// a use after free by C, counts a reference on it. Caught as that call
+/// ends; the body it ran had been dropped.
+///
+/// # Safety
+///
+/// `header` is the header of a closure kept by [`tombstones`].
+unsafe fn released_after_drop(header: NonNull<Header>) {
+    // SAFETY: kept, so its site is readable (caller obligation).
+    let name = unsafe { site_of(header) }.name;
+    abort_with(&format!(
+        "callgate: closure `{name}` was called after it was dropped; aborting"
+    ));
+}
+
+/// Records that C gave up the owner's reference to the closure of
+/// `header`, `by` its `free` ([`FREED`]) or by a once closure's call
+/// ([`CALLED`]). If C gave it up before, aborts with a message naming the
+/// closure: a second `free`, a once closure's second call, a `free` after
+/// its call or a call after its `free`.
+///
+/// # Safety
+///
+/// `header` is the header of a closure from `allocate`, alive or kept by
+/// [`tombstones`].
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
+unsafe fn give_up_owner(header: NonNull<Header>, by: u32) {
+    // SAFETY: alive or kept (caller obligation).
+    let owner = unsafe { &(*header.as_ptr()).owner };
+    // Relaxed: the word orders nothing (the reference count does). A
+    // swap reads the last value before its own in the word's modification
+    // order, so of two give-ups the second sees the first.
+    let before = owner.swap(by, Ordering::Relaxed);
+    if before != OWNED {
+        // SAFETY: as above.
+        unsafe { given_up_twice(header, before, by) };
+    }
+}
+
+/// The abort of [`give_up_owner`].
+///
+/// # Safety
+///
+/// As [`give_up_owner`].
+#[cold]
+#[inline(never)]
+unsafe fn given_up_twice(header: NonNull<Header>, before: u32, by: u32) -> ! {
+    // SAFETY: alive or kept (caller obligation).
+    let name = unsafe { site_of(header) }.name;
+    let what = match (before, by) {
+        (FREED, FREED) => format!("closure `{name}` was freed twice"),
+        (CALLED, FREED) => {
+            format!("once closure `{name}` was freed after its call, which frees it")
+        }
+        (FREED, _) => format!("once closure `{name}` was called after it was freed"),
+        _ => format!("once closure `{name}` was called twice"),
+    };
+    abort_with(&format!("callgate: {what}; aborting"))
 }
 
 #[cold]
@@ -621,6 +774,12 @@ unsafe fn retire(header: NonNull<Header>) {
     // SAFETY: no reference is left, but the allocation is alive until
     // destroyed below (caller obligation).
     let shared = unsafe { header.as_ref() };
+    if shared.marked != 0 {
+        // For helgrind: this thread's reads of the header happen before
+        // the drop, which writes to it (`destroy`), on whichever thread
+        // the drop runs.
+        valgrind::happens_before(header.as_ptr());
+    }
     // SAFETY: the closure's own retirement, once (the last reference goes
     // once); a thread announces it only in its context's word, and
     // `CONTEXTS` has every context (nodes are never freed while a
@@ -701,7 +860,13 @@ enum Held {
 #[cfg_attr(not(callgate_unoptimized), inline(always))]
 unsafe fn hold(header: NonNull<Header>, site: &Site, hold: Hold) -> Held {
     match hold {
-        Hold::Owner => return Held::Reference,
+        Hold::Owner => {
+            // SAFETY: the header of a closure (caller obligation), or of
+            // one already dropped and still kept, whose second call this
+            // catches.
+            unsafe { give_up_owner(header, CALLED) };
+            return Held::Reference;
+        }
         Hold::Counted => {}
         Hold::Announced => {
             if let Some(node) = bound_context(site) {
@@ -791,7 +956,9 @@ pub(crate) unsafe fn end_hold(withdrawn: usize) {
     }
 }
 
-/// The `free` of every closure: releases the reference C holds.
+/// The `free` of every closure: releases the reference C holds. A second
+/// `free`, or one after a once closure's call, aborts with a message while
+/// the closure is alive or kept by [`tombstones`].
 ///
 /// # Safety
 ///
@@ -799,7 +966,12 @@ pub(crate) unsafe fn end_hold(withdrawn: usize) {
 /// and C uses it no more.
 unsafe extern "C" fn free_closure(data: *mut c_void) {
     if let Some(header) = NonNull::new(data.cast::<Header>()) {
-        // SAFETY: C gives up its reference (caller obligation).
+        // SAFETY: the data of a closure (caller obligation), or of one
+        // already dropped and still kept, whose second `free` this
+        // catches.
+        unsafe { give_up_owner(header, FREED) };
+        // SAFETY: C gives up its reference (caller obligation), which it
+        // held: it had not given it up (checked just above).
         unsafe { release(header) };
     }
 }
@@ -1006,8 +1178,9 @@ struct Once<F> {
 impl<F> Once<F> {
     #[cfg_attr(not(callgate_unoptimized), inline(always))]
     fn take(&self) -> Result<F, Failure> {
-        // SAFETY: a once closure has exactly one call (its caller's
-        // obligation), so this is the only access to the cell until the
+        // SAFETY: a once closure has one call: a second one aborts before
+        // it gets here (`hold` gives up the owner's reference for the
+        // call, once), so this is the only access to the cell until the
         // closure is dropped.
         let body = unsafe { (*self.body.get()).take() };
         body.ok_or_else(|| Failure::new("the once closure was already called"))

@@ -13,9 +13,9 @@
 //! time.
 //!
 //! Unloading: a library destructor deletes the key and frees the context
-//! pool, the last-error messages and the `#[local]` registry when the
-//! library is unloaded with no thread bound (bound threads pin it, so it is
-//! never unloaded under them);
+//! pool, the last-error messages, the `#[local]` registry and the kept
+//! allocations of dropped closures when the library is unloaded with no
+//! thread bound (bound threads pin it, so it is never unloaded under them);
 //! a background init holds the library loaded until its thread has exited
 //! ([`LibraryHold`]).
 //!
@@ -471,7 +471,8 @@ mod imp {
         /// code (the caller of `dlclose` guarantees that), so the key is deleted
         /// — threads that hold only a last error no longer have a destructor
         /// in the unmapped code — and the contexts, the messages, the
-        /// registry of `#[local]` types and a failed init's message are
+        /// registry of `#[local]` types, a failed init's message and the
+        /// allocations of dropped closures kept for misuse checks are
         /// freed. At exit nothing is freed:
         /// other threads may still be running.
         extern "C" fn on_unload() {
@@ -489,12 +490,13 @@ mod imp {
             }
             // SAFETY: no thread runs the library's code or is bound, and the
             // library is being unloaded: nothing uses a message, a context,
-            // a `#[local]` index or the gate again.
+            // a `#[local]` index, the gate or a dropped closure again.
             unsafe {
                 crate::init::GATE.free_failure();
                 crate::messages::free_all();
                 crate::thread::free_pool();
                 crate::local::free_registry();
+                crate::closure::free_tombstones();
             }
         }
     }

@@ -5,12 +5,15 @@
 //! |---|---|---|
 //! | `CString` | `char *` (`CString::into_raw`) | `void f(char *value)` |
 //! | `Box<T>` | `T *` (`Box::into_raw`) | `void f(T *value)` |
-//! | `Vec<T>`, `Box<[T]>` | `T *` and the length through `size_t *result_len` | `void f(T *ptr, size_t len)` |
+//! | `Vec<T>`, `Box<[T]>` | `T *` and the length through `size_t *result_len`; `(NULL, 0)` when empty | `void f(T *ptr, size_t len)` |
 //! | `Option` of these | NULL for `None` | the same; NULL is a no-op |
 //!
 //! A free function may run on any thread, so boxed contents must be `Send`.
 //! A `Vec` is shrunk to its length (`into_boxed_slice`) before C gets it,
-//! so the pointer and the length are all it takes to free it.
+//! so the pointer and the length are all it takes to free it. An empty
+//! array owns no memory, and C gets it as `(NULL, 0)`, the empty array of
+//! C conventions (and of callgate's slice parameters), rather than Rust's
+//! dangling non-NULL pointer.
 
 use core::ffi::c_char;
 use core::marker::PhantomData;
@@ -57,7 +60,7 @@ pub trait OwnedSlice: Owned {
     /// The element type.
     type Elem;
     /// Gives up ownership to C: the pointer to the first element (NULL for
-    /// `None`) and the length.
+    /// `None` and for an empty array) and the length.
     fn into_raw_parts(self) -> (*mut Self::Elem, usize);
 }
 
@@ -133,6 +136,10 @@ impl<T: Send> OwnedSlice for Box<[T]> {
     type Elem = T;
     #[cfg_attr(not(callgate_unoptimized), inline(always))]
     fn into_raw_parts(self) -> (*mut T, usize) {
+        if self.is_empty() {
+            // Nothing to free: an empty boxed slice has no allocation.
+            return (core::ptr::null_mut(), 0);
+        }
         let len = self.len();
         (Box::into_raw(self).cast::<T>(), len)
     }
@@ -243,7 +250,7 @@ pub unsafe fn free_value<T: FreeValue>(raw: T::Raw, function: &'static str) {
 }
 
 /// Frees an array C hands back, with its length, to the free function
-/// `function`; a NULL `ptr` is a no-op.
+/// `function`; a NULL `ptr` (an empty array, or `None`) is a no-op.
 ///
 /// # Safety
 ///
@@ -310,11 +317,12 @@ pub const fn check_free<F: Frees<T>, T>() {}
 /// | `Vec<T>` or `Box<[T]>` (`T: Send`) | `void name(T *ptr, size_t len);` — the length the array came with |
 ///
 /// A callback returning `Option<Type>` (or, for arrays, either `Vec<T>` or
-/// `Box<[T]>`) uses the same function. Freeing NULL is a no-op; a panic in
-/// the value's `Drop` is written to standard error and goes no further. C
-/// must free each value once, with the function of its type, and not use it
-/// afterwards; freeing something twice, or something that did not come from
-/// the library, is undefined behaviour, as with `free(3)`.
+/// `Box<[T]>`) uses the same function. An empty array reaches C as
+/// `(NULL, 0)`. Freeing NULL is a no-op; a panic in the value's `Drop` is
+/// written to standard error and goes no further. C must free each value
+/// once, with the function of its type, and not use it afterwards; freeing
+/// something twice, or something that did not come from the library, is
+/// undefined behaviour, as with `free(3)`.
 ///
 /// `#[c_callback(free = name)]` is checked at compile time: it must name a
 /// function declared by `export_free!` for the type the callback returns.
@@ -384,10 +392,14 @@ mod tests {
         }
         let ptr = owned_slice(None::<Vec<u8>>, &mut len);
         assert_eq!((ptr.is_null(), len), (true, 0));
+        len = 99;
         let ptr = owned_slice(Vec::<u64>::new().into_boxed_slice(), &mut len);
-        assert_eq!((ptr.is_null(), len), (false, 0));
+        assert_eq!((ptr.is_null(), len), (true, 0));
         // SAFETY: as above.
         unsafe { free_slice(ptr, len, "array_free") };
+        len = 99;
+        let ptr = owned_slice(Vec::<String>::with_capacity(8), &mut len);
+        assert_eq!((ptr.is_null(), len), (true, 0));
     }
 
     #[test]

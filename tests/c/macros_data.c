@@ -26,11 +26,12 @@ char *md_text_by_size_query(md_text_cb cb, int64_t value) {
     return text;
 }
 
-/* Sums the bytes of an owned array and frees it; -1 if it is NULL. */
+/* Sums the `count` bytes of an owned array and frees it; -1 if the call
+ * failed (NULL for a non-zero count: an empty array comes as (NULL, 0)). */
 int64_t md_sum_returned_bytes(md_bytes_cb cb, md_bytes_free release, size_t count) {
     size_t len = 0;
     uint8_t *bytes = cb(count, &len);
-    if (bytes == NULL) return -1;
+    if (bytes == NULL && count != 0) return -1;
     int64_t sum = 0;
     for (size_t i = 0; i < len; i++) sum += bytes[i];
     release(bytes, len);

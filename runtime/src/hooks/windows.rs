@@ -289,9 +289,14 @@ unsafe extern "system" fn on_fiber_exit(value: *const c_void) {
     unsafe { crate::closure::end_hold(withdrawn) };
 }
 
-/// Once a thread is bound, a pending FLS callback points into this
+/// Once a fiber holds a value of ours (its thread is bound, served per
+/// call, or holds a last error), a pending FLS callback points into this
 /// module's code, so it must never be unloaded: pin the DLL (a no-op for
-/// the main executable), as `RTLD_NODELETE` does on unix.
+/// the main executable), as `RTLD_NODELETE` does on unix for bound
+/// threads. Unlike a pthread key, which the unload hook deletes, the FLS
+/// index cannot be taken back at unload: `FlsFree` runs the callback for
+/// every fiber holding a value, on the unloading thread, under the loader
+/// lock.
 fn pin_this_module() {
     let mut module = ptr::null_mut();
     // SAFETY: with `FROM_ADDRESS` the name is an address inside the module

@@ -40,6 +40,14 @@
  *                            (not with no-fork: helgrind takes the child's
  *                            reclaim of the parent's threads' contexts for
  *                            races with those threads)
+ *   callbacks misuse CASE    one misuse of a closure C owns, which must abort
+ *                            the process with a message naming the closure:
+ *                            free-twice, free-twice-in-call (the second
+ *                            free while a call is inside it),
+ *                            free-twice-concurrent, call-after-free (of an
+ *                            FnMut closure, caught as the call returns),
+ *                            once-twice, once-called-then-freed,
+ *                            once-freed-then-called
  *
  * Every mode ends by checking that every Rust value it made was dropped
  * exactly once (fixture_values_live() back where it was). Prints
@@ -734,6 +742,64 @@ static void concurrent(int count, int calls, int with_fork) {
     printf("concurrent_calls=%lld\n", (long long)made);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Misuse                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* One misuse of a closure's data, which the runtime turns into an abort
+ * with a message (tests/callbacks.rs checks it): returns only if it did
+ * not abort. */
+static void misuse(const char *what) {
+    adder_fn add = NULL;
+    release_fn release = NULL;
+    start_fn start = NULL;
+    if (strcmp(what, "free-twice") == 0) {
+        void *adder = fixture_adder_new(0, &add, &release);
+        CHECK(add(adder, 1) == 1, "a call before the frees");
+        release(adder);
+        release(adder);
+    } else if (strcmp(what, "free-twice-in-call") == 0) {
+        /* The closure is alive: a call is inside it. */
+        void *adder = fixture_adder_new(0, &add, &release);
+        struct call_job job = {add, adder, 2000, 0};
+        pthread_t caller;
+        CHECK(pthread_create(&caller, NULL, call_on_thread, &job) == 0, "pthread_create");
+        fixture_hold_wait_inside();
+        release(adder);
+        release(adder);
+        fixture_hold_release();
+        pthread_join(caller, NULL);
+    } else if (strcmp(what, "free-twice-concurrent") == 0) {
+        adder_fn call = NULL;
+        void *tally = fixture_tally_new(NULL, &call, &release);
+        CHECK(call(tally, 0) == 1, "a call before the frees");
+        release(tally);
+        release(tally);
+    } else if (strcmp(what, "call-after-free") == 0) {
+        /* Undetected as it starts: the body runs on what the drop left
+         * (an integer here); caught as it returns. */
+        void *adder = fixture_adder_new(0, &add, &release);
+        release(adder);
+        add(adder, 1);
+    } else if (strcmp(what, "once-twice") == 0) {
+        void *once = fixture_once_new(1, &start, &release);
+        CHECK((intptr_t)start(once) == 2, "the first call");
+        start(once);
+    } else if (strcmp(what, "once-called-then-freed") == 0) {
+        void *once = fixture_once_new(1, &start, &release);
+        CHECK((intptr_t)start(once) == 2, "the call");
+        release(once);
+    } else if (strcmp(what, "once-freed-then-called") == 0) {
+        void *once = fixture_once_new(1, &start, &release);
+        release(once);
+        start(once);
+    } else {
+        fprintf(stderr, "misuse: unknown case %s\n", what);
+        exit(2);
+    }
+    printf("not_aborted=%s\n", what);
+}
+
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "";
     int n = argc > 2 ? atoi(argv[2]) : 0;
@@ -750,6 +816,9 @@ int main(int argc, char **argv) {
         abandon(n);
     } else if (strcmp(mode, "handed-on") == 0) {
         handed_on();
+    } else if (strcmp(mode, "misuse") == 0 && argc > 2) {
+        misuse(argv[2]);
+        return 3;
 #ifdef __GLIBC__
     } else if (strcmp(mode, "suspended") == 0) {
         suspended();
@@ -757,7 +826,7 @@ int main(int argc, char **argv) {
     } else {
         fprintf(stderr,
                 "usage: %s table | threads T N | closures N | abandon N | handed-on | suspended | "
-                "concurrent T N [no-fork]\n",
+                "concurrent T N [no-fork] | misuse CASE\n",
                 argv[0]);
         return 2;
     }

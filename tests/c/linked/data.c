@@ -187,9 +187,10 @@ static void owned(void) {
     for (size_t i = 0; i < len; i++) sum += bytes[i];
     CHECK(sum == mib, "1 MiB of ones");
     fixture_bytes_free(bytes, len);
-    /* Empty: a pointer that is not NULL, length 0, and it frees. */
+    /* Empty: NULL and length 0, which the free function takes. */
+    len = 99;
     bytes = fixture_repeat(1, 0, &len);
-    CHECK(bytes != NULL && len == 0, "repeat 0");
+    CHECK(bytes == NULL && len == 0, "repeat 0: %p, %zu", (void *)bytes, len);
     fixture_bytes_free(bytes, len);
     /* Failure: NULL, and *result_len is 0. */
     len = 99;
@@ -203,6 +204,10 @@ static void owned(void) {
     uint32_t *squares = fixture_squares(5, &len);
     CHECK(squares != NULL && len == 5, "squares");
     CHECK(squares[0] == 0 && squares[1] == 1 && squares[4] == 16, "squares contents");
+    fixture_u32s_free(squares, len);
+    len = 99;
+    squares = fixture_squares(0, &len);
+    CHECK(squares == NULL && len == 0, "squares 0: %p, %zu", (void *)squares, len);
     fixture_u32s_free(squares, len);
 }
 
@@ -288,7 +293,8 @@ static void *produce(void *raw) {
         b->strings[i] = fixture_string_new("made here", 9, (uint32_t)i);
         b->counters[i] = fixture_counter_new((int64_t)i);
         b->arrays[i] = fixture_repeat((uint8_t)i, i % 100, &b->lengths[i]);
-        if (!b->strings[i] || !b->counters[i] || !b->arrays[i]) {
+        /* Every 100th array is empty: (NULL, 0). */
+        if (!b->strings[i] || !b->counters[i] || (!b->arrays[i] && i % 100 != 0)) {
             fail_at(__FILE__, __LINE__, "producing item %zu: %s", i, last_error());
         }
     }

@@ -1,0 +1,98 @@
+//! The allocations of the closures dropped last, kept after their drop so
+//! that C's misuse of a closure's data finds its header still there: a
+//! second `free`, or a once closure's second call, reads the header's
+//! `owner` word and aborts with a message (`give_up_owner`), where an
+//! allocation freed at the drop would make that read a use after free.
+//!
+//! Bounded: [`SLOTS`] allocations of at most [`MAX_SIZE`] bytes each (a
+//! larger closure is freed at its drop). Keeping one frees the one its
+//! slot held, kept [`SLOTS`] drops earlier. What a kept allocation owned
+//! went with its body's drop: only its own bytes stay. The ELF unload
+//! hook frees them with the library.
+//!
+//! # Atomic orderings
+//!
+//! A slot is swapped AcqRel: the Release publishes the allocation (and
+//! the drop of its body) to the thread that takes it out again, and the
+//! Acquire orders the writes of the thread that kept the allocation taken
+//! out before its free. The count that picks the slot is Relaxed: two
+//! threads on one slot each swap, and the second frees the first's.
+
+use core::ptr::{self, NonNull};
+
+use super::Header;
+use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
+use crate::valgrind;
+
+/// How many dropped closures are kept.
+pub(super) const SLOTS: usize = 64;
+
+/// The largest allocation kept, in bytes: callgate's part of it takes 88
+/// to 120 (with an `i32` result), the rest is what the closure captured.
+pub(super) const MAX_SIZE: usize = 512;
+
+static KEPT: [AtomicPtr<Header>; SLOTS] = [const { AtomicPtr::new(ptr::null_mut()) }; SLOTS];
+
+/// The count of allocations kept, which picks the next slot.
+static NEXT: AtomicUsize = AtomicUsize::new(0);
+
+/// Keeps the allocation of `header`, and frees the one its slot held.
+///
+/// # Safety
+///
+/// `header` is the header of a closure allocation of at most [`MAX_SIZE`]
+/// bytes, whose body was dropped, which nothing holds, and which its
+/// header's `free` frees.
+pub(super) unsafe fn keep(header: NonNull<Header>) {
+    // For helgrind, which does not see the slot's ordering: this thread's
+    // writes happen before the free by the thread that takes it out.
+    valgrind::happens_before(header.as_ptr());
+    // Relaxed, AcqRel: see "Atomic orderings" in the module docs.
+    let slot = NEXT.fetch_add(1, Ordering::Relaxed) % SLOTS;
+    let evicted = KEPT[slot].swap(header.as_ptr(), Ordering::AcqRel);
+    if let Some(evicted) = NonNull::new(evicted) {
+        // SAFETY: kept by `keep` (whose caller obligations stand for it),
+        // and now out of its slot: nothing else frees it.
+        unsafe { free(evicted) };
+    }
+}
+
+/// Frees every kept allocation: the library is being unloaded.
+///
+/// # Safety
+///
+/// No thread runs the library's code, and none will until it is
+/// unloaded.
+// Only the ELF unload hook (Linux, Android) frees them.
+#[cfg_attr(not(any(target_os = "linux", target_os = "android")), allow(dead_code))]
+#[cold]
+pub(crate) unsafe fn free_all() {
+    for slot in &KEPT {
+        // Acquire: see "Atomic orderings" in the module docs.
+        let kept = slot.swap(ptr::null_mut(), Ordering::Acquire);
+        if let Some(kept) = NonNull::new(kept) {
+            // SAFETY: as in `keep`: kept, and now out of its slot.
+            unsafe { free(kept) };
+        }
+    }
+}
+
+/// Frees a kept allocation.
+///
+/// # Safety
+///
+/// `header` was kept by [`keep`] and taken out of its slot.
+unsafe fn free(header: NonNull<Header>) {
+    valgrind::happens_after(header.as_ptr());
+    // SAFETY: kept, so its `free` frees it, and nothing holds it (the
+    // obligations of `keep`); out of its slot, so freed once.
+    unsafe { ((*header.as_ptr()).free)(header) };
+}
+
+/// True when the allocation of `header` is kept.
+#[cfg(test)]
+pub(super) fn holds(header: NonNull<Header>) -> bool {
+    // Relaxed: the tests read their own thread's keeps.
+    KEPT.iter()
+        .any(|slot| slot.load(Ordering::Relaxed) == header.as_ptr())
+}
