@@ -50,6 +50,33 @@ fn signal_handlers_calling_back_during_per_call_calls() {
     );
 }
 
+/// 500 threads (5 000 with `CALLGATE_FULL=1`) make `attach = per_call`
+/// calls from their first call on while SIGUSR1's handler calls back with
+/// a `#[local]`, per call 16 times on each thread, then bound: a handler's
+/// call may bind the thread while the interrupted call attaches, or find
+/// its per-call context between its attach and its entry, or its return
+/// and its release. Once the threads have exited no context stays bound,
+/// every attach was released once, and every `Local::bind` was released.
+#[test]
+fn signal_handlers_binding_during_per_call_first_calls_leave_nothing_bound() {
+    let outcome = reentrant_storm("per-call-first", host::size(500, 5_000));
+    assert_eq!(
+        outcome.number("threads_called_back"),
+        outcome.number("threads"),
+        "{outcome}"
+    );
+    assert_eq!(
+        outcome.number("binds_during_run"),
+        outcome.number("releases_during_run"),
+        "{outcome}"
+    );
+    assert_eq!(
+        outcome.number("token_binds_during_run"),
+        outcome.number("token_releases_during_run"),
+        "{outcome}"
+    );
+}
+
 /// 16 threads waiting at the gate of a slow init are stormed with SIGUSR1
 /// and SIGPROF: none passes early, all get through once the init finishes,
 /// masks unchanged.

@@ -41,7 +41,10 @@ const EXITED: *const ContextNode = ptr::without_provenance(1);
 /// thread is bound, but the next per-call attach on this thread takes it
 /// without touching the free list). It counts as released. The key
 /// destructor hands it back when the thread exits, and a thread whose
-/// destructor ran never caches (its slot holds `EXITED`).
+/// destructor ran never caches (its slot holds `EXITED`). Its `#[local]`
+/// values are released, but for any that a callback from a signal handler
+/// bound while the per-call fast path was caching it: those stay bound to
+/// this thread until the context leaves it (see `release_at_exit`).
 ///
 /// The tag is the top bit, which no user-space address has on x86-64, so a
 /// cached value is negative as a signed number, as null and `EXITED` are
@@ -73,9 +76,26 @@ pub(crate) fn id() -> usize {
     ID.with(|id| core::ptr::from_ref(id).addr())
 }
 
-/// The context serving this thread, if any: the fast path.
+/// The context serving this thread, if any, for a call to run on (the
+/// fast paths read the slot themselves).
+///
+/// A per-call context found with no call running on it is kept as a
+/// bound one first ([`keep_for_interrupted_call`]): the call that attached
+/// it was interrupted, and it alone may release it.
 #[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub(crate) fn current() -> Option<&'static ContextNode> {
+    let node = serving()?;
+    // SAFETY: `node` serves this thread, its owner.
+    if unsafe { node.value.per_call() && node.value.is_idle() } {
+        // SAFETY: as above.
+        unsafe { keep_for_interrupted_call(node) };
+    }
+    Some(node)
+}
+
+/// The context serving this thread, if any, as the slot holds it.
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
+fn serving() -> Option<&'static ContextNode> {
     let node = tls::get();
     if !serves(node) {
         return None;
@@ -84,6 +104,27 @@ pub(crate) fn current() -> Option<&'static ContextNode> {
     // are nodes of `CONTEXTS` (the contract of `tls::set`), which are freed
     // only when the library is unloaded, when no thread runs its code.
     Some(unsafe { &*node })
+}
+
+/// For [`current`]: `node`, a per-call context in the slot with no call
+/// on it, belongs to a call that the caller interrupted (a signal
+/// handler's call) after its attach and before its entry, or after its
+/// return and before its release. That call releases it; were the caller
+/// to release it too, the interrupted call would run on, or release
+/// again, a context already cached or handed back. So it becomes a bound
+/// one, whose calls release nothing (`Context::leave`): the interrupted
+/// call runs on it and the thread's exit releases it (its exit hook is
+/// armed: [`bind`]), or that call releases it as it was about to ([`attach`]
+/// makes it per call again when it comes back from the cache).
+///
+/// # Safety
+///
+/// `node` serves the calling thread, its owner, and no call runs on it.
+#[cold]
+#[inline(never)]
+unsafe fn keep_for_interrupted_call(node: &'static ContextNode) {
+    // SAFETY: forwarded caller obligation.
+    unsafe { node.value.keep_bound() };
 }
 
 /// The slot's value, for [`serves`]: a node serving this thread when
@@ -233,8 +274,10 @@ unsafe fn release_cached_with(node: &'static ContextNode, store: impl FnOnce(*co
         // A plain store (through the slot the fast path reached, or
         // `tls::set`): the slot holds `node`, and
         // nothing that interrupts this thread here changes that for good (a
-        // callback from a signal handler finds `node` bound and idle, runs
-        // on it and leaves it so).
+        // callback from a signal handler finds `node` idle, runs on it and
+        // leaves it so, never released: see `keep_for_interrupted_call`;
+        // a `#[local]` value it bound stays bound, for the thread's next
+        // release or its exit: `release_at_exit`).
         // A tagged node of `CONTEXTS` is a slot value, cached for this
         // thread, which gives up the context until it takes it back.
         store(tagged(node));
@@ -262,6 +305,12 @@ pub(crate) fn attach(attach: AttachMode) -> &'static ContextNode {
     let seen = tls::get();
     if attach == AttachMode::PerCall {
         if let Some(node) = take_cached(seen) {
+            // A nested call may have kept it as a bound one while its last
+            // attachment was being released (`keep_for_interrupted_call`).
+            // SAFETY: this thread owns `node`, just taken from its cache,
+            // and no callback runs on it; a cached context never serves a
+            // thread whose exit hook ran.
+            unsafe { node.value.set_per_call(true, false, false) };
             return node;
         }
     }
@@ -275,6 +324,16 @@ pub(crate) fn attach(attach: AttachMode) -> &'static ContextNode {
 /// line): a thread's first call then runs one function's prologue less.
 #[inline]
 fn attach_slow(attach: AttachMode, mut seen: *const ContextNode) -> &'static ContextNode {
+    if serves(seen) {
+        // A nested call (a signal handler's) bound the thread since the
+        // caller found it unbound: use its context, as below. Claiming the
+        // slot over it would leave it bound for good, released by nothing.
+        hint::rarely_taken();
+        // SAFETY: a slot value that `serves` accepts is a node of
+        // `CONTEXTS` serving this thread, freed only when the library is
+        // unloaded.
+        return unsafe { &*seen };
+    }
     let mut reused = None;
     if let Some(node) = cached(seen) {
         // A thread that made per-call calls before its first bound one.
@@ -306,7 +365,7 @@ fn attach_slow(attach: AttachMode, mut seen: *const ContextNode) -> &'static Con
         return node;
     }
     // A nested call bound the thread meanwhile: use its context.
-    if let Some(bound) = current() {
+    if let Some(bound) = serving() {
         return bound;
     }
     // The nested call's per-call context was released again.
@@ -344,7 +403,7 @@ pub(crate) unsafe fn bind_unbound() -> Option<&'static ContextNode> {
     if unsafe { bind(node, ptr::null(), false, false, true) } {
         return Some(node);
     }
-    current()
+    serving()
 }
 
 /// True when an attach serves the calling thread per call whatever its
@@ -394,9 +453,19 @@ unsafe fn bind(
     // SAFETY: `node` is a node of `CONTEXTS` that serves this thread.
     if unsafe { tls::claim(seen, node) }.is_err() {
         hint::rarely_taken();
-        // SAFETY: this thread owns `node`, which never served a call, and
-        // gives it up.
-        unsafe { CONTEXTS.push(node) };
+        if new_thread {
+            // SAFETY: this thread owns `node`, which never served a call,
+            // and gives it up.
+            unsafe { CONTEXTS.push(node) };
+        } else {
+            // From this thread's cache, where a `#[local]` value may be
+            // bound on it (see `release_at_exit`): released first.
+            // SAFETY: this thread owns `node`, released when it was cached
+            // (counted, no call runs on it, no `LocalRef` is alive, it
+            // serves no thread whose exit hook ran), out of the slot; the
+            // thread gives it up.
+            unsafe { release_values(node, false, false) };
+        }
         return false;
     }
     node.value.binds.bump();
@@ -469,10 +538,14 @@ pub(crate) unsafe fn release_at_exit() -> usize {
     // SAFETY: `EXITED` is one of the slot's values.
     unsafe { tls::set(EXITED) };
     if let Some(node) = cached(seen) {
+        // Its `#[local]` values are released first: a callback from a
+        // signal handler may have bound one while the per-call fast path
+        // was caching it (see `release_cached_with`).
         // SAFETY: the cache owned `node` for this thread, released already
-        // (no call runs on it); the slot no longer holds it, so this
-        // thread gives it up.
-        unsafe { hand_back(node) };
+        // (counted, no call runs on it, no `LocalRef` is alive, it serves
+        // no thread whose exit hook ran); the slot no longer holds it, so
+        // this thread gives it up.
+        unsafe { release_values(node, false, false) };
     } else if serves(seen) {
         // SAFETY: the slot held it, so it is a node of `CONTEXTS` serving
         // this thread (the contract of `tls::set`).
@@ -628,7 +701,7 @@ unsafe fn hand_back(node: &'static ContextNode) {
 pub(crate) unsafe fn reclaim_orphans() -> Vec<usize> {
     // The context this thread caches is its own too, and so is one it was
     // releasing the values of when it forked (from a `Local::release`).
-    let own = current()
+    let own = serving()
         .or_else(|| cached(tls::get()))
         .map(|node| node.index());
     let me = id();
@@ -690,4 +763,63 @@ pub(crate) unsafe fn reclaim_orphans() -> Vec<usize> {
 pub(crate) unsafe fn free_pool() {
     // SAFETY: forwarded caller obligation.
     unsafe { CONTEXTS.free_all() };
+}
+
+#[cfg(all(test, not(callgate_loom)))]
+mod tests {
+    use super::*;
+    use crate::stack::Anchor;
+
+    /// Runs `body` on a new thread, whose exit hook then releases what it
+    /// holds.
+    fn on_a_new_thread(body: impl FnOnce() + Send + 'static) {
+        std::thread::spawn(body)
+            .join()
+            .expect("the thread's body passed");
+    }
+
+    /// A signal handler's call bound the thread between the slow path's
+    /// look at the slot (nothing serving) and its per-call attach: the
+    /// attach uses the bound context rather than claim the slot over it.
+    #[test]
+    fn a_per_call_attach_uses_the_context_a_nested_call_bound_meanwhile() {
+        on_a_new_thread(|| {
+            let bound = attach(AttachMode::Bound);
+            let attached = attach(AttachMode::PerCall);
+            assert!(ptr::eq(attached, bound), "a second context attached");
+            assert!(
+                ptr::eq(tls::get(), bound),
+                "the bound context left the slot"
+            );
+        });
+    }
+
+    /// A signal handler's call finds the per-call context that the call
+    /// it interrupted attached and has not entered yet: it runs on it and
+    /// leaves it attached, for the interrupted call to run on.
+    #[test]
+    fn a_call_on_a_per_call_context_not_entered_yet_leaves_it_attached() {
+        on_a_new_thread(|| {
+            let attached = attach(AttachMode::PerCall);
+            let found = current().expect("the per-call context serves the thread");
+            assert!(ptr::eq(found, attached));
+            let anchor = Anchor::new();
+            // SAFETY: `found` serves this thread, and the call enters and
+            // leaves it with `anchor`, which outlives the call.
+            unsafe {
+                let start = found.value.enter(&anchor);
+                leave(found, start);
+            }
+            assert!(
+                ptr::eq(tls::get(), attached),
+                "released under the interrupted call"
+            );
+            // The interrupted call runs on it.
+            // SAFETY: as above.
+            unsafe {
+                let start = attached.value.enter(&anchor);
+                leave(attached, start);
+            }
+        });
+    }
 }

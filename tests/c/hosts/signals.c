@@ -21,6 +21,22 @@
  *                                   thread's cached context, runs on it, or
  *                                   caches it again (after a first wave
  *                                   that fills the free list, as above)
+ *   signals FIXTURE per-call-first THREADS
+ *                                   THREADS threads make `attach = per_call`
+ *                                   calls (`plain_per_call`) from their
+ *                                   first call on, until SIGUSR1's handler
+ *                                   has called back on the thread with a
+ *                                   #[local]: per call (`token_per_call`)
+ *                                   16 times, then bound (`token`). A
+ *                                   handler's call may find the per-call
+ *                                   context between the interrupted
+ *                                   call's attach and its entry, or its
+ *                                   return and its release, or bind the
+ *                                   thread while that call attaches; after
+ *                                   the threads exit nothing stays bound,
+ *                                   and every `Token::bind` was released
+ *                                   (after a first batch of threads that
+ *                                   fills the free list, as above)
  *   signals FIXTURE gate THREADS    (FIXTURE_INIT=slow) THREADS threads are
  *                                   stormed while they wait at the init gate
  *
@@ -39,14 +55,31 @@ static fixture lib;
 static atomic_long usr1_handled, prof_handled, handler_calls;
 static atomic_int call_from_handler, wrong_results;
 
-/* 1: the handler calls `plain`; 2: it calls `plain_per_call`. */
+/* How many times SIGUSR1's handler called back on this thread. */
+static _Thread_local volatile sig_atomic_t handler_calls_here;
+
+/* In mode 3, the handler's first calls on a thread are per call, this
+ * many, then bound: a bound call binds the thread, which ends what the
+ * mode looks at, and per-call ones (with a #[local]: not ready, so the
+ * slow path) can come again and again before that. */
+enum { PER_CALL_FROM_HANDLER = 16 };
+
+/* 1: the handler calls `plain`; 2: it calls `plain_per_call`; 3: it
+ * calls `token_per_call`, then `token` (see PER_CALL_FROM_HANDLER). */
 static void on_usr1(int sig) {
     (void)sig;
     atomic_fetch_add(&usr1_handled, 1);
     int mode = atomic_load(&call_from_handler);
-    if (mode != 0) {
+    if (mode == 3) {
+        int64_t token = handler_calls_here < PER_CALL_FROM_HANDLER ? lib.token_per_call()
+                                                                   : lib.token();
+        if (token <= 0) atomic_fetch_add(&wrong_results, 1);
+    } else if (mode != 0) {
         int32_t got = mode == 1 ? lib.plain(1) : lib.plain_per_call(1);
         if (got != 2) atomic_fetch_add(&wrong_results, 1);
+    }
+    if (mode != 0) {
+        handler_calls_here = handler_calls_here + 1;
         atomic_fetch_add(&handler_calls, 1);
     }
 }
@@ -179,6 +212,87 @@ static void per_call(int threads) {
           after.releases - before.releases);
 }
 
+/* Makes `attach = per_call` calls, the thread's first calls, until
+ * SIGUSR1's handler has made its bound call on the thread (or for 10
+ * seconds). They take no #[local]: a handler's call that interrupts a
+ * callback looking one up is beyond what callgate supports (the guide's
+ * Known limits), and the handler's calls take one. SIGUSR1 is never
+ * blocked here. */
+static atomic_int threads_called_back;
+
+static void *per_call_first_calls(void *raw) {
+    worker *w = raw;
+    sigset_t before;
+    choose_mask(w->index % 2, &before);
+    pthread_barrier_wait(w->start);
+    double deadline = fixture_now() + 10;
+    for (unsigned i = 0; handler_calls_here <= PER_CALL_FROM_HANDLER; i++) {
+        int32_t value = (int32_t)(i % 1024);
+        CALL_KEEPS_MASK(lib.plain_per_call(value), value + 1);
+        if (i % 1024 == 0 && fixture_now() > deadline) break;
+    }
+    if (handler_calls_here > PER_CALL_FROM_HANDLER) atomic_fetch_add(&threads_called_back, 1);
+    atomic_fetch_add(&calls_done, 1);
+    pthread_barrier_wait(w->hold);
+    return NULL;
+}
+
+/* Binds a context (with its `Token`) and holds it until every thread of
+ * the batch has one. */
+static void *bind_and_hold(void *raw) {
+    worker *w = raw;
+    if (lib.token() <= 0) atomic_fetch_add(&wrong_results, 1);
+    pthread_barrier_wait(w->hold);
+    return NULL;
+}
+
+/* Threads that hold a context each at once, to fill the free list: a
+ * worker of `per_call_first` takes at most two (its per-call context and
+ * one for the handler's call), WAVE workers run at once. */
+enum { FILL = 3 * WAVE };
+
+static void per_call_first(int threads) {
+    CHECK(fixture_wait_init(&lib, 30) == 0, "init not ready");
+    /* FILL contexts, each with a `Token`, so that no call under the storm
+     * needs malloc. */
+    worker fillers[FILL];
+    pthread_t ids[FILL];
+    pthread_barrier_t hold;
+    pthread_barrier_init(&hold, NULL, FILL);
+    for (int i = 0; i < FILL; i++) {
+        fillers[i] = (worker){.index = i, .hold = &hold};
+        ids[i] = fixture_spawn(bind_and_hold, &fillers[i], 256 * 1024);
+    }
+    for (int i = 0; i < FILL; i++) fixture_join(ids[i]);
+    pthread_barrier_destroy(&hold);
+    atomic_store(&call_from_handler, 3);
+    fixture_stats_t before = fixture_wait_bound(&lib, 0, 10);
+    long kills = storm_waves(threads, per_call_first_calls);
+    atomic_store(&call_from_handler, 0);
+    fixture_stats_t after = fixture_wait_bound(&lib, 0, 10);
+    uint64_t binds = after.binds - before.binds, releases = after.releases - before.releases;
+    uint64_t token_binds = after.token_binds - before.token_binds;
+    uint64_t token_releases = after.token_releases - before.token_releases;
+    printf("threads=%d\nkills_sent=%ld\nhandler_calls=%ld\nthreads_called_back=%d\n", threads,
+           kills, atomic_load(&handler_calls), atomic_load(&threads_called_back));
+    printf("contexts_created_during_run=%" PRIu64 "\n",
+           after.contexts_created - before.contexts_created);
+    printf("binds_during_run=%" PRIu64 "\nreleases_during_run=%" PRIu64 "\n", binds, releases);
+    printf("token_binds_during_run=%" PRIu64 "\ntoken_releases_during_run=%" PRIu64 "\n",
+           token_binds, token_releases);
+    fixture_print_stats("", &after);
+    check_calls();
+    CHECK(atomic_load(&threads_called_back) == threads,
+          "the handler made its bound call on %d threads of %d",
+          atomic_load(&threads_called_back), threads);
+    CHECK(after.contexts_bound == 0, "%" PRIu64 " contexts bound after the threads exited",
+          after.contexts_bound);
+    CHECK(binds == releases, "%" PRIu64 " attaches but %" PRIu64 " releases", binds, releases);
+    CHECK(token_binds == token_releases,
+          "Token::bind ran %" PRIu64 " times but Token::release %" PRIu64 " times", token_binds,
+          token_releases);
+}
+
 static void binds(int threads, int reentrant) {
     CHECK(fixture_wait_init(&lib, 30) == 0, "init not ready");
     if (reentrant) {
@@ -306,6 +420,8 @@ int main(int argc, char **argv) {
         binds(threads, 1);
     } else if (strcmp(mode, "reentrant-per-call") == 0) {
         per_call(threads);
+    } else if (strcmp(mode, "per-call-first") == 0) {
+        per_call_first(threads);
     } else if (strcmp(mode, "gate") == 0) {
         gate(threads);
     } else {
