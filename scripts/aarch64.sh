@@ -10,9 +10,9 @@
 #   scripts/aarch64.sh          the CI-sized run
 #   scripts/aarch64.sh --full   the large iteration counts (CALLGATE_FULL=1)
 #
-# Installs what it lacks (the Rust target for the pinned toolchain, and the
-# cross compilers, aarch64 glibc and qemu-user from apt) and fails if anything
-# cannot be installed or run.
+# Needs the Rust target for the pinned toolchain, the cross compilers,
+# aarch64 glibc and qemu-user (`cargo xtask test --list` says how to install
+# them; it skips this run without them), and fails if anything cannot run.
 #
 # What emulation cannot show: qemu-user runs the aarch64 code with the x86-64
 # host's stronger memory ordering, so an ordering that is too weak for
@@ -36,8 +36,8 @@ CXX_A64=aarch64-linux-gnu-g++
 SYSROOT=/usr/aarch64-linux-gnu
 OUT=target/aarch64
 HOSTS=(abandon bad_input churn depth dlclose init signals teardown)
-TESTS=(--test abandon --test bad_input --test churn --test depth --test dlclose
-    --test init_background --test signals --test teardown)
+FILTERS=(abandon:: bad_input:: churn:: depth:: dlclose:: init_background::
+    signals:: teardown::)
 
 step() { printf '\n==> %s\n' "$*"; }
 die() {
@@ -45,21 +45,9 @@ die() {
     exit 1
 }
 
-step "toolchain: the $TARGET target, $CC_A64, $CXX_A64 and qemu-aarch64"
-if ! rustup target list --installed | grep -qx "$TARGET"; then
-    rustup target add "$TARGET"
-fi
-if ! command -v "$CC_A64" >/dev/null || ! command -v "$CXX_A64" >/dev/null ||
-    ! command -v qemu-aarch64 >/dev/null ||
-    [[ ! -e "$SYSROOT/lib/ld-linux-aarch64.so.1" ]]; then
-    command -v apt-get >/dev/null || die "the aarch64 toolchain is missing and apt-get is not available"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc-aarch64-linux-gnu \
-        g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user >/dev/null
-fi
-command -v "$CC_A64" >/dev/null || die "$CC_A64 not found after installing gcc-aarch64-linux-gnu"
-command -v "$CXX_A64" >/dev/null || die "$CXX_A64 not found after installing g++-aarch64-linux-gnu"
-command -v qemu-aarch64 >/dev/null || die "qemu-aarch64 not found after installing qemu-user"
+for tool in "$CC_A64" "$CXX_A64" qemu-aarch64; do
+    command -v "$tool" >/dev/null || die "$tool not found (see cargo xtask test --list)"
+done
 
 step "the runtime and the fixture for $TARGET, lints as errors"
 cargo clippy -p callgate -p callgate-fixture --all-targets --target "$TARGET" --target-dir "$OUT/clippy" --quiet \
@@ -96,6 +84,6 @@ for profile in debug release; do
     CALLGATE_TEST_EMULATOR=qemu-aarch64 CALLGATE_TEST_HOSTS="$PWD/$OUT/hosts" \
         CALLGATE_TEST_FIXTURE="$PWD/$OUT/$TARGET/$profile/libcallgate_fixture.so" \
         CALLGATE_FIXTURE_PROFILE=$profile \
-        cargo test -p callgate-dev "${TESTS[@]}" -- \
+        cargo test -p callgate-dev --test hosts -- "${FILTERS[@]}" \
         --skip destructor_calls_leak_nothing_under_memcheck
 done

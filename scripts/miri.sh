@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The runtime's unit tests, and the trampolines of tests/macros_values.rs,
+# The runtime's unit tests, and the trampolines of tests/attribute/values.rs,
 # under Miri (nightly): every memory access of the unsafe code checked
 # against Rust's aliasing rules (both of Miri's models), Miri's data-race
 # detector and weak-memory emulation over the free list, the turns and the
@@ -14,7 +14,7 @@
 # `__dso_handle`) and the lookup of the thread's stack bounds (unknown
 # there, as off Linux; the two unit tests that need them are left out);
 # the threaded tests run fewer rounds. Needs the nightly toolchain with
-# `rust-src` and `miri` (added when rustup can); without them, prints one
+# `rust-src` and `miri`; without them, prints one
 # `SKIPPED: …` line and succeeds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,9 +24,6 @@ if ! rustup run nightly rustc --version >/dev/null 2>&1; then
     exit 0
 fi
 for component in rust-src miri; do
-    if ! rustup component list --toolchain nightly --installed | grep -q "^$component"; then
-        rustup component add "$component" --toolchain nightly >/dev/null 2>&1 || true
-    fi
     if ! rustup component list --toolchain nightly --installed | grep -q "^$component"; then
         echo "SKIPPED: miri: the nightly toolchain has no $component (rustup component add $component --toolchain nightly)"
         exit 0
@@ -47,7 +44,7 @@ for model in "" -Zmiri-tree-borrows; do
     # C signatures from Rust: the gate, the bind, the contexts, the
     # argument checks and the fallbacks. (The other integration tests call
     # C helpers, which Miri cannot run.)
-    "${miri[@]}" cargo +nightly miri test -p callgate-dev --test macros_values \
-        --target-dir target/miri
+    "${miri[@]}" cargo +nightly miri test -p callgate-dev --test attribute \
+        --target-dir target/miri -- values::
 done
 echo "miri: $((SECONDS - started)) s"

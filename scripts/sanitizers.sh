@@ -18,10 +18,6 @@ if ! rustup run nightly rustc --version >/dev/null 2>&1; then
 fi
 sysroot=$(rustup run nightly rustc --print sysroot)
 if [[ ! -d "$sysroot/lib/rustlib/src/rust/library" ]]; then
-    # A nightly without `rust-src`: add it when rustup can.
-    rustup component add rust-src --toolchain nightly >/dev/null 2>&1 || true
-fi
-if [[ ! -d "$sysroot/lib/rustlib/src/rust/library" ]]; then
     echo "SKIPPED: sanitizers: the nightly toolchain has no rust-src (rustup component add rust-src --toolchain nightly)"
     exit 0
 fi
@@ -30,7 +26,7 @@ target=x86_64-unknown-linux-gnu
 started=$SECONDS
 # The callbacks program (tests/c/linked/callbacks.c) is compiled against the
 # header generated from the fixture, which its test writes (stable build).
-cargo test -p callgate-dev --test callbacks --quiet >/dev/null
+cargo test -p callgate-dev --test hosts --quiet -- callbacks:: >/dev/null
 target_dir=$(cargo metadata --format-version 1 --no-deps |
     grep -o '"target_directory":"[^"]*"' | cut -d'"' -f4)
 header_dir="$target_dir/tmp/linked"
@@ -66,6 +62,7 @@ for sanitizer in thread address; do
     # some of its entry points, `__tsan_memcpy` among them), which the
     # executable exports to it (`-rdynamic`).
     runtime=$sysroot/lib/rustlib/$target/lib/librustc-nightly_rt.${sanitizer:0:1}san.a
+    # shellcheck disable=SC2054 # linker flags, one word each
     link=(-rdynamic -Wl,--whole-archive "$runtime" -Wl,--no-whole-archive -ldl -lpthread -lm -lrt)
     for host in churn depth dlclose abandon signals; do
         cc "${flags[@]}" -c tests/c/hosts/$host.c -o "$hosts/$host.o"
@@ -109,6 +106,6 @@ for sanitizer in thread address; do
     # build drops, as a debug build does, so the forced unwind stops in the
     # callback's frame and glibc aborts ("exception not rethrown"): a
     # property of the instrumented build, not of the runtime. The release
-    # and debug fixtures cover these cases (tests/abandon.rs).
+    # and debug fixtures cover these cases (tests/hosts/abandon.rs).
 done
 echo "sanitizers: ok in $((SECONDS - started)) s"

@@ -28,7 +28,7 @@
 #             value; and the test binaries that hand Rust state and
 #             closures to SQLite, libuv and glib and to C threads
 #             (tests/libraries_*.rs, closures.rs, macros_user_data.rs); load/call/unload
-#             cycles of a plugin copy (tests/plugins.rs builds them), whose
+#             cycles of a plugin copy (tests/hosts/plugins.rs builds them), whose
 #             unload must free the context pool and the last-error messages
 #   helgrind  no data race: contexts reused across threads in churn waves,
 #             the nesting harness, and closures and user data shared by C
@@ -39,7 +39,7 @@
 #
 # Suppressions (scripts/valgrind.supp) cover only false positives of the
 # tools' model of glibc or std, each documented there. CALLGATE_FULL=1
-# (scripts/test.sh --full) runs larger sizes. Exits non-zero if any run
+# (cargo xtask test --full) runs larger sizes. Exits non-zero if any run
 # reports an error.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -64,10 +64,10 @@ hosts="$out_dir/hosts"
 fixture="$out_dir/../../../libcallgate_fixture.so"
 # The data program is compiled against the generated header by its test,
 # into the target directory's tmp/linked.
-cargo test -p callgate-dev --test data --test callbacks --test values --quiet >/dev/null
+cargo test -p callgate-dev --test hosts --quiet -- data:: callbacks:: values:: >/dev/null
 # The plugin copies are generated and built by their test, into the target
 # directory's tmp/plugins.
-cargo test -p callgate-dev --test plugins --quiet copies_are_distinct >/dev/null
+cargo test -p callgate-dev --test hosts --quiet -- copies_are_distinct >/dev/null
 target_dir=$(cargo metadata --format-version 1 --no-deps |
     grep -o '"target_directory":"[^"]*"' | cut -d'"' -f4)
 linked="$target_dir/tmp/linked"
@@ -153,16 +153,17 @@ check memcheck callbacks-suspended "$linked/callbacks" suspended
 check memcheck callbacks-concurrent "$linked/callbacks" concurrent 4 200
 check memcheck values "$linked/values"
 
-# check_tests NAME: the dev package's integration test NAME under memcheck,
-# one test at a time.
+# check_tests NAME [FILTER]: the dev package's integration test NAME (its
+# tests matching FILTER) under memcheck, one test at a time.
 check_tests() {
     local binary
     binary=$(test_binary "$1")
-    success='^test result: ok\.' check memcheck "$1" "$binary" --test-threads=1
+    success='^test result: ok\.' check memcheck "$1${2:+-${2%::}}" "$binary" --test-threads=1 ${2:+"$2"}
 }
-for test in closures macros_user_data libraries_sqlite libraries_uv libraries_glib; do
+for test in closures libraries_sqlite libraries_uv libraries_glib; do
     check_tests "$test"
 done
+check_tests attribute user_data::
 
 check memcheck plugin-unload-cycles "$hosts/plugin_cycles" "$plugin" "$unloads"
 check memcheck plugin-last-error "$hosts/plugin_unload" "$plugin" last_error 5

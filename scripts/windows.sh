@@ -9,9 +9,9 @@
 #   scripts/windows.sh --full   50 000 short-lived threads instead of 10 000
 #                               (CALLGATE_FULL=1)
 #
-# Installs what it lacks (the Rust target for the pinned toolchain, mingw-w64
-# and wine from apt) and fails if anything cannot be installed or run: a
-# Windows test that cannot run is a failure, never a skip.
+# Needs the Rust targets, mingw-w64 and wine (`cargo xtask test --list`
+# says how to install them; it skips this run without them), and fails if
+# anything cannot run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,17 +30,8 @@ die() {
     exit 1
 }
 
-step "toolchain: the $TARGET target, mingw-w64 and wine"
-if ! rustup target list --installed | grep -qx "$TARGET"; then
-    rustup target add "$TARGET"
-fi
-if ! command -v "$CC_WIN" >/dev/null || ! command -v wine >/dev/null; then
-    command -v apt-get >/dev/null || die "mingw-w64 and wine are missing and apt-get is not available"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc-mingw-w64-x86-64-win32 wine64 >/dev/null
-fi
-command -v "$CC_WIN" >/dev/null || die "$CC_WIN not found after installing gcc-mingw-w64-x86-64-win32"
-command -v wine >/dev/null || die "wine not found after installing wine64"
+command -v "$CC_WIN" >/dev/null || die "$CC_WIN not found (apt-get install gcc-mingw-w64-x86-64-win32)"
+command -v wine >/dev/null || die "wine not found (apt-get install wine64)"
 WINESERVER=$(command -v wineserver || true)
 for candidate in /usr/lib/wine/wineserver64 /usr/lib/wine/wineserver; do
     [[ -n "$WINESERVER" ]] && break
@@ -57,9 +48,6 @@ RUSTDOCFLAGS="-D warnings --document-private-items" cargo doc --no-deps -p callg
 
 step "the runtime for the MSVC targets (compiled, not run), warnings as errors"
 for msvc in x86_64-pc-windows-msvc aarch64-pc-windows-msvc; do
-    if ! rustup target list --installed | grep -qx "$msvc"; then
-        rustup target add "$msvc"
-    fi
     RUSTFLAGS="-D warnings" cargo clippy -p callgate -p callgate-fixture --all-targets \
         --target "$msvc" --quiet -- -D warnings
 done

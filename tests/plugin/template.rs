@@ -1,4 +1,4 @@
-// The plugin the `tests/plugins.rs` hosts load: one small callgate `cdylib`
+// The plugin the `tests/hosts/plugins.rs` hosts load: one small callgate `cdylib`
 // of which the test generates many copies, each its own crate (and soname),
 // into a throwaway workspace under the target directory; each copy's
 // `src/lib.rs` includes this file. The C declarations are in

@@ -2,7 +2,7 @@
 //! program that loads it with `dlopen`.
 //!
 //! * `include/plugin.h` is its C header, generated from the built library by
-//!   `callgate-header`; `tests/header.rs` fails when it is stale (rewrite
+//!   `callgate-header`; `tests/hosts/header.rs` fails when it is stale (rewrite
 //!   it with `CALLGATE_BLESS=1 cargo test -p callgate-example-plugin`);
 //! * `host.c` is the C program: it `dlopen`s the library, looks each
 //!   function up with `dlsym` as the header's pointer type, and reads errors

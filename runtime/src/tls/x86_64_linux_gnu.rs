@@ -21,7 +21,7 @@
 //! the block up in the thread's DTV: a few more instructions, and on a
 //! thread's first access a call into the dynamic linker that allocates the
 //! block. In an executable the linker relaxes the sequence to a
-//! local-exec access. `tests/plugins.rs` checks how many copies of a library
+//! local-exec access. `tests/hosts/plugins.rs` checks how many copies of a library
 //! fit where.
 //!
 //! The resolver is called, so the `asm!` blocks may not use `nostack`, and
@@ -53,7 +53,7 @@
 //! 16 there (the block asks for the ABI's alignment), so only code before
 //! the prologue, at the entry's alignment, finds it 8 bytes off. A
 //! debugger, a profiler or an unwinder that stops inside the resolver
-//! walks out through them to the trampoline's caller. `tests/unwind.rs`
+//! walks out through them to the trampoline's caller. `tests/hosts/unwind.rs`
 //! checks both: each jump in the fixture's debug and release builds
 //! against their unwind tables, and backtraces from a SIGPROF handler
 //! that stopped in the resolver (without these rows every one goes

@@ -1,5 +1,5 @@
 /* Shared by the plugin hosts (plugins.c, plugin_cycles.c, plugin_unload.c):
- * load copies of the plugin cdylib that tests/plugins.rs generates from
+ * load copies of the plugin cdylib that tests/hosts/plugins.rs generates from
  * tests/plugin/template.rs, look up its symbols, and read what the process
  * holds (mappings, RSS, open fds). Failing checks use fixture_host.h's
  * FAIL/CHECK. */

@@ -11,7 +11,7 @@
  *                                exit; after dlclose every copy is unmapped
  *
  * DIR holds libcallgate_plugin_000.so ... (COUNT of them), as
- * tests/plugins.rs generates them. Prints loaded=, static_tls=, calls=,
+ * tests/hosts/plugins.rs generates them. Prints loaded=, static_tls=, calls=,
  * and misaligned_mallocs= (malloc_check.h: the copies in dynamic TLS make
  * the TLS descriptor's resolver allocate each thread's block). */
 #include "plugin_host.h"

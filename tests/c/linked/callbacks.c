@@ -6,7 +6,7 @@
  * another thread, freed while a call is in flight, once closures as
  * pthread_create start routines.
  *
- * Compiled by the test (tests/callbacks.rs) against the generated header,
+ * Compiled by the test (tests/hosts/callbacks.rs) against the generated header,
  * like data.c.
  *
  *   callbacks table          the table, qsort_r with a counted comparator,
@@ -747,7 +747,7 @@ static void concurrent(int count, int calls, int with_fork) {
 /* ------------------------------------------------------------------------ */
 
 /* One misuse of a closure's data, which the runtime turns into an abort
- * with a message (tests/callbacks.rs checks it): returns only if it did
+ * with a message (tests/hosts/callbacks.rs checks it): returns only if it did
  * not abort. */
 static void misuse(const char *what) {
     adder_fn add = NULL;

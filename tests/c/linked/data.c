@@ -4,7 +4,7 @@
  *
  * Unlike the dlopen hosts in tests/c/hosts, this program includes the
  * generated `fixture.h` and links against the fixture, so it is compiled by
- * the test (tests/data.rs) once the library exists.
+ * the test (tests/hosts/data.rs) once the library exists.
  *
  *   data boundary            every (pointer, length) check, owned result and
  *                            buffer case

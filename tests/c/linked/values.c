@@ -4,7 +4,7 @@
  * against their variants at every call, and the `Pair` struct goes both
  * ways by value.
  *
- * Compiled by the test (tests/values.rs) once the library exists, like
+ * Compiled by the test (tests/hosts/values.rs) once the library exists, like
  * data.c. Prints `checks=N` and `result=ok`; a failed check prints
  * `FAIL: file:line: message` on stderr and exits 1. */
 #include <limits.h>

@@ -3,7 +3,7 @@
 //! `#[derive(CEnum)]` enums checked at every call, a `#[derive(CValue)]`
 //! struct both ways.
 
-mod host;
+use crate::host;
 
 use std::time::Duration;
 

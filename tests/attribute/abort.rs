@@ -40,8 +40,12 @@ fn abort_on_error(value: i32) -> Result<i32, TooLarge> {
 /// Runs `test` in a child process that does the aborting call; returns its
 /// stderr after checking it died of SIGABRT.
 fn run_child(test: &str) -> String {
+    let test = format!(
+        "{}::{test}",
+        module_path!().split_once("::").map_or("", |(_, path)| path)
+    );
     let output = Command::new(std::env::current_exe().unwrap())
-        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .args([test.as_str(), "--exact", "--nocapture", "--test-threads=1"])
         .env(CHILD, "1")
         .output()
         .unwrap();

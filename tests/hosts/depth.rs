@@ -1,7 +1,7 @@
 //! Deep C → Rust → C → Rust nesting on one thread, and callbacks from small
 //! and foreign stacks, driven by a C program that `dlopen`s the fixture.
 
-mod host;
+use crate::host;
 
 use std::time::Duration;
 

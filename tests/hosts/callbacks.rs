@@ -6,7 +6,7 @@
 //! dropped exactly once; and the misuse of a closure's data that aborts
 //! with a message (freed twice, a once closure used twice).
 
-mod host;
+use crate::host;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! C program: a profiler's or debugger's walk of the stack, started inside
 //! glibc's resolver, reaches the callback's caller.
 
-mod host;
+use crate::host;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! `dlopen`s it: callers wait for it, init code can call back through C, and
 //! a failed init turns every call into its `on_error` value.
 
-mod host;
+use crate::host;
 
 use std::time::Duration;
 

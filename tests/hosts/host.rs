@@ -2,8 +2,8 @@
 //! fixture (`tests/fixture`), shared by the integration tests that drive
 //! callgate from real, separately loaded C callers.
 //!
-//! The fixture is built by `cargo build --workspace --lib` (the first step
-//! of `scripts/test.sh`) next to this test binary's target directory.
+//! The fixture is built by cargo, on first use, in this test binary's
+//! target directory (see [`fixture`]).
 
 #![allow(dead_code)]
 
@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-/// True when `CALLGATE_FULL=1` (`scripts/test.sh --full`): run the large
+/// True when `CALLGATE_FULL=1` (`cargo xtask test --full`): run the large
 /// iteration counts.
 pub fn full() -> bool {
     std::env::var_os("CALLGATE_FULL").is_some_and(|value| value == "1")
@@ -25,7 +25,7 @@ pub fn size(small: u64, large: u64) -> u64 {
 
 /// The build profile of the fixture the hosts load: `CALLGATE_FIXTURE_PROFILE`
 /// (`debug` or `release`), or the profile this test binary was built in.
-/// `scripts/test.sh` runs the host tests against both.
+/// `cargo xtask test` runs the host tests against both.
 pub fn fixture_profile() -> String {
     match std::env::var("CALLGATE_FIXTURE_PROFILE") {
         Ok(profile) if !profile.is_empty() => profile,
@@ -68,7 +68,7 @@ pub fn fixture_is_release() -> bool {
 /// True when the fixture was built at an `opt-level` where callgate's
 /// out-of-line call path can stop an unwind out of a C function declared
 /// `extern "C"` (`pthread_exit`, a cancellation, a C++ exception): "1",
-/// "s" or "z" in `CALLGATE_FIXTURE_OPT_LEVEL`, which `scripts/test.sh`
+/// "s" or "z" in `CALLGATE_FIXTURE_OPT_LEVEL`, which `cargo xtask test`
 /// sets for its builds at those levels. The process may then abort there
 /// instead of recovering (the guide's Known limits).
 pub fn extern_c_unwind_may_abort() -> bool {
@@ -87,28 +87,41 @@ fn own_profile_dir() -> PathBuf {
 }
 
 /// The fixture library the hosts load: `libcallgate_fixture.so` in
-/// `target/<fixture_profile()>`, or `CALLGATE_TEST_FIXTURE` where that is
-/// set (`scripts/musl.sh`: a build for another C library).
+/// `target/<fixture_profile()>`, built (or found fresh) by cargo on the
+/// first call, so that no test runs against a library older than the
+/// sources; or `CALLGATE_TEST_FIXTURE` where that is set (a build of
+/// another kind, which the test matrix makes first).
 pub fn fixture() -> PathBuf {
     if let Some(library) = std::env::var_os("CALLGATE_TEST_FIXTURE") {
         return library.into();
     }
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT.get_or_init(build_fixture).clone()
+}
+
+/// Builds the fixture in this test binary's target directory, with the
+/// profile [`fixture_profile`] names and this process's `RUSTFLAGS`: a
+/// no-op when it is fresh.
+fn build_fixture() -> PathBuf {
     let own = own_profile_dir();
     let target = own.parent().expect("target/<profile> has a parent");
     let profile = fixture_profile();
-    let library = target.join(&profile).join("libcallgate_fixture.so");
-    let build = if profile == "debug" {
-        String::new()
-    } else {
-        format!(" --profile {profile}")
-    };
+    let output = Command::new(env!("CARGO"))
+        .args(["build", "--quiet", "-p", "callgate-fixture", "--target-dir"])
+        .arg(target)
+        .args([
+            "--profile",
+            if profile == "debug" { "dev" } else { &profile },
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run cargo to build the fixture");
     assert!(
-        library.exists(),
-        "{} is missing: build it first with `cargo build --workspace --lib{build}` \
-         (scripts/test.sh does)",
-        library.display()
+        output.status.success(),
+        "building the fixture failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
     );
-    library
+    target.join(&profile).join("libcallgate_fixture.so")
 }
 
 /// Where the host programs are: those the build script compiled, or
@@ -135,7 +148,7 @@ pub fn host(name: &str) -> Command {
         .env_remove("CALLGATE")
         .env_remove("FIXTURE_INIT")
         .env("RUST_BACKTRACE", "0");
-    // `scripts/test.sh` runs the C-host tests once more with the fixture in
+    // `cargo xtask test` runs the C-host tests once more with the fixture in
     // dynamic TLS: glibc's static TLS reserve for `dlopen` set to 0, and the
     // host checking that the fixture's block did not land in static TLS.
     if std::env::var_os("CALLGATE_TEST_DYNAMIC_TLS").is_some() {

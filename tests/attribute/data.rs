@@ -1,5 +1,5 @@
 //! The data mappings of `#[c_callback]` in one process: the forms the C
-//! program of `tests/data.rs` does not reach (`Option<&mut [T]>`,
+//! program of `tests/hosts/data.rs` does not reach (`Option<&mut [T]>`,
 //! `#[len] Option<&str>`, `#[len = n]` of other integer types, binary
 //! `OutBuf`s, failures and panics of owned results), and the C idioms of a
 //! size query and of freeing an owned array.

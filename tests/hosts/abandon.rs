@@ -2,9 +2,9 @@
 //! the fixture: `longjmp` out of a nested C call (libpng-style error
 //! handling), `pthread_exit`, and deferred and asynchronous cancellation
 //! acted on inside a callback. Run against the debug and the release build
-//! of the fixture (`CALLGATE_FIXTURE_PROFILE`, see `scripts/test.sh`).
+//! of the fixture (`CALLGATE_FIXTURE_PROFILE`, see `cargo xtask test`).
 
-mod host;
+use crate::host;
 
 use std::time::Duration;
 
@@ -153,7 +153,7 @@ fn pthread_exit_inside_a_callback_by_every_path_releases_the_context() {
 /// meets the call's guard in every build profile, and the process aborts
 /// with a message naming the callback, both in a thread's first call (the
 /// out-of-line path that binds it) and in a call the fast path serves.
-/// `scripts/test.sh` runs it against the debug and release builds and the
+/// `cargo xtask test` runs it against the debug and release builds and the
 /// builds at `opt-level` "s" and "z" and with fat LTO. With musl nothing
 /// unwinds: the thread ends and its context is released.
 #[test]

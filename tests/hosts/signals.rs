@@ -1,7 +1,7 @@
 //! Signal storms in a C program while its threads bind contexts or wait at
 //! the init gate; the caller's signal mask is left exactly as it was.
 
-mod host;
+use crate::host;
 
 use std::time::Duration;
 

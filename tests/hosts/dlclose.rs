@@ -1,7 +1,7 @@
 //! `dlclose` of the fixture while C threads bound to it are alive, and
 //! loading it again, from a C program.
 
-mod host;
+use crate::host;
 
 use std::process::Command;
 use std::time::Duration;

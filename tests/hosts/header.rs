@@ -3,10 +3,9 @@
 //! exports, and a C program and a C++ program that include it compile with
 //! warnings as errors, link against the library and run.
 //!
-//! The fixture is built by `cargo build --workspace --lib` (the first step
-//! of `scripts/test.sh`).
+//! The fixture is built on first use (`host::fixture`).
 
-mod host;
+use crate::host;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

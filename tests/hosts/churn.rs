@@ -2,7 +2,7 @@
 //! the fixture with `dlopen`: contexts are recycled, never leaked, and the
 //! process's memory stays flat.
 
-mod host;
+use crate::host;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! back with a last error that says what happened, or — where the policy
 //! says so — the process aborts with a message.
 
-mod host;
+use crate::host;
 
 use std::time::Duration;
 
@@ -71,7 +71,7 @@ fn a_panic_payload_that_panics_on_drop_aborts_with_a_message() {
 
 /// A panic with the fixture's panic strategy: with unwinding panics the
 /// callback returns its fallback and records the message; built with
-/// `panic = "abort"` (`scripts/test.sh` runs this against such a build too)
+/// `panic = "abort"` (`cargo xtask test` runs this against such a build too)
 /// nothing can catch the panic, and the process aborts with Rust's panic
 /// message before any fallback.
 #[test]

@@ -1,6 +1,6 @@
 //! `fork()` in a C program while other threads bind and release contexts.
 
-mod host;
+use crate::host;
 
 use std::time::Duration;
 

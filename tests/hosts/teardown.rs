@@ -3,7 +3,7 @@
 //! before and after callgate's key, `thread_local` destructors, an `atexit`
 //! handler and an `__attribute__((destructor))`.
 
-mod host;
+use crate::host;
 
 use std::process::Command;
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! length)`, owned results freed through the library's free functions,
 //! and caller-supplied buffers.
 
-mod host;
+use crate::host;
 
 use std::time::Duration;
 

@@ -7,7 +7,7 @@
 //! built once per test process (one workspace, so the runtime is built once
 //! for all of them).
 
-mod host;
+use crate::host;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -161,7 +161,7 @@ fn a_hundred_plugins_bound_from_four_threads() {
 
 /// No call of `malloc` found the stack misaligned: among them, the TLS
 /// descriptor's resolver allocating a thread's block of a copy in dynamic
-/// TLS, called from the copy's callbacks (see `tests/dlclose.rs`).
+/// TLS, called from the copy's callbacks (see `tests/hosts/dlclose.rs`).
 #[track_caller]
 fn assert_malloc_aligned(outcome: &host::Outcome) {
     assert_eq!(outcome.number("malloc_checked"), 1.0, "{outcome}");
