@@ -16,12 +16,13 @@
 //!   `.cc` hosts there (C++ exceptions through callbacks) are compiled the
 //!   same way by the C++ compiler.
 //!
-//! * The C libraries the tests hand Rust callbacks to — SQLite, libuv and
-//!   glib — are found with `pkg-config` and linked into the dev package;
-//!   each one found sets `cfg(callgate_sqlite)`, `cfg(callgate_libuv)` or
-//!   `cfg(callgate_glib)` for the tests that use it. A missing one leaves
-//!   those tests out with a warning naming the Debian package to install,
-//!   and fails the build under CI (`CI=true`).
+//! * The C libraries the tests hand Rust callbacks to — SQLite, libuv,
+//!   glib and Lua 5.4 — are found with `pkg-config` and linked into the dev
+//!   package; each one found sets `cfg(callgate_sqlite)`,
+//!   `cfg(callgate_libuv)`, `cfg(callgate_glib)` or `cfg(callgate_lua)` for
+//!   the tests that use it. A missing one leaves those tests out with a
+//!   warning naming the Debian package to install, and fails the build
+//!   under CI (`CI=true`).
 //!
 //! All C is compiled with `-Wall -Wextra -Werror`.
 //!
@@ -68,10 +69,11 @@ fn cxx_files(dir: &str) -> Vec<PathBuf> {
 const OPENMP_SOURCE: &str = "examples/c/openmp.c";
 
 /// `(pkg-config module, cfg it sets, Debian package)`.
-const LIBRARIES: [(&str, &str, &str); 3] = [
+const LIBRARIES: [(&str, &str, &str); 4] = [
     ("sqlite3", "callgate_sqlite", "libsqlite3-dev"),
     ("libuv", "callgate_libuv", "libuv1-dev"),
     ("glib-2.0", "callgate_glib", "libglib2.0-dev"),
+    ("lua5.4", "callgate_lua", "liblua5.4-dev"),
 ];
 
 fn main() {

@@ -160,7 +160,7 @@ check_tests() {
     binary=$(test_binary "$1")
     success='^test result: ok\.' check memcheck "$1${2:+-${2%::}}" "$binary" --test-threads=1 ${2:+"$2"}
 }
-for test in closures libraries_sqlite libraries_uv libraries_glib; do
+for test in closures libraries_sqlite libraries_uv libraries_glib libraries_lua; do
     check_tests "$test"
 done
 check_tests attribute user_data::

@@ -41,17 +41,25 @@
 //!   closure's retirement reads every context's word and leaves the drop
 //!   to the last call it finds announcing it. A call that finds its
 //!   thread's word taken (by a call it is nested in, or an abandoned one),
-//!   or runs on a thread attached per call, takes a reference;
+//!   or runs on a thread attached per call, takes a reference, which it
+//!   records in its context while it runs (`run_recorded`);
 //! * the call of a once closure uses the owner's reference.
 //!
 //! A call abandoned by a `longjmp` out of the body keeps its hold: an
 //! announcement until its thread exits (the thread's later calls take
-//! references meanwhile); a `Closure::new` call's reference until the
-//! thread's next outermost call of the closure finds it certainly gone
-//! and takes the turn back (see `Exclusive::with`), or, once its thread
-//! gave up its context (it exited, or a per-call release handed the
-//! context on), the next call of the thread that gets it; any other
-//! reference for good (the closure leaks).
+//! references meanwhile); a `Closure::new` call's reference until a later
+//! call of the closure on its thread finds it certainly gone and takes the
+//! turn back (see `Exclusive::with`), or, once its thread gave up its
+//! context (it exited, or a per-call release handed the context on), the
+//! next call of the thread that gets it; any other reference for good (the
+//! closure leaks).
+//!
+//! In a `fork` child, the calls of the threads the child lacks never
+//! return. It ends their announcements (`end_hold`) and gives up the
+//! references their contexts recorded (`give_up_left_behind`): those of
+//! `Closure::concurrent` calls, and of `Closure::new` calls waiting for a
+//! turn; the reference of a call that holds a turn is given up by the
+//! child's first call of the closure, which takes the turn over.
 //!
 //! Misuse C can make of a closure it owns is caught where the memory
 //! allows: the header records how the owner's reference went (C's `free`,
@@ -85,14 +93,14 @@ use core::sync::atomic::fence;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::boundary::{Frame, Policy, Site, bound_context, call, marked_call_is_gone};
-use crate::context::CONTEXTS;
+use crate::context::{CONTEXTS, ContextNode};
 use crate::diag::{abort_with, report};
 use crate::failure::{Failure, payload_message};
 use crate::gate::GatePolicy;
 use crate::settings::AttachMode;
 use crate::stack::Mark;
-use crate::sync::{AtomicU32, AtomicUsize, Hazard, MARKED, Ordering, Retirement, Turn};
-use crate::valgrind;
+use crate::sync::{AtomicU32, AtomicUsize, Hazard, MARKED, Ordering, OuterWait, Retirement, Turn};
+use crate::{thread, valgrind};
 
 #[cfg(test)]
 mod tests;
@@ -824,9 +832,10 @@ enum Hold {
     /// A call on a bound thread whose hazard word is free announces the
     /// closure in it (a store and a swap on a line only that thread
     /// writes), and the drop waits for the calls it finds announcing it;
-    /// any other call counts itself: `Closure::concurrent`, whose calls
-    /// from many threads at once would otherwise all read-modify-write the
-    /// one count.
+    /// any other call counts itself, and records that in its context
+    /// ([`run_recorded`]): `Closure::concurrent`, whose calls from many
+    /// threads at once would otherwise all read-modify-write the one
+    /// count.
     Announced,
 }
 
@@ -842,9 +851,10 @@ enum Held {
 /// reference for a once closure, a reference of its own for a
 /// `Closure::new`, and for a `Closure::concurrent` an announcement in the
 /// hazard word of the thread's context where the thread is bound (bound
-/// now if it was not) and the word is free: an outer call of the thread
-/// (or an abandoned one) holds it otherwise, and the call takes a
-/// reference.
+/// now if it was not) and the word is free. `None` otherwise (an outer
+/// call of the thread, or an abandoned one, holds the word; the thread is
+/// attached per call): the call takes a reference and records it in
+/// [`run_recorded`].
 ///
 /// Taken before `call`, from the context the thread's slot holds: taken in
 /// the body, from the call's frame, it would live in memory across `call`
@@ -858,14 +868,14 @@ enum Held {
 /// `header` belongs to a live closure, whose calls hold it by `hold`, and
 /// `site` is its site.
 #[cfg_attr(not(callgate_unoptimized), inline(always))]
-unsafe fn hold(header: NonNull<Header>, site: &Site, hold: Hold) -> Held {
+unsafe fn hold(header: NonNull<Header>, site: &Site, hold: Hold) -> Option<Held> {
     match hold {
         Hold::Owner => {
             // SAFETY: the header of a closure (caller obligation), or of
             // one already dropped and still kept, whose second call this
             // catches.
             unsafe { give_up_owner(header, CALLED) };
-            return Held::Reference;
+            return Some(Held::Reference);
         }
         Hold::Counted => {}
         Hold::Announced => {
@@ -886,17 +896,18 @@ unsafe fn hold(header: NonNull<Header>, site: &Site, hold: Hold) -> Held {
                 // - a header is a non-zero multiple of 8, of a closure that
                 //   is alive and not retired (the caller may call it).
                 if unsafe { hazard.announce(object, marked) } {
-                    return Held::Announcement(hazard);
+                    return Some(Held::Announcement(hazard));
                 }
             }
             // A call nested in an announced one, a word left taken by an
             // abandoned call, a thread attached per call, a gate shut.
             crate::hint::rarely_taken();
+            return None;
         }
     }
     // SAFETY: live (caller obligation).
     unsafe { retain(header) };
-    Held::Reference
+    Some(Held::Reference)
 }
 
 /// Gives up what a call held.
@@ -1018,7 +1029,10 @@ unsafe fn run<B: Invoke<Args>, Args>(data: *mut c_void, args: Args) -> ReturnOf<
     let shared = unsafe { &*header.cast::<Shared<B, ReturnOf<B, Args>>>().as_ptr() };
     // SAFETY: live (caller obligation), held by `B::HOLD` as `allocate`
     // recorded; its site.
-    let held = unsafe { hold(header, &shared.site, B::HOLD) };
+    let Some(held) = (unsafe { hold(header, &shared.site, B::HOLD) }) else {
+        // SAFETY: forwarded caller obligations.
+        return unsafe { run_recorded::<B, Args>(header, args) };
+    };
     let on_failure = shared.on_failure;
     let result = call(
         &shared.site,
@@ -1032,6 +1046,70 @@ unsafe fn run<B: Invoke<Args>, Args>(data: *mut c_void, args: Args) -> ReturnOf<
     // closure.
     unsafe { unhold(header, held) };
     result
+}
+
+/// [`run`] for a call of a `Closure::concurrent` that cannot announce the
+/// closure in its thread's hazard word (see [`hold`]): it counts a
+/// reference, and records it in the context it runs on while it runs, so
+/// that a `fork` child that lacks the thread gives it up
+/// (`give_up_left_behind`).
+///
+/// # Safety
+///
+/// As for `run`.
+#[cold]
+#[inline(never)]
+unsafe fn run_recorded<B: Invoke<Args>, Args>(
+    header: NonNull<Header>,
+    args: Args,
+) -> ReturnOf<B, Args> {
+    // SAFETY: as in `run`, kept alive by this call's reference until it
+    // releases it.
+    let shared = unsafe { &*header.cast::<Shared<B, ReturnOf<B, Args>>>().as_ptr() };
+    // SAFETY: live (caller obligation).
+    unsafe { retain(header) };
+    let on_failure = shared.on_failure;
+    let result = call(
+        &shared.site,
+        || on_failure,
+        || on_failure,
+        |frame| {
+            // Erased as the body returns or unwinds, before the reference
+            // is given up; left by a call abandoned inside the body.
+            let _recorded = RecordedReference::new(header);
+            // SAFETY: `header` is this closure's, and this call holds a
+            // reference to it.
+            unsafe { shared.body.invoke(frame, header, args) }
+        },
+    );
+    // SAFETY: the reference taken above, given up after the call's last
+    // use of the closure.
+    unsafe { release(header) };
+    result
+}
+
+/// A counted reference of a running call, recorded in the context serving
+/// the thread (see `sync::HeldRefs`) until this is dropped.
+struct RecordedReference(Option<(&'static ContextNode, usize)>);
+
+impl RecordedReference {
+    /// Records the reference this thread's running call holds to the
+    /// closure of `header` (taken before, given up after the drop).
+    fn new(header: NonNull<Header>) -> RecordedReference {
+        // Exposed: a `fork` child turns it back into a pointer.
+        let object = header.as_ptr().expose_provenance();
+        RecordedReference(
+            thread::current().and_then(|node| Some((node, node.value.held.record(object)?))),
+        )
+    }
+}
+
+impl Drop for RecordedReference {
+    fn drop(&mut self) {
+        if let Some((node, slot)) = self.0 {
+            node.value.held.erase(slot);
+        }
+    }
 }
 
 #[cold]
@@ -1072,17 +1150,22 @@ impl<F> Exclusive<F> {
     ///
     /// A call abandoned inside the body (a `longjmp` out of C code it
     /// called, or its thread's exit) leaves its turn held and its
-    /// reference to the closure taken. The next call under its mark that
-    /// runs as the outermost call, and finds the call that took the turn
-    /// certainly gone ([`marked_call_is_gone`]), takes the turn back and gives
-    /// up that reference for it. Being the thread's outermost call is not
-    /// enough: a call that started on another stack of the thread (a
-    /// coroutine) is forgotten when the call it started under returns,
-    /// and may be suspended inside the body rather than gone.
+    /// reference to the closure taken. A later call under its mark that
+    /// finds the call that took the turn certainly gone takes the turn
+    /// back and gives up that reference for it ([`turn_holder_is_gone`]):
+    /// a call nested in another callback, if the thread's calls found the
+    /// abandoned one gone since (the next call after the jump did, where
+    /// the jump left the callback it was nested in too, as a Lua error
+    /// caught by `pcall` does); else only the thread's outermost call, by the
+    /// abandoned call's mark. A call that started on another stack of the
+    /// thread (a coroutine) may be suspended inside the body rather than
+    /// gone, and keeps the turn.
     ///
     /// In a `fork` child, a turn held by a call of a thread the child does
     /// not have is taken over by the first call that finds it so, which
-    /// gives up that call's reference (see `Turn::begin`).
+    /// gives up that call's reference (see `Turn::begin_noting_wait`). A
+    /// call that waits for the turn notes so in its context, so that such
+    /// a child gives up its reference too ([`WaitNote`]).
     ///
     /// # Safety
     ///
@@ -1098,37 +1181,33 @@ impl<F> Exclusive<F> {
         // A thread mark is the address of a context, which serves one
         // thread at a time, throughout the call (`Frame::thread_mark`):
         // non-zero, and a multiple of 4 (contexts are 128-byte aligned).
-        self.turn.begin(
+        self.turn.begin_noting_wait(
             frame.thread_mark(),
+            // SAFETY: the turn is held under this thread's mark, so
+            // `holder` was written by the call that took it, a call on
+            // this thread's context: by this thread, or by one whose
+            // context it has now through the free list, which orders that
+            // thread's accesses before this one's. A write by another
+            // thread's later turn came before the turn was taken under
+            // this mark again (the turn's Release/Acquire), and that call
+            // wrote after it. (A call of this thread that took the turn and
+            // has not written its mark yet left the mark of the call it
+            // took the turn from: see `turn_holder_is_gone`.)
+            || unsafe { turn_holder_is_gone(*self.holder.get()) },
             || {
-                // SAFETY: the turn is held under this thread's mark, so
-                // `holder` was written by the call that took it, a call on
-                // this thread's context: by this thread, or by one whose
-                // context it has now through the free list, which orders
-                // that thread's accesses before this one's. A write by another thread's
-                // later turn came before the turn was taken under this mark
-                // again (the turn's Release/Acquire), and that call wrote
-                // after it. A call of this thread that interrupted the
-                // holder between its `begin` and its mark is nested in it,
-                // and is refused whatever the mark says.
-                let gone = unsafe { marked_call_is_gone(*self.holder.get()) };
-                if gone {
-                    // SAFETY: the gone call took a reference (every call
-                    // of an `FnMut` closure does, before its turn) and
-                    // will never give it up; this call holds one more, so
-                    // the count stays above 0. (Here rather than after
-                    // `begin`: out of the fast path, which then stays
-                    // small enough for the body to be inlined.)
-                    unsafe { release(header) };
-                }
-                gone
-            },
-            || {
-                // SAFETY: the turn was held by a call of a thread a `fork`
-                // left behind, which took a reference (as above) and will
-                // never give it up; this call holds one more.
+                // SAFETY: the turn was held by a call that will never end
+                // it (a gone call of this thread's, or one of a thread a
+                // `fork` left behind), which took a reference (every call
+                // of an `FnMut` closure does, before its turn) and will
+                // never give it up; this call holds one more, so the count
+                // stays above 0. (Here rather than after `begin`: out of
+                // the fast path, which then stays small enough for the
+                // body to be inlined.)
                 unsafe { release(header) };
             },
+            // SAFETY: this call holds a reference (caller obligation),
+            // which the note names until the call has the turn.
+            |turn| unsafe { WaitNote::new(header, turn) },
             reentered,
         )?;
         // SAFETY: this thread holds the turn, and only the holder writes
@@ -1142,6 +1221,108 @@ impl<F> Exclusive<F> {
         // the holder of the turn reaches the body.
         Ok(run(unsafe { &mut *self.body.get() }))
     }
+}
+
+/// For a call that finds a `Closure::new` turn held under its own
+/// thread's mark by the call marked `holder`: true when that call is
+/// certainly gone, so the asking call may take the turn over.
+///
+/// From any depth, when the thread's calls found the holder gone while
+/// it was still recorded as running, and no other call claimed it since
+/// (`Context::claim_gone`): this call claims it. The holder was abandoned
+/// inside the body, so it never ended the turn, and a turn under its mark
+/// is still its own: a call of this thread that took the turn and has not
+/// written its mark yet (interrupted there by a signal handler's call)
+/// took it from a call that ended it, whose mark is that of a call that
+/// returned, or from a gone call it claimed first. (A call abandoned
+/// after it ended its turn, by a handler's `siglongjmp`, would break
+/// this: callbacks from signal handlers are unsupported.)
+///
+/// Otherwise only from the thread's outermost call, by the holder's
+/// mark ([`marked_call_is_gone`]): no call of this thread encloses it, so
+/// none may have taken the turn without writing its mark yet (a signal
+/// handler's call interrupting it there is nested in it, and refused).
+///
+/// # Safety
+///
+/// Called from inside a call on this thread; `holder` is the mark of a
+/// call made on the context serving this thread (by a call of this
+/// thread, or of a thread that had its context before, which handed it on
+/// through the free list).
+#[cold]
+#[inline(never)]
+unsafe fn turn_holder_is_gone(holder: Mark) -> bool {
+    let claimed = thread::current().is_some_and(|node| node.value.claim_gone(holder));
+    // SAFETY: forwarded caller obligations.
+    claimed || unsafe { marked_call_is_gone(holder) }
+}
+
+/// A `Closure::new` call's note, in its context, that it waits for the
+/// closure's turn while holding a reference to it: a `fork` child that
+/// lacks the waiting thread gives that reference up
+/// (`give_up_left_behind`). Erased when dropped, once the call has the
+/// turn (or gave up).
+struct WaitNote(Option<(&'static ContextNode, OuterWait)>);
+
+impl WaitNote {
+    /// Notes that this thread's call waits for `turn`, the turn of the
+    /// closure of `header`.
+    ///
+    /// # Safety
+    ///
+    /// The call holds a reference to the closure of `header` until the
+    /// note is dropped (or, if it takes the turn, until it ends it).
+    #[cold]
+    #[inline(never)]
+    unsafe fn new(header: NonNull<Header>, turn: &Turn) -> WaitNote {
+        // The addresses are exposed: a `fork` child turns them back into
+        // pointers.
+        let object = header.as_ptr().expose_provenance();
+        let turn = core::ptr::from_ref(turn).expose_provenance();
+        WaitNote(thread::current().map(|node| (node, node.value.held.note_wait(object, turn))))
+    }
+}
+
+impl Drop for WaitNote {
+    fn drop(&mut self) {
+        if let Some((node, outer)) = self.0.take() {
+            node.value.held.end_wait(outer);
+        }
+    }
+}
+
+/// In a `fork` child: gives up a reference that a call of a thread the
+/// fork left behind held, recorded in that thread's context (see
+/// `sync::HeldRefs`), as the call will never give it up. `object` is the
+/// closure's exposed address; `turn`, for a call that waited for that
+/// closure's turn, the turn's, and `mark` that thread's mark. A call that
+/// had taken the turn when the fork came (the turn is held under `mark`)
+/// is left to the child's first call of the closure, which takes the turn
+/// over and gives its reference up then (see `Exclusive::with`).
+///
+/// # Safety
+///
+/// Runs on the only thread of a `fork` child; `object`, `turn` and
+/// `mark` come from the context of a thread the child does not have
+/// (`HeldRefs::take_left`), once.
+#[cfg(unix)]
+#[cold]
+pub(crate) unsafe fn give_up_left_behind(object: usize, turn: usize, mark: usize) {
+    let Some(header) = NonNull::new(core::ptr::with_exposed_provenance_mut::<Header>(object))
+    else {
+        return;
+    };
+    if turn != 0 {
+        // SAFETY: the turn of a closure the left call held a reference
+        // to, alive with it.
+        let turn = unsafe { &*core::ptr::with_exposed_provenance::<Turn>(turn) };
+        if turn.is_held_under(mark) {
+            return;
+        }
+    }
+    // SAFETY: the left call held this reference (recorded after it took
+    // it, erased before giving it up) and will never give it up.
+    unsafe { release(header) };
 }
 
 /// Ends a turn of an `Exclusive` body.

@@ -5,8 +5,8 @@ use core::cell::{Cell, UnsafeCell};
 use crate::failure::Failure;
 use crate::freelist::{FreeList, Link, Node, Pooled};
 use crate::local::{Holder, Local, LocalKey, LocalRef, Locals, held_in, holding};
-use crate::stack::{self, Anchor, Mark, ThreadStack};
-use crate::sync::{AtomicU64, Hazard, Ordering};
+use crate::stack::{self, Anchor, GoneCalls, Mark, ThreadStack};
+use crate::sync::{AtomicU64, Hazard, HeldRefs, Ordering};
 
 /// Every context ever created; freed only when the library is unloaded
 /// with no thread bound (`hooks`).
@@ -69,8 +69,10 @@ pub(crate) struct Context {
     /// read-modify-write of memory that each call's waits for the last
     /// one's (0.2–0.4 ns per call on an Intel CPU; see the guide's Performance method).
     outer_token: Cell<u64>,
-    /// Nested calls so far (recorded at depth 1 or more); the last one's
-    /// token is this count with [`NESTED_TOKEN`] set.
+    /// The count of the last nested call's token (recorded at depth 1 or
+    /// more; the token is the count with [`NESTED_TOKEN`] set), or the
+    /// start of the block of counts it takes them from (see
+    /// [`next_nested_count`](Context::next_nested_count)).
     nested_calls: Cell<u64>,
     /// The `#[local]` values: the fast path of a callback with one
     /// `#[local]` parameter reads their table, in the first cache line with
@@ -125,6 +127,13 @@ pub(crate) struct Context {
     /// then, but not yet the thread, and a `fork` from a `Local::release`
     /// must not hand it back in the child (see `thread::reclaim_orphans`).
     releasing: Cell<usize>,
+    // What follows only cold paths touch.
+    /// The last nested calls found certainly gone while recorded as
+    /// running (see [`claim_gone`](Context::claim_gone)).
+    gone: GoneCalls,
+    /// References to closures the owner's running calls hold that nothing
+    /// else records, for a `fork` child to give up (see `closure`).
+    pub(crate) held: HeldRefs,
 }
 
 // SAFETY: the non-atomic fields are reached only through `unsafe` methods
@@ -153,6 +162,8 @@ impl Context {
             panics: Counter::new(),
             errors: Counter::new(),
             releasing: Cell::new(0),
+            gone: GoneCalls::new(),
+            held: HeldRefs::new(),
         }
     }
 
@@ -279,6 +290,43 @@ impl Context {
             token & !NESTED_TOKEN <= nested
         };
         before || holder.holder_is_gone(self.outer_mark(), &self.stack)
+    }
+
+    /// True when `holder` (the mark a `Closure::new` turn keeps of the
+    /// call that took it) is that of a nested call this context found
+    /// certainly gone while it was recorded as running, among the last few
+    /// (see [`GoneCalls`]); forgotten then, so that only one call takes
+    /// over what it held. Unlike [`holder_is_gone`](Context::holder_is_gone)
+    /// it holds from any depth: a nested token names one call in the
+    /// process, which never returned, so a turn that keeps its mark was not
+    /// taken since (a call that takes a turn has ended it, or keeps it
+    /// under its own mark).
+    pub(crate) fn claim_gone(&self, holder: Mark) -> bool {
+        holder.token() & NESTED_TOKEN != 0 && self.gone.claim(holder.token())
+    }
+
+    /// Remembers `mark`, a recorded call found certainly gone, if it is a
+    /// nested one (see [`claim_gone`](Context::claim_gone)).
+    fn remember_gone(&self, mark: Mark) {
+        if mark.token() & NESTED_TOKEN != 0 {
+            self.gone.remember(mark.token());
+        }
+    }
+
+    /// The count of the next nested call's token: the one after the last,
+    /// from a new block when the context has none yet (its count is 0) or
+    /// used its block up (see `stack::nested_token_block`). Counts only
+    /// grow: the block's start becomes the last count. (Only
+    /// [`enter_nested`](Context::enter_nested) takes a count for good.)
+    fn next_nested_count(&self) -> u64 {
+        let last = self.nested_calls.get();
+        let next = last.wrapping_add(1);
+        if last != 0 && next % stack::NESTED_TOKEN_BLOCK != 0 {
+            return next;
+        }
+        let start = stack::nested_token_block();
+        self.nested_calls.set(start);
+        start + 1
     }
 
     /// True when a call that may still run holds a `#[local]` value of
@@ -596,18 +644,19 @@ impl Context {
     #[cold]
     #[inline(never)]
     unsafe fn enter_nested(&self, recorded: u32, anchor: &Anchor) -> u32 {
-        let mark = anchor.mark(NESTED_TOKEN | self.nested_calls.get().wrapping_add(1));
+        let mark = anchor.mark(NESTED_TOKEN | self.next_nested_count());
         // SAFETY: owning thread (caller obligation); no user code runs
         // while this borrow lives.
         let nested = unsafe { &mut *self.nested.get() };
         nested.truncate(recorded as usize - 1);
         let recorded_marks = || core::iter::once(self.outer_mark()).chain(nested.iter().copied());
         let live = stack::live_calls(recorded_marks(), mark, &self.stack);
-        if recorded_marks()
-            .skip(live as usize)
-            .any(|dropped| !dropped.is_gone(mark, &self.stack))
-        {
-            self.forgotten_may_resume.set(true);
+        for dropped in recorded_marks().skip(live as usize) {
+            if dropped.is_gone(mark, &self.stack) {
+                self.remember_gone(dropped);
+            } else {
+                self.forgotten_may_resume.set(true);
+            }
         }
         if live == 0 {
             // Every recorded call is gone, the outermost one too.
@@ -718,9 +767,13 @@ impl Context {
             _ => nested.get(start as usize - 1).copied(),
         };
         let gone = match (returning, nested.get(start as usize..depth as usize - 1)) {
-            (Some(returning), Some(forgotten)) => forgotten
-                .iter()
-                .all(|mark| mark.is_gone(returning, &self.stack)),
+            (Some(returning), Some(forgotten)) => forgotten.iter().fold(true, |all, &mark| {
+                let gone = mark.is_gone(returning, &self.stack);
+                if gone {
+                    self.remember_gone(mark);
+                }
+                all && gone
+            }),
             // Not recorded as the entries say: keep the context, on the
             // safe side.
             _ => false,
@@ -762,6 +815,8 @@ impl Context {
             self.advance();
         } else {
             self.all_calls_over();
+            // What abandoned calls recorded: their references leak.
+            self.held.forget();
         }
     }
 
@@ -798,6 +853,8 @@ impl Context {
         }
         self.running.set_entry(0);
         self.all_calls_over();
+        // What abandoned calls recorded: their references leak.
+        self.held.forget();
         // SAFETY: owning thread; the calls are over (caller obligation).
         unsafe { self.hazard.withdraw() }
     }
@@ -928,10 +985,10 @@ const _: () = assert!(core::mem::offset_of!(Context, hazard) + 8 <= 128);
 
 /// Where in a 128-byte line pair no fast path of a context writes: the
 /// second word of [`Context::calls_when_gone`], which only a thread giving
-/// its context up writes, in a node's first pair, and the padding after
-/// [`Context::releasing`] in its second. (`tls` places the word every call
-/// reads first at this offset of its own pair; see `QUIET_OFFSET`'s use
-/// there.)
+/// its context up writes, in a node's first pair, and a word of
+/// [`Context::held`], which only cold paths write (a call waiting for a
+/// turn), in its second. (`tls` places the word every call reads first at this
+/// offset of its own pair; see `QUIET_OFFSET`'s use there.)
 ///
 /// x86-64 CPUs tell a load from an older store that is still in the store
 /// buffer by the low 12 bits of their addresses first (Intel's "4K
@@ -1046,6 +1103,46 @@ mod tests {
             assert!(context.holder_is_gone(mark));
             assert!(!context.holder_is_gone(Mark::new(0, now)));
             context.leave_outermost();
+        }
+    }
+
+    /// A nested call abandoned inside an outermost one: the next nested
+    /// call from the same place finds it gone and remembers it, and its
+    /// mark is claimed once. A running call's mark is never claimed, and
+    /// another context's nested calls get other tokens.
+    #[test]
+    fn a_nested_call_found_gone_is_claimed_once() {
+        // One array: the outermost call's anchor lies above the nested
+        // calls' anchor, as a frame further up would.
+        let anchors = [Anchor::new(), Anchor::new()];
+        let (inner, outer) = (&anchors[0], &anchors[1]);
+        let context = Context::new();
+        // SAFETY: the test thread owns `context`; the calls that leave do
+        // so before the anchors go, and the abandoned one never leaves.
+        let abandoned = unsafe {
+            assert!(context.enter_outermost(outer), "idle");
+            assert_eq!(context.enter(inner), 1, "nested");
+            let abandoned = inner.current_mark();
+            assert!(!context.claim_gone(abandoned), "still running");
+            // Its anchor now holds the next call's token: it is gone.
+            assert_eq!(context.enter(inner), 1, "nested in the outermost call");
+            let next = inner.current_mark();
+            assert_ne!(next.token(), abandoned.token());
+            assert!(!context.claim_gone(next), "running");
+            assert!(context.claim_gone(abandoned));
+            assert!(!context.claim_gone(abandoned), "claimed once");
+            assert!(!context.leave(1));
+            context.leave_outermost();
+            abandoned
+        };
+        let other = Context::new();
+        // SAFETY: as above.
+        unsafe {
+            assert!(other.enter_outermost(outer), "idle");
+            assert_eq!(other.enter(inner), 1, "nested");
+            assert_ne!(inner.current_mark().token(), abandoned.token());
+            assert!(!other.leave(1));
+            other.leave_outermost();
         }
     }
 

@@ -264,11 +264,16 @@ mod imp {
         crate::messages::unlock();
         // SAFETY: `pthread_atfork` runs child handlers in the child, right
         // after `fork`, on its only thread.
-        let abandoned = unsafe { crate::thread::reclaim_orphans() };
-        for withdrawn in abandoned {
+        let left = unsafe { crate::thread::reclaim_orphans() };
+        for withdrawn in left.announced {
             // SAFETY: withdrawn from the context of a thread this child
             // does not have.
             unsafe { crate::closure::end_hold(withdrawn) };
+        }
+        for (object, turn, mark) in left.held {
+            // SAFETY: taken once from the context of a thread this child
+            // does not have, on the child's only thread.
+            unsafe { crate::closure::give_up_left_behind(object, turn, mark) };
         }
         crate::init::after_fork_in_child();
     }

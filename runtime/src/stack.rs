@@ -10,7 +10,9 @@
 //! anything else, so **a mark whose word no longer holds its token belongs
 //! to a frame that is gone**: its memory was reused.
 //!
-//! A nested call's token is new (a count of the context's nested calls).
+//! A nested call's token is new, and no other call in the process has it
+//! (a count of the context's nested calls, in blocks the contexts take
+//! from one shared count: [`nested_token_block`]).
 //! An outermost call's is the context's outermost token, which calls that
 //! follow one another share for as long as each leaves nothing behind
 //! that keeps its mark: the token advances before the next outermost call
@@ -56,6 +58,8 @@
 
 use core::cell::{Cell, UnsafeCell};
 use core::mem::MaybeUninit;
+
+use crate::sync::{AtomicU64, Ordering};
 
 /// A word in a call's frame holding that call's token. Uninitialised until
 /// [`mark`](Anchor::mark) writes it: no store is spent on a placeholder.
@@ -209,6 +213,77 @@ impl Mark {
         // SAFETY: an anchor's address on the thread's own stack, which
         // stays mapped while the thread runs; 8-byte aligned (an `u64`).
         unsafe { read_word(self.address) != self.token }
+    }
+}
+
+/// How many nested tokens a context hands out from one block: a count no
+/// context reaches in the life of a process.
+pub(crate) const NESTED_TOKEN_BLOCK: u64 = 1 << 32;
+
+/// The start of the next block of nested tokens (see
+/// [`nested_token_block`]).
+static NESTED_TOKEN_BLOCKS: AtomicU64 = AtomicU64::new(NESTED_TOKEN_BLOCK);
+
+/// A block of nested-call counts for a context that used up its own (or
+/// has none yet): `start + 1` up to the next multiple of
+/// [`NESTED_TOKEN_BLOCK`], from `start`, a non-zero multiple of it above
+/// every block taken before. So a context's counts keep growing and no
+/// two contexts share one.
+pub(crate) fn nested_token_block() -> u64 {
+    // Relaxed: only the count's uniqueness matters, which every
+    // read-modify-write of it gives.
+    NESTED_TOKEN_BLOCKS.fetch_add(NESTED_TOKEN_BLOCK, Ordering::Relaxed)
+}
+
+/// The tokens of the last nested calls that a context found certainly
+/// gone while they were still recorded as running: calls abandoned by a
+/// `longjmp` or an exception inside their body, which never returned. A
+/// nested token is unique in the process (see [`nested_token_block`]), so
+/// a token found here names one call, which ended nothing it held: a
+/// `Closure::new` turn it took is still its own (see
+/// `closure::turn_holder_is_gone`).
+///
+/// Two of them (a node has no room for more: see `context`), the older
+/// one forgotten first: the call that took a turn is usually the last one
+/// a jump abandoned, or the one before.
+///
+/// Written and read by the context's owner only, and by signal handlers'
+/// calls on it: a claim is one compare-and-swap, so that two calls of the
+/// thread cannot both claim one token.
+pub(crate) struct GoneCalls([AtomicU64; 2]);
+
+impl GoneCalls {
+    pub(crate) fn new() -> GoneCalls {
+        GoneCalls(Default::default())
+    }
+
+    /// Remembers that the nested call whose token is `token` is certainly
+    /// gone. (Only nested tokens: an outermost call's is shared by the
+    /// calls that follow it, so it names no one call.)
+    pub(crate) fn remember(&self, token: u64) {
+        // Relaxed, here and in the stores: only calls of this thread read
+        // the words (see `claim`). Counts grow, so the smaller token is
+        // the older call's.
+        let [first, second] = &self.0;
+        let slot = if first.load(Ordering::Relaxed) <= second.load(Ordering::Relaxed) {
+            first
+        } else {
+            second
+        };
+        slot.store(token, Ordering::Relaxed);
+    }
+
+    /// True, and forgotten, if `token` is that of a call remembered gone.
+    pub(crate) fn claim(&self, token: u64) -> bool {
+        // Acquire: what the caller reads after its claim (a turn's state)
+        // is read after it, also as a signal handler's call on this
+        // thread may see it.
+        token != 0
+            && self.0.iter().any(|remembered| {
+                remembered
+                    .compare_exchange(token, 0, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+            })
     }
 }
 

@@ -15,6 +15,11 @@ pub(crate) use hazard::MARKED;
 pub(crate) use hazard::{Hazard, Retirement};
 mod bell;
 pub(crate) use bell::Bell;
+// Kept in contexts, which loom builds leave out.
+#[cfg(not(callgate_loom))]
+mod held;
+#[cfg(not(callgate_loom))]
+pub(crate) use held::{HeldRefs, OuterWait};
 #[cfg(any(not(callgate_loom), test))]
 mod turn;
 #[cfg(any(not(callgate_loom), test))]

@@ -532,11 +532,9 @@ pub(crate) unsafe fn leave(node: &'static ContextNode, start: u32) {
 /// Runs on the exiting thread, from its key destructor.
 #[must_use]
 pub(crate) unsafe fn release_at_exit() -> usize {
-    let seen = tls::get();
     // First: a callback that a `Local::release` below makes is served per
     // call, and nothing is cached from now on.
-    // SAFETY: `EXITED` is one of the slot's values.
-    unsafe { tls::set(EXITED) };
+    let seen = mark_exited();
     if let Some(node) = cached(seen) {
         // Its `#[local]` values are released first: a callback from a
         // signal handler may have bound one while the per-call fast path
@@ -563,6 +561,22 @@ pub(crate) unsafe fn release_at_exit() -> usize {
         return withdrawn;
     }
     0
+}
+
+/// Stores `EXITED` in the slot and returns what it replaced, in one claim:
+/// a call from a signal handler that bound the thread, or took its cached
+/// context, between a read and a store would leave that context with
+/// neither the slot nor the exit hook to release it.
+#[cold]
+fn mark_exited() -> *const ContextNode {
+    let mut seen = tls::get();
+    loop {
+        // SAFETY: `EXITED` is one of the slot's values.
+        match unsafe { tls::claim(seen, EXITED) } {
+            Ok(()) => return seen,
+            Err(found) => seen = found,
+        }
+    }
 }
 
 /// Hands `node` back: runs `Local::release` on its values, detaches the
@@ -648,11 +662,14 @@ unsafe fn release_values(node: &'static ContextNode, attached: bool, after_exit:
         node.value.locals.release_all();
         node.value.set_releasing(0);
     }
-    // Cached only if nothing attached meanwhile (a callback from `release`).
-    if CACHES && attached && !after_exit && tls::get().is_null() {
-        // SAFETY: a tagged node of `CONTEXTS` is a slot value, cached for
-        // this thread, which gives up the context until it takes it back.
-        unsafe { tls::set(tagged(node)) };
+    // Cached only if nothing attached meanwhile (a callback from a
+    // `Local::release`, or from a signal handler), with one claim: a
+    // context such a call bound between a look at the slot and a store
+    // would be overwritten, bound for good.
+    // SAFETY: a tagged node of `CONTEXTS` is a slot value, cached for this
+    // thread, which gives up the context until it takes it back.
+    if CACHES && attached && !after_exit && unsafe { tls::claim(ptr::null(), tagged(node)) }.is_ok()
+    {
         return;
     }
     // SAFETY: this thread owns `node`, which `attach` took from `CONTEXTS`
@@ -677,12 +694,27 @@ unsafe fn hand_back(node: &'static ContextNode) {
     }
 }
 
+/// What the calls of the threads a `fork` left behind held, which will
+/// never be given up in the child unless the child gives them up for them
+/// ([`reclaim_orphans`]).
+#[cfg(unix)]
+pub(crate) struct LeftBehind {
+    /// What their contexts' hazard words announced (see
+    /// `closure::end_hold`).
+    pub(crate) announced: Vec<usize>,
+    /// The references their contexts recorded (see `sync::HeldRefs`):
+    /// `(closure, turn, mark)`, with the turn a call waited for (or 0) and
+    /// the mark of its thread (see `closure::give_up_left_behind`).
+    pub(crate) held: Vec<(usize, usize, usize)>,
+}
+
 /// In a `fork` child: returns every context that is neither free nor
 /// serving (or cached by) this, the only, thread to the free list. Their
 /// `#[local]` values are abandoned: the threads they served are gone, so
-/// neither `release` nor `Drop` runs for them. Returns what their hazard
-/// words announced: calls of those threads that will never return, whose
-/// holds the caller ends (`closure::end_hold`).
+/// neither `release` nor `Drop` runs for them. Returns what those threads'
+/// calls held, which will never be given up: their hazard words'
+/// announcements and the references their contexts recorded, which the
+/// caller gives up (`closure::end_hold`, `closure::give_up_left_behind`).
 ///
 /// A context whose thread was inside a call stays off the free list: that
 /// call may hold `Closure::new` turns under the context's address, which
@@ -698,7 +730,7 @@ unsafe fn hand_back(node: &'static ContextNode) {
 #[cfg(unix)]
 #[cold]
 #[must_use]
-pub(crate) unsafe fn reclaim_orphans() -> Vec<usize> {
+pub(crate) unsafe fn reclaim_orphans() -> LeftBehind {
     // The context this thread caches is its own too, and so is one it was
     // releasing the values of when it forked (from a `Local::release`).
     let own = serving()
@@ -711,7 +743,10 @@ pub(crate) unsafe fn reclaim_orphans() -> Vec<usize> {
             *slot = true;
         }
     }
-    let mut abandoned = Vec::new();
+    let mut left = LeftBehind {
+        announced: Vec::new(),
+        held: Vec::new(),
+    };
     let mut left_in_calls = Vec::new();
     for node in CONTEXTS.iter() {
         let index = node.index();
@@ -733,7 +768,13 @@ pub(crate) unsafe fn reclaim_orphans() -> Vec<usize> {
         // SAFETY: as above.
         let withdrawn = unsafe { node.value.reset_orphan() };
         if withdrawn != 0 {
-            abandoned.push(withdrawn);
+            left.announced.push(withdrawn);
+        }
+        // SAFETY: as above: the thread whose calls recorded them is gone.
+        unsafe {
+            node.value
+                .held
+                .take_left(|object, turn| left.held.push((object, turn, mark)));
         }
         if in_a_call {
             left_in_calls.push(mark);
@@ -747,7 +788,7 @@ pub(crate) unsafe fn reclaim_orphans() -> Vec<usize> {
     // are kept off the free list for good, so no thread uses their marks
     // (a context's address, `boundary::Frame::thread_mark`) again.
     unsafe { crate::sync::orphan_marks(&left_in_calls) };
-    abandoned
+    left
 }
 
 /// Frees every context of the pool: the library is being unloaded.
@@ -820,6 +861,125 @@ mod tests {
                 let start = attached.value.enter(&anchor);
                 leave(attached, start);
             }
+        });
+    }
+
+    /// A signal handler's call bound the thread after the per-call fast
+    /// path read the slot (a cached context, or nothing): the fast path's
+    /// take from the cache fails, and the call runs on the bound context
+    /// and leaves it bound, attached once.
+    #[test]
+    fn a_take_from_the_cache_after_a_nested_bind_leaves_the_thread_bound() {
+        on_a_new_thread(|| {
+            let cached = attach(AttachMode::PerCall);
+            let anchor = Anchor::new();
+            // SAFETY: `cached` serves this thread, and the call enters and
+            // leaves it with `anchor`, which outlives the call.
+            unsafe {
+                let start = cached.value.enter(&anchor);
+                leave(cached, start);
+            }
+            let seen = tls::get();
+            let bound = attach(AttachMode::Bound);
+            assert!(take_cached(seen).is_none(), "taken over the bound context");
+            let found = current().expect("the bound context serves the thread");
+            assert!(ptr::eq(found, bound));
+            // SAFETY: as above.
+            unsafe {
+                let start = found.value.enter(&anchor);
+                leave(found, start);
+            }
+            assert!(ptr::eq(tls::get(), bound), "the bound context was released");
+            assert_eq!(bound.value.binds.get() - bound.value.releases.get(), 1);
+        });
+    }
+
+    /// Every claim of the slot is one step for a signal handler on the
+    /// thread: a handler that changes the slot between a claim's look and
+    /// its store would be overwritten, and the context it bound or cached
+    /// lost. A thread claims its slot over and over while another sends it
+    /// signals whose handler adds one to it; no addition may be lost.
+    #[test]
+    #[cfg(unix)]
+    #[cfg_attr(miri, ignore = "no signals under Miri")]
+    fn a_signal_handler_never_lands_inside_a_claim() {
+        use core::cell::Cell;
+        use std::sync::Once;
+        use std::sync::atomic::{AtomicBool, Ordering, compiler_fence};
+        use std::time::{Duration, Instant};
+
+        /// One claim's step: the handler's additions stay below it.
+        const STEP: usize = 1 << 24;
+        std::thread_local! {
+            static ARMED: Cell<bool> = const { Cell::new(false) };
+            static HANDLED: Cell<usize> = const { Cell::new(0) };
+        }
+        extern "C" fn add_one(_signal: libc::c_int) {
+            if ARMED.with(Cell::get) {
+                // SAFETY: the slot holds a count, which nothing reads as a
+                // context on this thread.
+                unsafe { tls::set(tls::get().wrapping_byte_add(1)) };
+                HANDLED.with(|handled| handled.set(handled.get() + 1));
+            }
+        }
+        // Installed once and left: it does nothing on other threads.
+        static INSTALL: Once = Once::new();
+        INSTALL.call_once(|| {
+            // SAFETY: a zeroed `sigaction` is a valid one to fill in;
+            // `add_one` only touches thread-locals without destructors.
+            unsafe {
+                let mut action: libc::sigaction = core::mem::zeroed();
+                action.sa_sigaction = add_one as extern "C" fn(libc::c_int) as usize;
+                libc::sigemptyset(&mut action.sa_mask);
+                let rc = libc::sigaction(libc::SIGUSR2, &action, ptr::null_mut());
+                assert_eq!(rc, 0);
+            }
+        });
+
+        on_a_new_thread(|| {
+            // SAFETY: no preconditions.
+            let target = unsafe { libc::pthread_self() } as usize;
+            let stop = AtomicBool::new(false);
+            let claims = std::thread::scope(|scope| {
+                scope.spawn(|| {
+                    // Relaxed: a stop flag, which publishes nothing.
+                    while !stop.load(Ordering::Relaxed) {
+                        // SAFETY: the target thread outlives this scope.
+                        let rc =
+                            unsafe { libc::pthread_kill(target as libc::pthread_t, libc::SIGUSR2) };
+                        assert_eq!(rc, 0);
+                        std::thread::yield_now();
+                    }
+                });
+                ARMED.with(|armed| armed.set(true));
+                let deadline = Instant::now() + Duration::from_secs(5);
+                let mut claims = 0;
+                while HANDLED.with(Cell::get) < 1_000 && Instant::now() < deadline {
+                    for _ in 0..1_000 {
+                        let seen = tls::get();
+                        // A claim reads the slot again, as in the runtime,
+                        // where code runs between: the compiler may not
+                        // fold this read and the claim into one instruction.
+                        compiler_fence(Ordering::SeqCst);
+                        // SAFETY: the slot holds counts on this thread,
+                        // which makes no call into the runtime.
+                        if unsafe { tls::claim(seen, seen.wrapping_byte_add(STEP)) }.is_ok() {
+                            claims += 1;
+                        }
+                    }
+                }
+                // Relaxed: as above.
+                stop.store(true, Ordering::Relaxed);
+                claims
+            });
+            ARMED.with(|armed| armed.set(false));
+            let slot = tls::get().addr();
+            // SAFETY: null is a slot value.
+            unsafe { tls::set(ptr::null()) };
+            let handled = HANDLED.with(Cell::get);
+            assert!(handled > 0, "no signal handled");
+            assert_eq!(slot / STEP, claims, "a claim was lost");
+            assert_eq!(slot % STEP, handled, "a claim overwrote a handler's store");
         });
     }
 }

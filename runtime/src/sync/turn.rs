@@ -6,11 +6,11 @@ use super::{AtomicUsize, Bell, Ordering};
 use crate::valgrind;
 
 /// Turns at something one thread at a time may use (a `Closure::new`
-/// body): [`begin`](Turn::begin) waits for the turn, [`end`](Turn::end)
-/// hands it on. A thread is named by a *mark*, a non-zero multiple of 4 no
-/// other thread uses while it may hold a turn (the address of the context
-/// serving it), so that a thread asking for a turn it already holds gets
-/// an error instead of waiting for itself.
+/// body): [`begin_noting_wait`](Turn::begin_noting_wait) waits for the
+/// turn, [`end`](Turn::end) hands it on. A thread is named by a *mark*, a
+/// non-zero multiple of 4 no other thread uses while it may hold a turn
+/// (the address of the context serving it), so that a thread asking for a
+/// turn it already holds gets an error instead of waiting for itself.
 ///
 /// A turn taken and given back without another thread asking is one
 /// compare-and-swap, one load and one swap of `state`: no lock, no
@@ -109,28 +109,35 @@ impl Turn {
     /// Takes the turn for the thread marked `me`, waiting while another
     /// thread holds it. If the turn is held under `me` already, the call
     /// of this thread that took it is running, or gone without ending it:
-    /// `take_back` tells, and where it returns true (having done what
-    /// taking the turn over from a gone call needs) the turn is this
-    /// call's; else the error `held_by_caller` makes (having waited for
-    /// nothing). On `Ok`, what the turn's previous holders did before
-    /// their [`end`](Turn::end), or before they were gone, happens before
-    /// what follows.
+    /// `take_back` tells, and where it returns true the turn is this
+    /// call's (unless a call that interrupted this one took it back first:
+    /// then this one goes on as if the turn had been free); else the error
+    /// `held_by_caller` makes (having waited for nothing). On `Ok`, what the
+    /// turn's previous holders did before their [`end`](Turn::end), or
+    /// before they were gone, happens before what follows.
     ///
     /// In a `fork` child, a turn held under the mark of a thread the fork
     /// left behind inside a call ([`orphan_marks`]) is taken over: that
-    /// thread will never end it. `took_over` then runs, for the caller to
-    /// give up what the left call held (what `take_back` does for a gone
-    /// call of this thread's).
+    /// thread will never end it.
     ///
-    /// `take_back` and `took_over` run, and the error is made, in the
-    /// out-of-line slow path, so that the fast path has one call in it, to
-    /// that path.
+    /// `took_over` runs once the turn is taken from a call that will never
+    /// end it (a gone call of this thread, or a left one), for the caller
+    /// to give up what that call held. `waiting` runs, given the turn,
+    /// before the call waits for another thread's; what it returns is
+    /// dropped once the call has the turn, so that it lasts while the call
+    /// waits and until its taking the turn shows in `state` (see
+    /// [`is_held_under`](Turn::is_held_under)).
+    ///
+    /// `take_back`, `took_over` and `waiting` run, and the error is made,
+    /// in the out-of-line slow path, so that the fast path has one call in
+    /// it, to that path.
     #[cfg_attr(not(callgate_unoptimized), inline(always))]
-    pub(crate) fn begin<E>(
+    pub(crate) fn begin_noting_wait<E, W>(
         &self,
         me: usize,
         take_back: impl FnOnce() -> bool,
         took_over: impl FnOnce(),
+        waiting: impl FnOnce(&Turn) -> W,
         held_by_caller: impl FnOnce() -> E,
     ) -> Result<(), E> {
         debug_assert!(
@@ -146,20 +153,44 @@ impl Turn {
             .compare_exchange(0, me, Ordering::Acquire, Ordering::Relaxed)
         {
             Ok(_) => Ok(()),
-            Err(held) => self.begin_slow(me, held, take_back, took_over, held_by_caller),
+            Err(held) => self.begin_slow(me, held, take_back, took_over, waiting, held_by_caller),
         }
     }
 
-    /// `begin` that found `held` in `state`: the turn is taken, or the
-    /// turns are annotated.
+    /// [`begin_noting_wait`](Turn::begin_noting_wait) with nothing to note
+    /// while waiting.
+    #[cfg(test)]
+    pub(crate) fn begin<E>(
+        &self,
+        me: usize,
+        take_back: impl FnOnce() -> bool,
+        took_over: impl FnOnce(),
+        held_by_caller: impl FnOnce() -> E,
+    ) -> Result<(), E> {
+        self.begin_noting_wait(me, take_back, took_over, |_| (), held_by_caller)
+    }
+
+    /// True when the turn at `turn` is held under `mark`: for a `fork`
+    /// child, where the thread marked `mark` is gone, to tell whether a
+    /// call of it that was waiting had taken the turn (see
+    /// [`begin_noting_wait`](Turn::begin_noting_wait)'s `waiting`).
+    #[cfg(all(unix, not(callgate_loom)))]
+    pub(crate) fn is_held_under(&self, mark: usize) -> bool {
+        // Relaxed: the child has one thread, which reads its own view.
+        self.state.load(Ordering::Relaxed) & !FLAGS == mark
+    }
+
+    /// `begin_noting_wait` that found `held` in `state`: the turn is
+    /// taken, or the turns are annotated.
     #[cold]
     #[inline(never)]
-    fn begin_slow<E>(
+    fn begin_slow<E, W>(
         &self,
         me: usize,
         mut held: usize,
         take_back: impl FnOnce() -> bool,
         took_over: impl FnOnce(),
+        waiting: impl FnOnce(&Turn) -> W,
         held_by_caller: impl FnOnce() -> E,
     ) -> Result<(), E> {
         let annotated = held & ANNOTATED;
@@ -172,13 +203,25 @@ impl Turn {
             if !take_back() {
                 return Err(held_by_caller());
             }
-            // The call that took the turn is gone without ending it: the
-            // turn is this call's now. `state` stays as it is (a waiting
-            // thread's flag included: this turn's end wakes it).
-            if annotated != 0 {
-                valgrind::happens_after(&raw const self.state);
+            // The call that took the turn is gone without ending it, and
+            // no other call of this thread takes it back after
+            // `take_back` (see `closure::Exclusive::with`). One that
+            // interrupted this call before then may have (a signal
+            // handler's): this thread's read of `state` now shows it.
+            // Relaxed: only this thread stores its mark, and other
+            // threads only flag it.
+            let now = self.state.load(Ordering::Relaxed);
+            if now & !FLAGS == me {
+                // The turn is this call's now. `state` stays as it is (a
+                // waiting thread's flag included: this turn's end wakes
+                // it).
+                if annotated != 0 {
+                    valgrind::happens_after(&raw const self.state);
+                }
+                took_over();
+                return Ok(());
             }
-            return Ok(());
+            held = now;
         }
         // Only a child handler makes a mark orphaned, when no other thread
         // exists, and a turn taken over is a living thread's: a mark read
@@ -203,6 +246,8 @@ impl Turn {
                 Err(now) => held = now,
             }
         }
+        // Dropped when this function returns, once `state` holds `me`.
+        let _waiting = waiting(self);
         loop {
             // The bell's count before `state`: a turn's end that this read
             // of `state` misses rings after its swap, and the wait below
@@ -253,9 +298,10 @@ impl Turn {
     ///
     /// # Safety
     ///
-    /// The calling thread holds the turn: its [`begin`](Turn::begin)
-    /// returned `Ok`, and it has not called `end` since. (Ending another
-    /// thread's turn would let two threads use what the turn guards.)
+    /// The calling thread holds the turn: its
+    /// [`begin_noting_wait`](Turn::begin_noting_wait) returned `Ok`, and it
+    /// has not called `end` since. (Ending another thread's turn would let
+    /// two threads use what the turn guards.)
     #[cfg_attr(not(callgate_unoptimized), inline(always))]
     pub(crate) unsafe fn end(&self) {
         // Relaxed: only ANNOTATED is looked at, which never changes.
@@ -438,6 +484,87 @@ mod tests {
             // SAFETY: this thread's `begin` returned `Ok`.
             unsafe { turn.end() };
         });
+    }
+
+    /// A call of the holder's thread that interrupted the call taking the
+    /// turn back (a signal handler's) took it back first and ended it: the
+    /// interrupted call takes the turn as a free one, and gives up nothing
+    /// for the gone call a second time.
+    fn taken_back_meanwhile(annotated: bool) {
+        let turn = Turn::announced(annotated);
+        // The call that takes the turn is then abandoned: no `end`.
+        assert_eq!(ask(&turn, 4, true), Asked::Anew);
+        let gave_up = Cell::new(0);
+        let take_back = || {
+            assert_eq!(ask(&turn, 4, true), Asked::Back, "the interrupting call");
+            // SAFETY: the interrupting call's `begin` returned `Ok`.
+            unsafe { turn.end() };
+            true
+        };
+        let took_over = || gave_up.set(gave_up.get() + 1);
+        assert_eq!(turn.begin(4, take_back, took_over, || HeldByCaller), Ok(()));
+        assert_eq!(gave_up.get(), 0, "given up by the interrupting call");
+        while_a_thread_waits(&turn, || {
+            // SAFETY: this thread's `begin` returned `Ok`.
+            unsafe { turn.end() };
+        });
+    }
+
+    #[test]
+    fn a_turn_taken_back_by_an_interrupting_call_is_taken_back_once() {
+        taken_back_meanwhile(false);
+    }
+
+    #[test]
+    fn an_annotated_turn_taken_back_by_an_interrupting_call_is_taken_back_once() {
+        taken_back_meanwhile(true);
+    }
+
+    /// A call that waits for the turn notes so until it has it; its taking
+    /// shows in the turn's state by then. A call that does not wait notes
+    /// nothing.
+    #[cfg(unix)]
+    #[test]
+    fn a_waiting_call_notes_its_wait_until_it_has_the_turn() {
+        /// Set when the note is dropped, which checks the turn's state.
+        struct Note<'a>(&'a Turn, &'a AtomicBool);
+        impl Drop for Note<'_> {
+            fn drop(&mut self) {
+                assert!(self.0.is_held_under(8), "the turn is the waiter's");
+                self.1.store(true, Ordering::SeqCst);
+            }
+        }
+        let turn = Turn::announced(false);
+        let noted = AtomicBool::new(false);
+        let dropped = AtomicBool::new(false);
+        let not_waiting = |_: &Turn| -> Note<'_> { panic!("noted a wait for a free turn") };
+        turn.begin_noting_wait(4, || false, || (), not_waiting, || HeldByCaller)
+            .unwrap();
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                let waiting = |asked: &Turn| {
+                    assert!(core::ptr::eq(asked, &turn));
+                    noted.store(true, Ordering::SeqCst);
+                    Note(&turn, &dropped)
+                };
+                turn.begin_noting_wait(8, || false, || (), waiting, || HeldByCaller)
+                    .unwrap();
+                assert!(
+                    dropped.load(Ordering::SeqCst),
+                    "the note lasted past the wait"
+                );
+                // SAFETY: this thread's `begin_noting_wait` returned `Ok`.
+                unsafe { turn.end() };
+            });
+            while !noted.load(Ordering::SeqCst) {
+                std::thread::yield_now();
+            }
+            assert!(!dropped.load(Ordering::SeqCst));
+            assert!(turn.is_held_under(4));
+            // SAFETY: this thread's `begin_noting_wait` returned `Ok`.
+            unsafe { turn.end() };
+        });
+        assert!(turn.is_held_under(0), "free");
     }
 
     #[test]
