@@ -1,41 +1,96 @@
 //! The portable slot: a const-initialised `thread_local!` without a
 //! destructor, so it stays usable during thread teardown.
+//!
+//! # Atomic orderings
+//!
+//! The slot is an atomic only so that [`claim`] is indivisible with
+//! respect to a signal handler on the thread. Every access is `Relaxed`
+//! (a plain `mov`, or `ldr`/`str`, as a `Cell`'s): no other thread touches
+//! the slot, and a handler, which runs on the thread it interrupts, sees
+//! the slot's own accesses in program order.
 
-use core::cell::Cell;
+use core::sync::atomic::{AtomicPtr, Ordering};
 
 use crate::context::ContextNode;
 
 thread_local! {
-    static CURRENT: Cell<*const ContextNode> = const { Cell::new(core::ptr::null()) };
+    static CURRENT: AtomicPtr<ContextNode> = const { AtomicPtr::new(core::ptr::null_mut()) };
 }
 
 #[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub(super) fn get() -> *const ContextNode {
-    CURRENT.with(Cell::get)
+    // Relaxed: see "Atomic orderings".
+    CURRENT.with(|current| current.load(Ordering::Relaxed))
 }
 
 #[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub(super) fn set(value: *const ContextNode) {
-    CURRENT.with(|current| current.set(value));
+    // Relaxed: see "Atomic orderings".
+    CURRENT.with(|current| current.store(value.cast_mut(), Ordering::Relaxed));
 }
 
-/// Not one instruction here: a signal handler that binds the thread between
-/// the read and the write is overwritten (callbacks from signal handlers
-/// are outside the contract).
+/// One compare-and-swap, so a signal handler on this thread sees the slot
+/// before it or after it: a context the handler's call bound or cached
+/// makes the claim fail, rather than be overwritten and stay bound for
+/// good.
 #[inline]
 pub(super) fn claim(
     expected: *const ContextNode,
     value: *const ContextNode,
 ) -> Result<(), *const ContextNode> {
-    CURRENT.with(|current| {
-        let found = current.get();
-        if found == expected {
-            current.set(value);
-            Ok(())
-        } else {
-            Err(found)
-        }
-    })
+    CURRENT.with(|current| compare_exchange(current, expected, value))
+}
+
+/// `cmpxchg` without `lock`: one instruction, never interrupted halfway,
+/// and no other thread touches the slot, so the bus lock would only cost
+/// time (a per-call attach from the cache claims the slot on its fast
+/// path here). Miri, which runs no assembly, takes the other one.
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
+fn compare_exchange(
+    slot: &AtomicPtr<ContextNode>,
+    expected: *const ContextNode,
+    value: *const ContextNode,
+) -> Result<(), *const ContextNode> {
+    let found: *const ContextNode;
+    // SAFETY: `slot` is the calling thread's slot, an aligned pointer-sized
+    // atomic that only this thread (and its signal handlers, which see the
+    // instruction whole) accesses.
+    unsafe {
+        core::arch::asm!(
+            "cmpxchg qword ptr [{slot}], {value}",
+            slot = in(reg) slot.as_ptr(),
+            value = in(reg) value,
+            inout("rax") expected => found,
+            options(nostack),
+        );
+    }
+    if found == expected {
+        Ok(())
+    } else {
+        Err(found)
+    }
+}
+
+/// A compare-and-swap: where it is a load-exclusive/store-exclusive pair,
+/// taking a signal in between clears the exclusive monitor, so the store
+/// fails and the loop reads what the handler left.
+#[cfg(not(all(target_arch = "x86_64", not(miri))))]
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
+fn compare_exchange(
+    slot: &AtomicPtr<ContextNode>,
+    expected: *const ContextNode,
+    value: *const ContextNode,
+) -> Result<(), *const ContextNode> {
+    // Relaxed: see "Atomic orderings".
+    slot.compare_exchange(
+        expected.cast_mut(),
+        value.cast_mut(),
+        Ordering::Relaxed,
+        Ordering::Relaxed,
+    )
+    .map(drop)
+    .map_err(<*mut ContextNode>::cast_const)
 }
 
 // Where the slot has no static offset (`tls::HAS_STATIC` is false).
