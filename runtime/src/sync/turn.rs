@@ -126,7 +126,7 @@ impl Turn {
     /// before the call waits for another thread's; what it returns is
     /// dropped once the call has the turn, so that it lasts while the call
     /// waits and until its taking the turn shows in `state` (see
-    /// [`is_held_under`](Turn::is_held_under)).
+    /// `Turn::is_held_under`, on Unix).
     ///
     /// `take_back`, `took_over` and `waiting` run, and the error is made,
     /// in the out-of-line slow path, so that the fast path has one call in
