@@ -99,8 +99,19 @@ fn without_a_pthread_key_left_threads_are_served_per_call() {
 /// memcheck over the destructor scenario: no definite leak, even for
 /// threads whose first failing call comes from a key destructor (after
 /// Rust's thread-local destructors ran) or from every destructor round.
+/// Without valgrind it says `SKIPPED` and passes, but fails under CI.
 #[test]
 fn destructor_calls_leak_nothing_under_memcheck() {
+    if Command::new("valgrind").arg("--version").output().is_err() {
+        assert!(
+            std::env::var_os("CI").is_none_or(|ci| ci != "true"),
+            "valgrind is not installed"
+        );
+        eprintln!(
+            "SKIPPED: teardown under memcheck: needs valgrind (install: apt-get install valgrind)"
+        );
+        return;
+    }
     let outcome = host::run(
         Command::new("valgrind")
             .args([

@@ -358,7 +358,7 @@ fn expand(command: &str) -> String {
 enum Outcome {
     Passed,
     Failed,
-    Skipped(String),
+    Skipped,
 }
 
 struct Report {
@@ -459,7 +459,7 @@ fn run(row: &Row, logs: &Path, options: &Options) -> Report {
         println!("SKIPPED {}: {why}", row.name);
         return Report {
             name: row.name,
-            outcome: Outcome::Skipped(why),
+            outcome: Outcome::Skipped,
             counts: [0; 3],
             seconds: 0.0,
         };
@@ -507,13 +507,14 @@ fn run(row: &Row, logs: &Path, options: &Options) -> Report {
         eprintln!("xtask: cannot write {}: {error}", log_path.display());
     }
     if let Outcome::Failed = outcome {
-        let tail: Vec<&str> = log.lines().rev().take(60).collect();
-        println!(
-            "FAILED {} (last lines of {}):",
-            row.name,
-            log_path.display()
-        );
-        for line in tail.iter().rev() {
+        // libtest's report of the failed tests, or else the log's end.
+        let lines: Vec<&str> = log.lines().collect();
+        let start = lines
+            .iter()
+            .position(|line| *line == "failures:")
+            .unwrap_or(lines.len().saturating_sub(60));
+        println!("FAILED {} (from {}):", row.name, log_path.display());
+        for line in lines.iter().skip(start).take(80) {
             println!("    {line}");
         }
     }
@@ -533,7 +534,7 @@ fn table(reports: &[Report]) -> String {
         let result = match &report.outcome {
             Outcome::Passed => "passed".to_owned(),
             Outcome::Failed => "FAILED".to_owned(),
-            Outcome::Skipped(why) => format!("skipped: {why}"),
+            Outcome::Skipped => "skipped".to_owned(),
         };
         let [passed, failed, ignored] = report.counts;
         let _ = writeln!(
@@ -550,7 +551,7 @@ fn table(reports: &[Report]) -> String {
     };
     let skipped = reports
         .iter()
-        .filter(|report| matches!(report.outcome, Outcome::Skipped(_)))
+        .filter(|report| matches!(report.outcome, Outcome::Skipped))
         .count();
     let _ = writeln!(
         out,
@@ -607,7 +608,7 @@ fn main() -> ExitCode {
         .any(|report| matches!(report.outcome, Outcome::Failed));
     let skipped = reports
         .iter()
-        .any(|report| matches!(report.outcome, Outcome::Skipped(_)));
+        .any(|report| matches!(report.outcome, Outcome::Skipped));
     if failed || (options.require_all && skipped) {
         if !failed {
             eprintln!("xtask: --require-all: a row was skipped");
