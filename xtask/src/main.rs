@@ -23,7 +23,8 @@ enum Need {
     Tool(&'static str, &'static str),
     /// A Rust target of the pinned toolchain.
     Target(&'static str),
-    /// A rustup toolchain with these components.
+    /// A rustup toolchain with these components ([`RUST_VERSION`] for the
+    /// workspace's `rust-version`).
     Toolchain(&'static str, &'static [&'static str]),
     /// A file (a cross C library's loader, say), and how to install it.
     File(&'static str, &'static str),
@@ -44,6 +45,10 @@ struct Row {
 
 const CC: Need = Need::Tool("cc", "apt-get install build-essential");
 const CXX: Need = Need::Tool("c++", "apt-get install g++");
+/// The toolchain name that stands for the workspace's `rust-version`,
+/// read from `Cargo.toml` (as `scripts/msrv.sh` reads it).
+const RUST_VERSION: &str = "rust-version";
+
 const NIGHTLY_SRC: Need = Need::Toolchain("nightly", &["rust-src"]);
 
 /// The C-host tests (`tests/hosts`: each runs C programs against the
@@ -239,8 +244,11 @@ const ROWS: &[Row] = &[
     Row {
         name: "msrv",
         build: "the published crates with the declared rust-version",
-        guards: "that they build with Rust 1.85 (Linux, the portable slot, Windows)",
-        needs: &[Need::Toolchain("1.85", &["rust-std-x86_64-pc-windows-gnu"])],
+        guards: "that they build with the declared rust-version (Linux, the portable slot, Windows)",
+        needs: &[Need::Toolchain(
+            RUST_VERSION,
+            &["rust-std-x86_64-pc-windows-gnu"],
+        )],
         commands: &["scripts/msrv.sh"],
     },
     Row {
@@ -298,6 +306,24 @@ fn missing(need: Need) -> Option<String> {
                 .then(|| format!("the Rust target {target} (install: rustup target add {target})"))
         }
         Need::Toolchain(toolchain, components) => {
+            let rust_version;
+            let toolchain = if toolchain == RUST_VERSION {
+                rust_version = std::fs::read_to_string("Cargo.toml")
+                    .ok()
+                    .and_then(|manifest| {
+                        manifest.lines().find_map(|line| {
+                            Some(
+                                line.strip_prefix("rust-version = ")?
+                                    .trim_matches('"')
+                                    .to_owned(),
+                            )
+                        })
+                    })
+                    .unwrap_or_default();
+                rust_version.as_str()
+            } else {
+                toolchain
+            };
             if output("rustup", &["run", toolchain, "rustc", "--version"]).is_empty() {
                 return Some(format!(
                     "the {toolchain} toolchain (install: rustup toolchain install {toolchain} --profile minimal{})",
