@@ -68,15 +68,23 @@ for sanitizer in thread address; do
         cc "${flags[@]}" -c tests/c/hosts/$host.c -o "$hosts/$host.o"
         c++ "$hosts/$host.o" -o "$hosts/$host" "${link[@]}"
     done
-    # Linked against the fixture, as its test builds it.
-    fixture_dir=$(dirname "$fixture")
+    # Linked against the instrumented fixture, found through DT_RPATH,
+    # which (unlike DT_RUNPATH) comes before LD_LIBRARY_PATH: under cargo,
+    # that names target/debug, whose uninstrumented fixture would hide the
+    # runtime's atomics from the sanitizer.
+    fixture_dir=$(cd "$(dirname "$fixture")" && pwd)
     cc "${flags[@]}" -std=c11 -I "$header_dir" -c tests/c/linked/callbacks.c \
         -o "$hosts/callbacks.o"
     c++ "$hosts/callbacks.o" -o "$hosts/callbacks" -L "$fixture_dir" -lcallgate_fixture \
-        -Wl,-rpath,"$fixture_dir" "${link[@]}"
+        -Wl,--disable-new-dtags,-rpath,"$fixture_dir" "${link[@]}"
+    loaded=$(ldd "$hosts/callbacks" | awk '/libcallgate_fixture/ {print $3}')
+    if [[ "$(realpath "$loaded")" != "$(realpath "$fixture")" ]]; then
+        echo "sanitizers: the callbacks host loads $loaded, not $fixture" >&2
+        exit 1
+    fi
 
     echo "==> $sanitizer sanitizer: run the hosts"
-    export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/scripts/tsan.supp"
+    export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
     export ASAN_OPTIONS="halt_on_error=1 detect_leaks=0"
     run_host churn "$hosts/churn" "$fixture" churn 200 8 no-rss
     run_host burst "$hosts/churn" "$fixture" burst 64 no-rss

@@ -163,3 +163,31 @@ fn a_once_closure_used_twice_aborts_with_a_message() {
         "callgate: once closure {closure} was called after it was freed; aborting"
     ));
 }
+
+/// The linked program resolves the fixture it was built against, also
+/// under the LD_LIBRARY_PATH cargo gives tests (it names target/debug,
+/// where another build of the fixture may be): glibc's `ldd` with this
+/// process's environment says which file the loader would map.
+#[test]
+fn the_linked_program_loads_the_fixture_it_was_built_against() {
+    if host::musl() || host::emulated() || std::env::var_os("CALLGATE_TEST_STATICLIB").is_some() {
+        return; // musl's and qemu's loaders: the test drops LD_LIBRARY_PATH instead
+    }
+    let program = host::linked("callbacks").get_program().to_owned();
+    let output = std::process::Command::new("ldd")
+        .arg(&program)
+        .output()
+        .expect("run ldd");
+    let listing = String::from_utf8_lossy(&output.stdout);
+    let loaded = listing
+        .lines()
+        .find(|line| line.contains("libcallgate_fixture"))
+        .and_then(|line| line.split(" => ").nth(1))
+        .and_then(|rest| rest.split(" (").next())
+        .unwrap_or_else(|| panic!("ldd lists no fixture:\n{listing}"));
+    assert_eq!(
+        std::fs::canonicalize(loaded).expect("the loaded fixture exists"),
+        std::fs::canonicalize(host::fixture()).expect("the fixture exists"),
+        "the program loads another build of the fixture"
+    );
+}

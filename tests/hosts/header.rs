@@ -275,7 +275,7 @@ fn compile(compiler: &mut Command, include: &Path, source: &Path, binary: &Path)
         .arg("-L")
         .arg(library_dir)
         .arg("-lcallgate_fixture")
-        .arg(format!("-Wl,-rpath,{}", library_dir.display()))
+        .arg(host::rpath(library_dir))
         .output()
         .unwrap_or_else(|error| panic!("cannot run {compiler:?}: {error}"));
     assert!(
@@ -289,6 +289,7 @@ fn compile(compiler: &mut Command, include: &Path, source: &Path, binary: &Path)
 fn run(binary: &Path) {
     let outcome = host::run(
         Command::new(binary)
+            .env_remove("LD_LIBRARY_PATH")
             .env_remove("CALLGATE")
             .env_remove("FIXTURE_INIT"),
         std::time::Duration::from_secs(60),

@@ -8,7 +8,7 @@
 #![allow(dead_code)]
 
 use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
@@ -230,7 +230,7 @@ pub fn linked(name: &str) -> Command {
             cc.arg("-L")
                 .arg(library_dir)
                 .arg("-lcallgate_fixture")
-                .arg(format!("-Wl,-rpath,{}", library_dir.display()));
+                .arg(rpath(library_dir));
         }
         let output = cc
             .output()
@@ -244,11 +244,22 @@ pub fn linked(name: &str) -> Command {
         built.push(name.to_owned());
     }
     let mut command = Command::new(program);
+    // Without cargo's LD_LIBRARY_PATH, which names target/debug: a loader
+    // that searches it first (musl's) would load the fixture built there.
     command
+        .env_remove("LD_LIBRARY_PATH")
         .env_remove("CALLGATE")
         .env_remove("FIXTURE_INIT")
         .env("RUST_BACKTRACE", "0");
     command
+}
+
+/// The linker flag that makes a program load the fixture from `dir`: a
+/// DT_RPATH, which glibc searches before LD_LIBRARY_PATH (a DT_RUNPATH
+/// comes after it, and cargo's LD_LIBRARY_PATH names target/debug, where
+/// another build of the fixture may be).
+pub fn rpath(dir: &Path) -> String {
+    format!("-Wl,--disable-new-dtags,-rpath,{}", dir.display())
 }
 
 /// What a host run produced.
