@@ -9,6 +9,7 @@
 //!
 //! ```text
 //! cargo xtask test [--full] [--only ROW]... [--list] [--require-all] [--verbose]
+//! cargo xtask --help
 //! ```
 
 use std::fmt::Write as _;
@@ -421,7 +422,22 @@ struct Options {
     list: bool,
     require_all: bool,
     verbose: bool,
+    help: bool,
 }
+
+const USAGE: &str =
+    "usage: cargo xtask test [--full] [--only ROW]... [--list] [--require-all] [--verbose]\n";
+
+const HELP: &str = "\
+Runs callgate's test suite: one row per build of the library (see --list).
+A row whose tools are missing prints one SKIPPED line; nothing is installed.
+
+  --only ROW      run this row only (repeatable)
+  --list          list the rows: what each builds, guards and needs
+  --full          the long stress tests (10 times the threads, forks, levels)
+  --require-all   fail if a row was skipped (CI)
+  --verbose       show each row's output as it runs (else: target/xtask/ROW.log)
+";
 
 fn parse(args: &[String]) -> Result<Options, String> {
     let mut options = Options {
@@ -430,14 +446,16 @@ fn parse(args: &[String]) -> Result<Options, String> {
         list: false,
         require_all: false,
         verbose: false,
+        help: false,
     };
     let mut args = args.iter();
     match args.next().map(String::as_str) {
         Some("test") => {}
-        _ => return Err(
-            "usage: cargo xtask test [--full] [--only ROW]... [--list] [--require-all] [--verbose]"
-                .into(),
-        ),
+        Some("--help" | "-h" | "help") => {
+            options.help = true;
+            return Ok(options);
+        }
+        _ => return Err(format!("{USAGE}(cargo xtask --help for more)")),
     }
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -445,6 +463,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
             "--list" => options.list = true,
             "--require-all" => options.require_all = true,
             "--verbose" => options.verbose = true,
+            "--help" | "-h" => options.help = true,
             "--only" => {
                 let name = args.next().ok_or("--only needs a row name (see --list)")?;
                 if !ROWS.iter().any(|row| row.name == name) {
@@ -454,7 +473,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
             }
             other => {
                 return Err(format!(
-                    "unknown option `{other}` (see --help in the module docs)"
+                    "unknown option `{other}`\n{USAGE}(cargo xtask --help for more)"
                 ));
             }
         }
@@ -613,6 +632,10 @@ fn main() -> ExitCode {
     if let Err(error) = std::env::set_current_dir(&root) {
         eprintln!("xtask: cannot enter {}: {error}", root.display());
         return ExitCode::FAILURE;
+    }
+    if options.help {
+        print!("{USAGE}\n{HELP}");
+        return ExitCode::SUCCESS;
     }
     if options.list {
         list();
