@@ -182,7 +182,8 @@ const ROWS: &[Row] = &[
         commands: &[
             "RUSTFLAGS='--cfg callgate_portable_tls' cargo test -p callgate --lib --release --target-dir target/portable-tls",
             "RUSTFLAGS='--cfg callgate_portable_tls' CALLGATE_FIXTURE_PROFILE=release cargo test -p callgate-dev --release --target-dir target/portable-tls --test hosts -- {hosts:portable}",
-            "RUSTFLAGS='--cfg callgate_portable_tls' CALLGATE_FIXTURE_PROFILE=release cargo test -p callgate-dev --release --target-dir target/portable-tls --test fork_closure --test fork_closure_contended --test gate_fork_contended",
+            "RUSTFLAGS='--cfg callgate_portable_tls' CALLGATE_FIXTURE_PROFILE=release cargo test -p callgate-dev --release --target-dir target/portable-tls --test runtime -- fork_",
+            "RUSTFLAGS='--cfg callgate_portable_tls' CALLGATE_FIXTURE_PROFILE=release cargo test -p callgate-dev --release --target-dir target/portable-tls --test gate_fork_contended",
         ],
     },
     Row {

@@ -71,53 +71,55 @@ fn child_status(callable: Callable, count: &'static AtomicU64) -> i32 {
 
 #[test]
 fn a_child_forked_while_threads_contend_for_a_closure_calls_it() {
-    static COUNT: AtomicU64 = AtomicU64::new(0);
-    static STOP: AtomicBool = AtomicBool::new(false);
-    // Not atomic: the turns keep the calls apart (an `FnMut` body).
-    let mut calls = 0_u64;
-    let closure = Closure::new(-1, move |value: i32| -> i32 {
-        calls += 1;
-        COUNT.store(calls, Ordering::SeqCst);
-        if value == CONTENDING {
-            // Long enough that the other contender usually waits for the
-            // turn, and is woken at its end.
-            let start = std::time::Instant::now();
-            while start.elapsed() < Duration::from_micros(2) {
-                std::hint::spin_loop();
-            }
-        }
-        value + 1
-    });
-    let callable = Callable(closure.data_first(), closure.data() as usize);
-    let contenders: Vec<_> = (0..2)
-        .map(|_| {
-            std::thread::spawn(move || {
-                while !STOP.load(Ordering::Relaxed) {
-                    assert_eq!(callable.call(CONTENDING), CONTENDING + 1);
+    crate::child::alone(|| {
+        static COUNT: AtomicU64 = AtomicU64::new(0);
+        static STOP: AtomicBool = AtomicBool::new(false);
+        // Not atomic: the turns keep the calls apart (an `FnMut` body).
+        let mut calls = 0_u64;
+        let closure = Closure::new(-1, move |value: i32| -> i32 {
+            calls += 1;
+            COUNT.store(calls, Ordering::SeqCst);
+            if value == CONTENDING {
+                // Long enough that the other contender usually waits for the
+                // turn, and is woken at its end.
+                let start = std::time::Instant::now();
+                while start.elapsed() < Duration::from_micros(2) {
+                    std::hint::spin_loop();
                 }
+            }
+            value + 1
+        });
+        let callable = Callable(closure.data_first(), closure.data() as usize);
+        let contenders: Vec<_> = (0..2)
+            .map(|_| {
+                std::thread::spawn(move || {
+                    while !STOP.load(Ordering::Relaxed) {
+                        assert_eq!(callable.call(CONTENDING), CONTENDING + 1);
+                    }
+                })
             })
-        })
-        .collect();
-    for fork in 0..FORKS {
-        // SAFETY: the child runs its checks and `_exit`s.
-        let pid = unsafe { libc::fork() };
-        assert!(pid >= 0, "fork failed");
-        if pid == 0 {
-            let status = child_status(callable, &COUNT);
-            // SAFETY: `_exit` ends the child without running the parent's
-            // atexit handlers or flushing its buffers.
-            unsafe { libc::_exit(status) }
+            .collect();
+        for fork in 0..FORKS {
+            // SAFETY: the child runs its checks and `_exit`s.
+            let pid = unsafe { libc::fork() };
+            assert!(pid >= 0, "fork failed");
+            if pid == 0 {
+                let status = child_status(callable, &COUNT);
+                // SAFETY: `_exit` ends the child without running the parent's
+                // atexit handlers or flushing its buffers.
+                unsafe { libc::_exit(status) }
+            }
+            let status = callgate_dev::wait_for_child(
+                pid,
+                Duration::from_secs(10),
+                &format!("child {fork} blocked calling the closure"),
+            );
+            assert_eq!(status, 0, "child {fork}: check failed (see `child_status`)");
         }
-        let status = callgate_dev::wait_for_child(
-            pid,
-            Duration::from_secs(10),
-            &format!("child {fork} blocked calling the closure"),
-        );
-        assert_eq!(status, 0, "child {fork}: check failed (see `child_status`)");
-    }
-    STOP.store(true, Ordering::Relaxed);
-    for contender in contenders {
-        contender.join().unwrap();
-    }
-    drop(closure);
+        STOP.store(true, Ordering::Relaxed);
+        for contender in contenders {
+            contender.join().unwrap();
+        }
+        drop(closure);
+    });
 }

@@ -2,51 +2,32 @@
 //! settings in sync.
 //!
 //! Every test here rewrites the environment, so each runs its body in a
-//! child process — this test binary started again with `--exact <test>` —
-//! where nothing else can read the environment at the same time, and where
-//! the child's standard error can be inspected.
+//! child process of its own (`crate::child`), where nothing else can read
+//! the environment at the same time, and where the child's standard error
+//! can be inspected.
 
 use std::ffi::OsStr;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use callgate::__private::{self as cg, Attach, GatePolicy, Site};
 use callgate::{AttachMode, PanicMode, Settings};
 use callgate_dev::site;
 
-/// Set in a child to the name of the test whose body it runs.
-const CHILD: &str = "CALLGATE_ENV_TEST_CHILD";
-/// Printed by a child that ran its body, so a test name `--exact` does not
-/// match cannot pass by running nothing.
-const RAN: &str = "callgate-env-test: child body ran";
 /// How the runtime's warning about a malformed `CALLGATE` starts.
 const WARNING: &str = "callgate: ignoring malformed parts of CALLGATE";
 
-/// In the child started for `test`, runs `body`; everywhere else starts that
-/// child with `CALLGATE` set to `callgate` (or unset), waits for it to
-/// succeed and returns its output.
-fn in_child(test: &str, callgate: Option<&str>, body: fn()) -> Option<Output> {
-    if std::env::var_os(CHILD).as_deref() == Some(OsStr::new(test)) {
-        body();
-        println!("{RAN}");
-        return None;
-    }
-    let mut command = Command::new(std::env::current_exe().expect("the test binary's path"));
-    command
-        .args(["--exact", test, "--nocapture", "--test-threads=1"])
-        .env(CHILD, test);
-    match callgate {
-        Some(value) => command.env("CALLGATE", value),
-        None => command.env_remove("CALLGATE"),
-    };
-    let output = command.output().expect("starting the child test process");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success() && stdout.contains(RAN),
-        "child running `{test}` failed ({}):\n--- stdout\n{stdout}\n--- stderr\n{stderr}",
-        output.status
-    );
-    Some(output)
+/// Runs `body` in a child process with `CALLGATE` set to `callgate` (or
+/// unset), and returns the child's output (`None` in the child).
+fn in_child(callgate: Option<&str>, body: fn()) -> Option<Output> {
+    crate::child::in_child(
+        |command| {
+            match callgate {
+                Some(value) => command.env("CALLGATE", value),
+                None => command.env_remove("CALLGATE"),
+            };
+        },
+        body,
+    )
 }
 
 /// Returns the id of the context the call runs on, or -3 if none.
@@ -98,7 +79,7 @@ fn c_environ_len() -> usize {
 
 #[test]
 fn clear_empties_the_environment() {
-    in_child("clear_empties_the_environment", None, || {
+    in_child(None, || {
         for i in 0..4096 {
             // SAFETY: the child's test thread is the only one touching the
             // environment.
@@ -126,38 +107,34 @@ fn clear_empties_the_environment() {
 
 #[test]
 fn clear_returns_settings_to_defaults_and_callbacks_bind() {
-    in_child(
-        "clear_returns_settings_to_defaults_and_callbacks_bind",
-        Some("attach=per_call"),
-        || {
-            assert_eq!(callgate::settings().attach, AttachMode::PerCall);
-            let (seen, attached_after, binds) = call_and_observe();
-            assert!(seen >= 0, "the call ran on no context: {seen}");
-            assert!(!attached_after, "per_call: released when the call returned");
-            assert_eq!(binds, 1);
+    in_child(Some("attach=per_call"), || {
+        assert_eq!(callgate::settings().attach, AttachMode::PerCall);
+        let (seen, attached_after, binds) = call_and_observe();
+        assert!(seen >= 0, "the call ran on no context: {seen}");
+        assert!(!attached_after, "per_call: released when the call returned");
+        assert_eq!(binds, 1);
 
-            // SAFETY: the child's test thread is the only one touching the
-            // environment.
-            unsafe { callgate::env::clear() };
-            assert_eq!(callgate::settings(), Settings::default());
-            assert_eq!(std::env::var_os("CALLGATE"), None);
+        // SAFETY: the child's test thread is the only one touching the
+        // environment.
+        unsafe { callgate::env::clear() };
+        assert_eq!(callgate::settings(), Settings::default());
+        assert_eq!(std::env::var_os("CALLGATE"), None);
 
-            let (seen, attached_after, binds) = call_and_observe();
-            assert!(seen >= 0, "the call ran on no context: {seen}");
-            assert!(attached_after, "bound: the thread keeps its context");
-            assert_eq!(binds, 1);
-            assert_eq!(cg::current_context_id(), Some(seen as u32));
+        let (seen, attached_after, binds) = call_and_observe();
+        assert!(seen >= 0, "the call ran on no context: {seen}");
+        assert!(attached_after, "bound: the thread keeps its context");
+        assert_eq!(binds, 1);
+        assert_eq!(cg::current_context_id(), Some(seen as u32));
 
-            // Bound for good: the next call takes the fast path.
-            let (again, _, binds) = call_and_observe();
-            assert_eq!((again, binds), (seen, 0));
-        },
-    );
+        // Bound for good: the next call takes the fast path.
+        let (again, _, binds) = call_and_observe();
+        assert_eq!((again, binds), (seen, 0));
+    });
 }
 
 #[test]
 fn set_var_and_remove_var_update_settings() {
-    in_child("set_var_and_remove_var_update_settings", None, || {
+    in_child(None, || {
         assert_eq!(callgate::settings(), Settings::default());
 
         // SAFETY: the child's test thread is the only one touching the
@@ -200,40 +177,36 @@ fn set_var_and_remove_var_update_settings() {
 
 #[test]
 fn malformed_values_are_ignored_with_one_warning() {
-    let output = in_child(
-        "malformed_values_are_ignored_with_one_warning",
-        Some("attach=sometimes,panic=abort,colour=blue"),
-        || {
-            // The well-formed part is kept, the rest ignored.
-            let settings = callgate::settings();
-            assert_eq!(
-                (settings.attach, settings.panic),
-                (AttachMode::Bound, PanicMode::Abort)
-            );
+    let output = in_child(Some("attach=sometimes,panic=abort,colour=blue"), || {
+        // The well-formed part is kept, the rest ignored.
+        let settings = callgate::settings();
+        assert_eq!(
+            (settings.attach, settings.panic),
+            (AttachMode::Bound, PanicMode::Abort)
+        );
 
-            for value in ["junk", "attach=", "=,=", "attach=per_call,attach=often"] {
-                // SAFETY: the child's test thread is the only one touching
-                // the environment.
-                unsafe { callgate::env::set_var("CALLGATE", value) };
-                let (seen, _, _) = call_and_observe();
-                assert!(
-                    seen >= 0,
-                    "CALLGATE={value}: the call ran on no context: {seen}"
-                );
-            }
-            assert_eq!(callgate::settings().attach, AttachMode::PerCall);
-            #[cfg(unix)]
-            {
-                use std::os::unix::ffi::OsStrExt;
-                // SAFETY: as above.
-                unsafe { callgate::env::set_var("CALLGATE", OsStr::from_bytes(b"attach=\xff")) };
-                assert_eq!(callgate::settings(), Settings::default());
-            }
+        for value in ["junk", "attach=", "=,=", "attach=per_call,attach=often"] {
+            // SAFETY: the child's test thread is the only one touching
+            // the environment.
+            unsafe { callgate::env::set_var("CALLGATE", value) };
+            let (seen, _, _) = call_and_observe();
+            assert!(
+                seen >= 0,
+                "CALLGATE={value}: the call ran on no context: {seen}"
+            );
+        }
+        assert_eq!(callgate::settings().attach, AttachMode::PerCall);
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStrExt;
             // SAFETY: as above.
-            unsafe { callgate::env::clear() };
+            unsafe { callgate::env::set_var("CALLGATE", OsStr::from_bytes(b"attach=\xff")) };
             assert_eq!(callgate::settings(), Settings::default());
-        },
-    );
+        }
+        // SAFETY: as above.
+        unsafe { callgate::env::clear() };
+        assert_eq!(callgate::settings(), Settings::default());
+    });
     let Some(output) = output else { return };
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(

@@ -60,20 +60,22 @@ fn child_status() -> i32 {
 
 #[test]
 fn a_fork_in_a_release_leaves_the_context_to_the_forking_thread() {
-    FORK_IN_RELEASE.store(true, Ordering::SeqCst);
-    assert_eq!(call_from_c(add_one, 1), 2);
-    if CHILD.load(Ordering::SeqCst) == 0 {
-        let status = child_status();
-        // SAFETY: `_exit` ends the child without running the parent's
-        // atexit handlers or flushing its buffers.
-        unsafe { libc::_exit(status) }
-    }
-    let status = callgate_dev::wait_for_child(
-        CHILD.load(Ordering::SeqCst),
-        Duration::from_secs(10),
-        "the child hung",
-    );
-    assert_eq!(status, 0, "child check failed (see `child_status`)");
-    // The parent goes on as before.
-    assert_eq!(call_from_c(add_one, 2), 3);
+    crate::child::alone(|| {
+        FORK_IN_RELEASE.store(true, Ordering::SeqCst);
+        assert_eq!(call_from_c(add_one, 1), 2);
+        if CHILD.load(Ordering::SeqCst) == 0 {
+            let status = child_status();
+            // SAFETY: `_exit` ends the child without running the parent's
+            // atexit handlers or flushing its buffers.
+            unsafe { libc::_exit(status) }
+        }
+        let status = callgate_dev::wait_for_child(
+            CHILD.load(Ordering::SeqCst),
+            Duration::from_secs(10),
+            "the child hung",
+        );
+        assert_eq!(status, 0, "child check failed (see `child_status`)");
+        // The parent goes on as before.
+        assert_eq!(call_from_c(add_one, 2), 3);
+    });
 }

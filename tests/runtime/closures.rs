@@ -138,7 +138,10 @@ fn panics_and_errors_return_the_fallback() {
         assert_eq!(cb_call_last(checked.data_last(), 4, checked.data()), 40);
         assert_eq!(cb_call_last(checked.data_last(), 0, checked.data()), -1);
         let message = last_error();
-        assert!(message.starts_with("callback `closures::"), "{message}");
+        assert!(
+            message.starts_with("callback `runtime::closures::"),
+            "{message}"
+        );
         assert!(
             message.ends_with("panicked: zero is not allowed"),
             "{message}"
