@@ -3,9 +3,10 @@
 //! Each row of [`ROWS`] is one build of the library and the tests run
 //! against it: what it builds, what it guards, what it needs, and its
 //! commands. A row whose needs are missing prints one `SKIPPED` line and
-//! the run goes on; nothing is installed. The run ends with a table of the
-//! rows. `.ci/run` installs what the rows need first, and passes
-//! `--require-all` so that a skipped row fails CI.
+//! the run goes on; nothing is installed. The rows with builds of their
+//! own ([`BESIDE`]) run beside the others on two cores or more. The run
+//! ends with a table of the rows. `.ci/run` installs what the rows need
+//! first, and passes `--require-all` so that a skipped row fails CI.
 //!
 //! ```text
 //! cargo xtask test [--full] [--only ROW]... [--list] [--require-all] [--verbose]
@@ -86,6 +87,12 @@ const HOST_SETS: &[(&str, &str)] = &[
     // The programs that link the fixture.
     ("linked", "callbacks data values"),
 ];
+
+/// Rows whose builds and files are their own (a target directory each):
+/// on a machine with two cores or more they run one after another beside
+/// the other rows, which leave a core idle while they link, run a test
+/// program or wait for one.
+const BESIDE: &[&str] = &["loom", "miri", "msrv", "portable-tls"];
 
 /// The matrix. The first row is what `cargo test --workspace` runs.
 const ROWS: &[Row] = &[
@@ -559,10 +566,11 @@ fn run(row: &Row, logs: &Path, options: &Options) -> Report {
             .iter()
             .position(|line| *line == "failures:")
             .unwrap_or(lines.len().saturating_sub(60));
-        println!("FAILED {} (from {}):", row.name, log_path.display());
+        let mut block = format!("FAILED {} (from {}):\n", row.name, log_path.display());
         for line in lines.iter().skip(start).take(80) {
-            println!("    {line}");
+            let _ = writeln!(block, "    {line}");
         }
+        print!("{block}");
     }
     Report {
         name: row.name,
@@ -647,12 +655,33 @@ fn main() -> ExitCode {
         eprintln!("xtask: cannot create {}: {error}", logs.display());
         return ExitCode::FAILURE;
     }
-    let reports: Vec<Report> = ROWS
+    debug_assert!(
+        BESIDE
+            .iter()
+            .all(|name| ROWS.iter().any(|row| row.name == *name))
+    );
+    let started = Instant::now();
+    let selected = ROWS
         .iter()
-        .filter(|row| options.only.is_empty() || options.only.iter().any(|name| name == row.name))
-        .map(|row| run(row, &logs, &options))
-        .collect();
+        .filter(|row| options.only.is_empty() || options.only.iter().any(|name| name == row.name));
+    let lanes = !options.verbose
+        && std::thread::available_parallelism().is_ok_and(|cores| cores.get() >= 2);
+    let (beside, rest): (Vec<&Row>, Vec<&Row>) =
+        selected.partition(|row| lanes && BESIDE.contains(&row.name));
+    let mut reports: Vec<Report> = std::thread::scope(|scope| {
+        let side = scope.spawn(|| {
+            beside
+                .iter()
+                .map(|row| run(row, &logs, &options))
+                .collect::<Vec<_>>()
+        });
+        let mut reports: Vec<Report> = rest.iter().map(|row| run(row, &logs, &options)).collect();
+        reports.extend(side.join().expect("the rows beside the others"));
+        reports
+    });
+    reports.sort_by_key(|report| ROWS.iter().position(|row| row.name == report.name));
     print!("{}", table(&reports));
+    println!("in {:.0} s", started.elapsed().as_secs_f64());
     let failed = reports
         .iter()
         .any(|report| matches!(report.outcome, Outcome::Failed));
