@@ -1,10 +1,9 @@
 //! Thread contexts: the per-thread runtime state, pooled and recycled.
 //!
 //! A [`Context`] serves one thread at a time. It records the callbacks
-//! running there (`calls`, with the words a bound call writes in
-//! `running`, and the cold paths of nested calls in `nested`), tells the
-//! calls of the threads it served before over (`handover`), and counts
-//! what `stats()` reports (`counter`).
+//! running there (`calls`, `running`; nested calls' cold paths in
+//! `nested`), tells when the calls of the threads it served before are
+//! over (`handover`), and counts what `stats()` reports (`counter`).
 
 use core::cell::{Cell, UnsafeCell};
 
@@ -43,19 +42,17 @@ pub(crate) static CONTEXTS: FreeList<Context> = FreeList::new();
 #[repr(C)]
 pub(crate) struct Context {
     // What a bound call touches comes first, in the node's first cache line.
-    /// The entry word and where the outermost call's anchor is (see
-    /// [`Running`]).
+    /// The entry word and the outermost call's anchor address ([`Running`]).
     running: Running,
-    /// The token of the outermost calls (see [`stack`](crate::stack)):
-    /// the same for calls that follow one another and leave nothing
-    /// behind, advanced ([`advance`](Context::advance)) wherever a call
-    /// may have. The fast path only reads it: a count bumped by every call
-    /// would make each call wait for the last one's store.
+    /// The outermost calls' token (see [`stack`](crate::stack)): calls
+    /// that leave nothing behind share it, and it advances
+    /// ([`advance`](Context::advance)) wherever one may have. The fast path
+    /// only reads it: a count bumped by every call would make each call
+    /// wait for the last one's store.
     outer_token: Cell<u64>,
-    /// The count of the last nested call's token (the token is the count
-    /// with [`NESTED_TOKEN`](nested::NESTED_TOKEN) set), or the start of
-    /// the block it takes counts from (see
-    /// [`next_nested_count`](Context::next_nested_count)).
+    /// The count of the last nested call's token (the count with
+    /// [`NESTED_TOKEN`](nested::NESTED_TOKEN) set), or the start of its
+    /// block ([`next_nested_count`](Context::next_nested_count)).
     nested_calls: Cell<u64>,
     /// The `#[local]` values: the fast path of a callback with one
     /// `#[local]` parameter reads their table, in this line too.
@@ -66,11 +63,9 @@ pub(crate) struct Context {
     /// or one without an exit hook (no pthread key was left): per call,
     /// never cached.
     after_exit: Cell<bool>,
-    /// A call that a `leave` or an `enter` forgot may be suspended on
-    /// another stack of the thread and resume there (see
-    /// [`forget_deeper`](Context::forget_deeper)): the context must stay
-    /// with the thread until it exits. Reset when the thread exits, or the
-    /// context goes back to the free list anyway.
+    /// A call that a `leave` or an `enter` forgot may resume on another
+    /// stack of the thread ([`forget_deeper`](Context::forget_deeper)):
+    /// the context stays with the thread until it exits.
     forgotten_may_resume: Cell<bool>,
     // A bind, a per-call release and a thread's first call touch the
     // second cache line too.
@@ -80,26 +75,22 @@ pub(crate) struct Context {
     pub(crate) binds: Counter,
     pub(crate) releases: Counter,
     /// [`outer_token`](Context::outer_token) and
-    /// [`nested_calls`](Context::nested_calls) when the last thread the
-    /// context served gave it up with all its calls over, wherever they
-    /// ran (it exited, is not in this `fork` child, or handed the context
-    /// on after judging every call it forgot gone): a call whose token is
-    /// at most these is over (see [`Context::holder_is_gone`]).
+    /// [`nested_calls`](Context::nested_calls) when the last thread served
+    /// gave the context up with all its calls over (it exited, is not in
+    /// this `fork` child, or judged every call it forgot gone): a call
+    /// whose token is at most these is over ([`Context::holder_is_gone`]).
     calls_when_gone: Cell<(u64, u64)>,
     /// The `Closure::concurrent` a running call of the owner announced
     /// (see `closure`), or 0; a thread writes only its own.
     pub(crate) hazard: Hazard,
     /// The owning thread's stack bounds, for telling abandoned calls.
     stack: ThreadStack,
-    /// The marks of the nested running calls: `nested[d - 1]` is the mark
-    /// of the call that entered at depth `d`. Only the cold nested entry
-    /// touches it.
+    /// The marks of the nested running calls, for the cold paths:
+    /// `nested[d - 1]` is the mark of the call that entered at depth `d`.
     nested: UnsafeCell<Vec<Mark>>,
     /// The running outermost call's token while
-    /// [`ADVANCED`](running::ADVANCED) is set in the entry word: the
-    /// outermost token has moved past it (see
-    /// [`advance_past_running`](Context::advance_past_running)). Off the
-    /// fast paths.
+    /// [`ADVANCED`](running::ADVANCED) is set: the outermost token moved
+    /// past it ([`advance_past_running`](Context::advance_past_running)).
     running_token: Cell<u64>,
     pub(crate) panics: Counter,
     pub(crate) errors: Counter,
@@ -305,14 +296,11 @@ const _: () = assert!(core::mem::offset_of!(Context, binds) + 8 <= 128);
 const _: () = assert!(core::mem::offset_of!(Context, hazard) + 8 <= 128);
 
 /// Where in a 128-byte line pair no fast path of a context writes: the
-/// second word of [`Context::calls_when_gone`], which only a thread giving
-/// its context up writes, in a node's first pair, and a word of
-/// [`Context::held`], which only cold paths write, in its second. `tls`
-/// places the word every call reads first at this offset of its own pair.
-///
-/// x86-64 CPUs match a load against older stores still in the store
-/// buffer by the low 12 bits of the address first ("4K aliasing"): a
-/// call's store to its context at that word's page offset would make the
+/// second word of [`Context::calls_when_gone`] in a node's first pair, a
+/// word of [`Context::held`] in its second. `tls` puts the word every call
+/// reads first at this offset of its own pair: x86-64 CPUs match a load
+/// against older pending stores by the low 12 bits of the address first
+/// ("4K aliasing"), so a call's store at that page offset would make the
 /// next call's load of the word wait.
 // Only the x86-64 glibc slot reads it; elsewhere only the assertions below
 // use it, which Rust 1.85 (the oldest this crate builds with) does not count.

@@ -8,11 +8,11 @@ use crate::local::holding;
 use crate::stack::{Anchor, Mark};
 
 impl Context {
-    /// A callback starts on the owning thread, with `anchor` in its frame,
-    /// if no call is recorded as running there: the fast path of a bound
-    /// thread. Returns false, doing nothing, otherwise; the caller then
-    /// takes [`enter`](Context::enter). A call started here ends with
-    /// [`leave_outermost`](Context::leave_outermost).
+    /// The fast path of a bound thread: a callback with `anchor` in its
+    /// frame starts on the owner if no call is recorded as running there,
+    /// and ends with [`leave_outermost`](Context::leave_outermost).
+    /// Otherwise returns false, doing nothing, and the caller takes
+    /// [`enter`](Context::enter).
     ///
     /// # Safety
     ///
@@ -79,22 +79,19 @@ impl Context {
     }
 
     /// Gives the outermost calls from now on a token no earlier call had.
-    /// Only where no outermost call runs, where the one recorded is gone,
-    /// or where its token was kept aside
-    /// ([`advance_past_running`](Context::advance_past_running)): a
-    /// running one's mark holds the token (see
-    /// [`outer_mark`](Context::outer_mark)).
+    /// Not while a running outermost call's mark holds the token
+    /// ([`outer_mark`](Context::outer_mark)), unless
+    /// [`advance_past_running`](Context::advance_past_running) kept it
+    /// aside.
     pub(super) fn advance(&self) {
         self.outer_token.set(self.outer_token.get().wrapping_add(1));
     }
 
     /// Something inside the running outermost call (a nested call, a
-    /// `#[local]` lookup) may leave a mark behind that outlives it: gives
-    /// the outermost calls after it a new token now, keeping the running
-    /// one's in [`running_token`](Context::running_token) with
-    /// [`ADVANCED`] set in the entry word. Its leave then has nothing to
-    /// check, and the entry word of the next outermost call clears the
-    /// flag.
+    /// `#[local]` lookup) may leave a mark behind that outlives it: the
+    /// calls after it get a new token now, the running one's kept in
+    /// [`running_token`](Context::running_token) with [`ADVANCED`] set.
+    /// Its leave then has nothing to check.
     ///
     /// # Safety
     ///
@@ -127,21 +124,16 @@ impl Context {
     }
 
     /// The call that [`enter_outermost`](Context::enter_outermost) started
-    /// returns. Unlike [`leave`](Context::leave) it never asks for a
-    /// release: a per-call context is in the thread's slot only while the
-    /// call that attached it runs, and that call enters through `enter`.
-    /// (A call that finds one with no call running is a signal handler
-    /// that interrupted that call between its attach and its `enter`, and
-    /// leaves the release to it.)
+    /// returns. Unlike [`leave`](Context::leave), never a release: a
+    /// per-call context is in the slot only while the call that attached
+    /// it runs, which entered through `enter` (a signal handler's call
+    /// between that attach and `enter` leaves the release to it).
     ///
-    /// Nor has it anything to check. A value held in its slot's state by a
-    /// call nested in this one and abandoned records its holder and this
-    /// call's token. A lookup takes it once the holder is certainly gone
-    /// (`Holder::is_gone`): by its own mark, or because it lies below this
-    /// call on the thread's own stack and this call is over, which the
-    /// next outermost call tells by its token. That token advanced when the
-    /// nested call started or the value was looked up
-    /// ([`advance_past_running`](Context::advance_past_running)).
+    /// Nothing to check either: a value an abandoned nested call holds in
+    /// its slot's state names this call's token, which advanced as that
+    /// call started or looked the value up
+    /// ([`advance_past_running`](Context::advance_past_running)), so later
+    /// lookups tell this call over (`Holder::is_gone`).
     ///
     /// # Safety
     ///
@@ -194,27 +186,20 @@ impl Context {
     }
 
     /// A callback that entered at depth `start` returns; true when it was
-    /// the outermost one of a per-call attachment, which must now be
-    /// released.
+    /// the outermost one of a per-call attachment, to be released now.
     ///
-    /// Restoring `start` (rather than decrementing) forgets the calls
-    /// recorded deeper: calls nested in this one that were abandoned, or,
-    /// on a thread with several stacks, calls that started after this one
-    /// on another stack and are suspended there. The values those hold
-    /// stay held until their holders are found gone (`Locals::get`). One
-    /// that may be suspended rather than gone keeps the context on the
-    /// thread for good (see [`forget_deeper`](Context::forget_deeper)).
+    /// Restoring `start` rather than decrementing forgets the calls
+    /// recorded deeper: nested ones that were abandoned, or ones that
+    /// started later on another stack of the thread and are suspended
+    /// there ([`forget_deeper`](Context::forget_deeper)). What they hold
+    /// stays held until their holders are found gone (`Locals::get`).
+    /// A call that finds fewer calls recorded than its depth was forgotten
+    /// so (coroutines need not finish in the order they started): what is
+    /// recorded belongs to other calls, and it leaves it as it is.
     ///
-    /// A call that finds fewer calls recorded than its own depth was
-    /// forgotten that way: callbacks on several coroutine stacks of one
-    /// thread need not finish in the order they started. What is recorded
-    /// now belongs to other calls, so it leaves it as it is.
-    ///
-    /// The outermost call advances the outermost token as it leaves. The
-    /// token rules do not need it (a call forgotten here started inside
-    /// this one, and that start already advanced it); it is a margin that
-    /// costs nothing off the fast path: a call that went through the slow
-    /// path shares its token with none after it.
+    /// The outermost call advances the token as it leaves: a margin the
+    /// token rules do not need (a forgotten call started inside this one,
+    /// which advanced it), free off the fast path.
     ///
     /// # Safety
     ///

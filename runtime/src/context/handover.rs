@@ -7,15 +7,13 @@ use super::nested::NESTED_TOKEN;
 use crate::stack::Mark;
 
 impl Context {
-    /// True when the call marked `holder` (its mark kept by something it
-    /// took: a `Closure::new` turn, see `Frame::mark`) certainly has no
-    /// frame left, seen from the outermost running call of the owner: its
-    /// token is from before the context last changed hands (see
-    /// [`calls_when_gone`](Context::calls_when_gone)), or its own mark
-    /// tells (`Mark::holder_is_gone`: below the outermost call's anchor on
-    /// the thread's own stack, or its anchor's memory reused). A holder
-    /// elsewhere (on a coroutine stack, where it may be suspended) is
-    /// kept.
+    /// True when the call marked `holder` (kept by something it took: a
+    /// `Closure::new` turn, see `Frame::mark`) certainly has no frame
+    /// left, seen from the owner's outermost running call: its token is
+    /// from before the context last changed hands
+    /// ([`calls_when_gone`](Context::calls_when_gone)), or its mark tells
+    /// (`Mark::holder_is_gone`). A holder that may be suspended on another
+    /// stack is kept.
     ///
     /// # Safety
     ///
@@ -58,18 +56,17 @@ impl Context {
         !unsafe { self.is_idle() } || self.forgotten_may_resume.get()
     }
 
-    /// The owning thread gives the context up (it goes back to the free
-    /// list, for another thread to take): records its calls as over for
-    /// the next owner, unless a call it forgot may still resume, and
-    /// clears [`forgotten_may_resume`](Context::forgotten_may_resume).
+    /// The owning thread gives the context up, back to the free list:
+    /// records its calls as over for the next owner, unless a call it
+    /// forgot may still resume, and clears
+    /// [`forgotten_may_resume`](Context::forgotten_may_resume).
     ///
-    /// Its calls on the context are all over then: its outermost call
-    /// returned or it is exiting, and a call forgotten on the way was
-    /// judged gone by its mark, or set `forgotten_may_resume` (which keeps
-    /// a living thread's context with it: `thread::release`). So a turn
-    /// stamped by one of them (a call abandoned inside a `Closure::new`
-    /// body) can be taken back by the next owner's calls, on whatever
-    /// stack it was abandoned.
+    /// They are over otherwise: its outermost call returned or it is
+    /// exiting, and each call forgotten on the way was judged gone by its
+    /// mark (a living thread whose forgotten call may resume keeps its
+    /// context: `thread::release`). So a turn stamped by one of them can
+    /// be taken back by the next owner's calls, whatever stack it was
+    /// abandoned on.
     ///
     /// # Safety
     ///
@@ -143,11 +140,9 @@ impl Context {
         unsafe { self.hazard.withdraw() }
     }
 
-    /// Every call made on the context is over, wherever it ran (its thread
-    /// is exiting, or is not in this `fork` child, or gave it up): records
-    /// the last tokens they had
-    /// ([`calls_when_gone`](Context::calls_when_gone)), advances the
-    /// outermost token past them, and clears
+    /// Every call made on the context is over, wherever it ran: records
+    /// their last tokens ([`calls_when_gone`](Context::calls_when_gone)),
+    /// advances the outermost token past them, and clears
     /// [`forgotten_may_resume`](Context::forgotten_may_resume).
     fn all_calls_over(&self) {
         self.forgotten_may_resume.set(false);

@@ -27,26 +27,20 @@ impl Context {
         unsafe { (*self.nested.get()).reserve(NESTED_RESERVE) };
     }
 
-    /// The cold half of `enter`: `recorded` calls are recorded as running.
-    /// Keeps those that may still be running (see [`stack`]) and records
-    /// the new call; returns how many it kept, the depth the new call
-    /// starts at.
+    /// The cold half of `enter`, with `recorded` calls recorded as running:
+    /// keeps those that may still run (see [`stack`]), records the new
+    /// call, and returns how many it kept, the depth the new call starts at.
     ///
-    /// The new call's anchor gets a nested token first, so a recorded call
-    /// whose anchor was at the same address is seen as overwritten. If no
-    /// recorded call is live, the new call becomes the outermost one, with
-    /// an outermost token, and the hold of the gone outermost call's entry
-    /// word ends. The values calls held through their slots' states are
-    /// judged by each holder's own mark when they are looked up
-    /// (`Locals::get`).
+    /// The new anchor gets a nested token first, so a recorded call whose
+    /// anchor was at the same address reads as overwritten. If no recorded
+    /// call is live, the new one becomes the outermost, with an outermost
+    /// token, and the gone outermost call's entry-word hold ends; holds in
+    /// slots' states are judged by their holders' marks (`Locals::get`).
     ///
     /// The calls recorded deeper than the first gone one are dropped with
-    /// it. On the thread's own stack they were nested in it and are gone
-    /// too; but one that started inside it on another stack (a coroutine's)
-    /// may be suspended there and resume. Each dropped call is judged by
-    /// its own mark, and if one may still run the context stays with the
-    /// thread until it exits, as for the calls a `leave` forgets (see
-    /// [`forget_deeper`](Context::forget_deeper)).
+    /// it. On the thread's own stack they are gone too, but one that
+    /// started on another stack may be suspended there: each is judged by
+    /// its mark, as in [`forget_deeper`](Context::forget_deeper).
     ///
     /// # Safety
     ///
@@ -115,14 +109,12 @@ impl Context {
     }
 
     /// The call that entered at `start` returns while `depth` calls are
-    /// recorded: the ones recorded deeper than it are forgotten. A call
-    /// abandoned inside it is gone; but one that started inside it on
-    /// another stack of the thread may be suspended there, and resume
-    /// after the context is released, on a context then serving another
-    /// thread. Unless every forgotten call is certainly gone by its mark,
-    /// seen from the returning call (`stack`), the context stays with the
-    /// thread until the thread exits: a per-call release keeps it bound
-    /// instead (`thread::release`).
+    /// recorded: the deeper ones are forgotten. One that started inside it
+    /// on another stack of the thread may be suspended there, and resume
+    /// once the context serves another thread. Unless every forgotten call
+    /// is certainly gone by its mark, seen from the returning call, the
+    /// context stays with the thread until it exits (a per-call release
+    /// keeps it bound instead: `thread::release`).
     ///
     /// # Safety
     ///
@@ -158,14 +150,14 @@ impl Context {
     }
 
     /// True when `holder` (the mark a `Closure::new` turn keeps of the
-    /// call that took it) is that of a nested call this context found
-    /// certainly gone while it was recorded as running, among the last few
-    /// (see [`GoneCalls`](crate::stack::GoneCalls)); forgotten then, so
-    /// that only one call takes over what it held. Unlike
-    /// [`holder_is_gone`](Context::holder_is_gone) it holds from any
-    /// depth: a nested token names one call in the process, which never
-    /// returned, so a turn that keeps its mark was not taken since (a call
-    /// that takes a turn has ended it, or keeps it under its own mark).
+    /// call that took it) is one of the last few nested calls this context
+    /// found gone while recorded as running
+    /// ([`GoneCalls`](crate::stack::GoneCalls)); forgotten then, so only
+    /// one call takes over what it held. Unlike
+    /// [`holder_is_gone`](Context::holder_is_gone) it holds at any depth:
+    /// a nested token names one call in the process, which never returned,
+    /// so a turn that still keeps its mark was not taken since (a call
+    /// that takes a turn ends it or keeps it under its own mark).
     pub(crate) fn claim_gone(&self, holder: Mark) -> bool {
         holder.token() & NESTED_TOKEN != 0 && self.gone.claim(holder.token())
     }

@@ -3,36 +3,28 @@
 
 use core::cell::UnsafeCell;
 
-/// The entry word and the address of the outermost running call's
-/// anchor, side by side in 16 aligned bytes, so that the outermost call
-/// leaves by clearing both with one store.
+/// The entry word and the outermost running call's anchor address, in 16
+/// aligned bytes that the outermost call's leave clears with one store.
 ///
-/// The entry word packs three fields, so that the outermost call of a
-/// callback with one `#[local]` parameter enters with one store and every
-/// outermost call leaves with one:
+/// The entry word packs three fields, so that an outermost call holding a
+/// `#[local]` value enters with one store too:
 ///
-/// * the low 31 bits, the *depth*: how many callbacks are running on the
-///   owning thread right now, as far as the runtime knows (calls whose
-///   frames were abandoned, by `longjmp` or a forced unwind, are counted
-///   until a `leave` or the next entry finds out; see
-///   [`stack`](crate::stack));
-/// * bit 31, [`ADVANCED`]: something inside the outermost call may leave
-///   a mark behind, so the outermost token moved past the call's, which
-///   is in `Context::running_token`;
-/// * the high 32 bits, the *held* index: the `#[local]` value the
-///   outermost call took through
-///   [`enter_idle_holding`](super::Context::enter_idle_holding), or 0.
-///   It is non-zero only while the depth is.
+/// * the *depth*, low 31 bits: the callbacks running on the owner as far
+///   as the runtime knows (abandoned ones count until a `leave` or an
+///   entry finds them out; see [`stack`](crate::stack));
+/// * [`ADVANCED`], bit 31;
+/// * the *held* index, high 32 bits: the `#[local]` value the outermost
+///   call took through
+///   [`enter_idle_holding`](super::Context::enter_idle_holding), or 0;
+///   non-zero only while the depth is.
 ///
-/// The address (its token is `Context::outer_token`) is only read while
-/// the depth is non-zero. Since the leave overwrites both words, the
-/// outermost call's records (these words and the anchor's token) are dead
-/// stores wherever the compiler sees that nothing can read them before
-/// the leave, and it drops them: a body inlined into the trampoline that
-/// calls nothing it cannot see and writes through no pointer that might
-/// reach the context. A `#[local]` value taken on the fast path reaches
-/// the body as a `&mut T` (`boundary::outermost_holding`), which the
-/// compiler knows reaches nothing else, so using it keeps them dead.
+/// The address is read only while the depth is non-zero. Since the leave
+/// overwrites both words, the compiler drops the outermost call's records
+/// (both words and the anchor's token) wherever nothing can read them
+/// before the leave: a body that calls nothing it cannot see and writes
+/// through no pointer that might reach the context. A `#[local]` value
+/// reaches the body as a `&mut T` (`boundary::outermost_holding`), which
+/// reaches nothing else, so using it keeps them dead.
 #[repr(C, align(16))]
 pub(super) struct Running(UnsafeCell<[u64; 2]>);
 
@@ -75,12 +67,12 @@ impl Running {
     }
 }
 
-/// The bit of the entry word's low half that says the outermost token
-/// moved past the running outermost call's
-/// ([`Context::advance_past_running`](super::Context::advance_past_running)).
-/// Set only while the depth is at least 1: every store that makes the
-/// depth 0 clears it, and so does a call that becomes the outermost one in
-/// place of a gone one (`free_entry_hold`).
+/// The entry word's bit that says the outermost token moved past the
+/// running outermost call's, which `Context::running_token` keeps
+/// ([`advance_past_running`](super::Context::advance_past_running)). Set
+/// only while the depth is at least 1: every store that makes the depth 0
+/// clears it, and so does a call that takes a gone outermost call's place
+/// (`free_entry_hold`).
 pub(super) const ADVANCED: u32 = 1 << 31;
 
 /// The depth's bits of the entry word's low half.
