@@ -1,0 +1,79 @@
+//! The two words a bound call writes as it enters and clears as it leaves:
+//! the entry word and the outermost call's anchor address.
+
+use core::cell::UnsafeCell;
+
+/// The entry word and the outermost running call's anchor address, in 16
+/// aligned bytes that the outermost call's leave clears with one store.
+///
+/// The entry word packs three fields, so that an outermost call holding a
+/// `#[local]` value enters with one store too:
+///
+/// * the *depth*, low 31 bits: the callbacks running on the owner as far
+///   as the runtime knows (abandoned ones count until a `leave` or an
+///   entry finds them out; see [`stack`](crate::stack));
+/// * [`ADVANCED`], bit 31;
+/// * the *held* index, high 32 bits: the `#[local]` value the outermost
+///   call took through
+///   [`enter_idle_holding`](super::Context::enter_idle_holding), or 0;
+///   non-zero only while the depth is.
+///
+/// The address is read only while the depth is non-zero. Since the leave
+/// overwrites both words, the compiler drops the outermost call's records
+/// (both words and the anchor's token) wherever nothing can read them
+/// before the leave: a body that calls nothing it cannot see and writes
+/// through no pointer that might reach the context. A `#[local]` value
+/// reaches the body as a `&mut T` (`boundary::outermost_holding`), which
+/// reaches nothing else, so using it keeps them dead.
+#[repr(C, align(16))]
+pub(super) struct Running(UnsafeCell<[u64; 2]>);
+
+impl Running {
+    pub(super) const fn new() -> Running {
+        Running(UnsafeCell::new([0; 2]))
+    }
+
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    pub(super) fn entry(&self) -> u64 {
+        // SAFETY: only the context's owner reaches `Running` (the
+        // `Context` methods that do are `unsafe`, their callers vouch for
+        // it), and no reference into the cell outlives a method.
+        unsafe { (*self.0.get())[0] }
+    }
+
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    pub(super) fn set_entry(&self, entry: u64) {
+        // SAFETY: as in `entry`.
+        unsafe { (*self.0.get())[0] = entry };
+    }
+
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    pub(super) fn outer(&self) -> usize {
+        // SAFETY: as in `entry`.
+        unsafe { (*self.0.get())[1] as usize }
+    }
+
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    pub(super) fn set_outer(&self, address: usize) {
+        // SAFETY: as in `entry`.
+        unsafe { (*self.0.get())[1] = address as u64 };
+    }
+
+    /// No call running: both words 0, in one 16-byte store.
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    pub(super) fn set_idle(&self) {
+        // SAFETY: as in `entry`.
+        unsafe { *self.0.get() = [0; 2] };
+    }
+}
+
+/// The entry word's bit that says the outermost token moved past the
+/// running outermost call's, which `Context::running_token` keeps
+/// ([`advance_past_running`](super::Context::advance_past_running)). Set
+/// only while the depth is at least 1: every store that makes the depth 0
+/// clears it, and so does a call that takes a gone outermost call's place
+/// (`free_entry_hold`).
+pub(super) const ADVANCED: u32 = 1 << 31;
+
+/// The depth's bits of the entry word's low half.
+pub(super) const DEPTH: u32 = !ADVANCED;
