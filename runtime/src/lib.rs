@@ -135,7 +135,6 @@
 //! [headers]: https://github.com/callgate-rs/callgate/blob/main/guide/src/headers.md
 
 #![cfg_attr(not(callgate_loom), deny(missing_docs))]
-#![deny(unsafe_op_in_unsafe_fn)]
 // Under loom only the lock-free core and the foundations it needs are
 // compiled, for their models.
 #![cfg_attr(callgate_loom, allow(dead_code))]
