@@ -3,7 +3,8 @@
 # its layering points one way.
 #
 # The layers are the comment-headed groups of `mod` declarations in
-# runtime/src/lib.rs, top layer first. An edge `a -> b` means that code of
+# runtime/src/lib.rs, top layer first, inside its `cfg_if!` or after it; two
+# groups in a row with the same name (before the `:`) are one layer. An edge `a -> b` means that code of
 # module `a` (its file and the files under its directory) names `crate::b`,
 # in a `use` or a path; comments are ignored. The check fails (exit 1) when
 #
@@ -35,9 +36,10 @@ def read_layers():
         elif match := re.match(r'#\[path\s*=\s*"([^"]+)"\]', stripped):
             path = match.group(1)
         elif match := re.match(r"(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;", stripped):
-            if new_group or not layers:
-                layers.append((label or "(no layer)", []))
-                new_group = False
+            label = label or "(no layer)"
+            if not layers or (new_group and label != layers[-1][0]):
+                layers.append((label, []))
+            new_group = False
             name = match.group(1)
             layers[-1][1].append((name, src / (path or f"{name}.rs")))
             path = None

@@ -12,15 +12,6 @@ use std::process::Command;
 use callgate::c_callback;
 use callgate_header::{Declaration, HeaderOptions, Kind, extract, format, render};
 
-#[test]
-fn writer_and_reader_share_one_format() {
-    assert!(
-        include_str!("../macros/src/format.rs") == include_str!("../header/src/format.rs"),
-        "macros/src/format.rs (the writer's) and header/src/format.rs (the reader's) differ: \
-         the two copies of the record format must stay identical"
-    );
-}
-
 /// A value C builds.
 #[derive(Clone, Copy, callgate::CValue)]
 #[repr(C)]

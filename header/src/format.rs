@@ -27,8 +27,7 @@
 //! rather than guessing.
 //!
 //! The writer (the `callgate-macros` crate) and the reader (the
-//! `callgate-header` crate) each hold this file, byte for byte the same; a
-//! test of their workspace compares the two copies.
+//! `callgate-header` crate) compile this one file.
 
 /// The section the notes go in on ELF targets.
 pub const NOTE_SECTION: &str = ".note.callgate";

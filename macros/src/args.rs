@@ -1,6 +1,7 @@
 //! The `key, key = EXPR, …` argument lists both attributes take.
 
 use proc_macro2::TokenStream;
+use quote::quote;
 use syn::ext::IdentExt;
 use syn::parse::{ParseStream, Parser};
 use syn::{Expr, ExprPath, Ident, Path, Token};
@@ -59,5 +60,15 @@ pub(crate) fn plain_path(value: Option<&Expr>) -> Option<Path> {
             attrs,
         })) if attrs.is_empty() => Some(path.clone()),
         _ => None,
+    }
+}
+
+/// How generated code names the runtime's hidden module: `path::__private`
+/// for `crate = path`, `::callgate::__private` without it (and for the
+/// derives, which take no options).
+pub(crate) fn runtime(krate: Option<&Path>) -> TokenStream {
+    match krate {
+        Some(path) => quote!(#path::__private),
+        None => quote!(::callgate::__private),
     }
 }

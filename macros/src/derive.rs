@@ -10,7 +10,7 @@ use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 use syn::{Attribute, Data, DeriveInput, Fields, Ident, Meta, Token};
 
-use crate::fail;
+use crate::{args, fail};
 
 /// The integer reprs an enum C passes may have (not 128-bit: no C type).
 const INTEGER_REPRS: [&str; 10] = [
@@ -157,6 +157,7 @@ pub(crate) fn c_enum(input: TokenStream) -> TokenStream {
         return error.to_compile_error();
     }
 
+    let rt = args::runtime(None);
     let ident = &input.ident;
     let name = ident.unraw().to_string();
     let raw = match integer {
@@ -165,7 +166,7 @@ pub(crate) fn c_enum(input: TokenStream) -> TokenStream {
     };
     let size_check = integer.is_none().then(|| {
         quote! {
-            const _: () = ::callgate::__private::check_c_enum_size(::core::mem::size_of::<#ident>());
+            const _: () = #rt::check_c_enum_size(::core::mem::size_of::<#ident>());
         }
     });
     let variants: Vec<&Ident> = data.variants.iter().map(|variant| &variant.ident).collect();
@@ -176,18 +177,18 @@ pub(crate) fn c_enum(input: TokenStream) -> TokenStream {
     let name_ident = Ident::new("__callgate_name", Span::mixed_site());
     quote! {
         #size_check
-        impl ::callgate::__private::CArg for #ident {
+        impl #rt::CArg for #ident {
             type Raw = #raw;
 
             #[inline(always)]
             fn from_c(
                 #raw_ident: #raw,
                 #name_ident: &'static str,
-            ) -> ::core::result::Result<Self, ::callgate::__private::Failure> {
+            ) -> ::core::result::Result<Self, #rt::Failure> {
                 #(const #consts: #raw = #ident::#variants as #raw;)*
                 match #raw_ident {
                     #(#consts => ::core::result::Result::Ok(#ident::#variants),)*
-                    _ => ::core::result::Result::Err(::callgate::__private::not_a_variant(
+                    _ => ::core::result::Result::Err(#rt::not_a_variant(
                         #name_ident,
                         #name,
                         #raw_ident,

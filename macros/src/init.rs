@@ -12,6 +12,7 @@ use syn::ext::IdentExt;
 use syn::{Item, ItemFn, Path, ReturnType, Type};
 
 use crate::args::{self, Arg};
+use crate::callback::ast::is_unit;
 use crate::{fail, targets};
 
 struct Options {
@@ -165,15 +166,8 @@ fn result_ok(ty: &Type) -> Option<Option<&Type>> {
     }))
 }
 
-fn is_unit(ty: &Type) -> bool {
-    matches!(ty, Type::Tuple(tuple) if tuple.elems.is_empty())
-}
-
 fn expand(function: &ItemFn, options: &Options, returns_result: bool) -> TokenStream {
-    let rt = match &options.krate {
-        Some(path) => quote!(#path::__private),
-        None => quote!(::callgate::__private),
-    };
+    let rt = args::runtime(options.krate.as_ref());
     let ident = &function.sig.ident;
     let name = ident.unraw().to_string();
     let background = options.background;

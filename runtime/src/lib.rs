@@ -135,7 +135,6 @@
 //! [headers]: https://github.com/callgate-rs/callgate/blob/main/guide/src/headers.md
 
 #![cfg_attr(not(callgate_loom), deny(missing_docs))]
-#![deny(unsafe_op_in_unsafe_fn)]
 // Under loom only the lock-free core and the foundations it needs are
 // compiled, for their models.
 #![cfg_attr(callgate_loom, allow(dead_code))]
@@ -178,74 +177,59 @@ macro_rules! aligned_call_function {
     };
 }
 
-// Entry points: what generated code, tools and programs call.
-#[cfg(not(callgate_loom))]
-#[doc(hidden)]
-#[path = "private.rs"]
-pub mod __private;
-#[cfg(not(callgate_loom))]
-pub mod closure;
-#[cfg(not(callgate_loom))]
-pub mod env;
-#[cfg(not(callgate_loom))]
-mod table;
+// Everything but the lock-free core at the bottom, which is all a loom build
+// (`--cfg callgate_loom`) compiles, for its models.
+cfg_if::cfg_if! {
+    if #[cfg(not(callgate_loom))] {
+        // Entry points: what generated code, tools and programs call.
+        #[doc(hidden)]
+        #[path = "private.rs"]
+        pub mod __private;
+        pub mod closure;
+        pub mod env;
+        mod table;
 
-// The boundary: one call from C, and its arguments.
-#[cfg(not(callgate_loom))]
-mod args;
-#[cfg(not(callgate_loom))]
-mod boundary;
-#[cfg(not(callgate_loom))]
-mod out_buf;
-#[cfg(not(callgate_loom))]
-mod owned;
-#[cfg(not(callgate_loom))]
-mod slice;
-#[cfg(not(callgate_loom))]
-mod user_data;
-#[cfg(not(callgate_loom))]
-mod value;
+        // The boundary: one call from C, and its arguments.
+        mod args;
+        mod boundary;
+        mod out_buf;
+        mod owned;
+        mod slice;
+        mod user_data;
+        mod value;
 
-// What a call uses: the init gate, the last error, the statistics.
-#[cfg(not(callgate_loom))]
-mod init;
-#[cfg(not(callgate_loom))]
-mod last_error;
-#[cfg(not(callgate_loom))]
-mod stats;
+        // What a call uses: the init gate, the last error, the statistics.
+        mod init;
+        mod last_error;
+        mod stats;
 
-// Thread binding: attach, leave, release.
-#[cfg(not(callgate_loom))]
-mod thread;
+        // Thread binding: attach, leave, release.
+        mod thread;
 
-// Platform: the hooks C calls (thread exit, fork, dlopen pin), the TLS slot.
-#[cfg(not(callgate_loom))]
-mod hooks;
-#[cfg(not(callgate_loom))]
-mod tls;
+        // Platform: the hooks C calls (thread exit, fork, dlopen pin), the TLS slot.
+        mod hooks;
+        mod tls;
 
-// State: per-thread contexts and their `#[local]` values; the settings.
-#[cfg(not(callgate_loom))]
-mod context;
-#[cfg(not(callgate_loom))]
-mod local;
-#[cfg(not(callgate_loom))]
-mod messages;
-#[cfg(not(callgate_loom))]
-mod settings;
+        // State: per-thread contexts and their `#[local]` values; the settings.
+        mod context;
+        mod local;
+        mod messages;
+        mod settings;
 
-// Foundations: the lock-free core (with its loom models) and the leaves
-// every layer may use.
+        // Foundations: the leaves every layer may use.
+        mod failure;
+        mod stack;
+    }
+}
+
+// Foundations: the lock-free core, with its loom models, and the leaves it
+// uses.
 mod diag;
-#[cfg(not(callgate_loom))]
-mod failure;
 mod freelist;
 mod gate;
 mod hint;
 #[cfg(all(callgate_loom, test))]
 mod loom_models;
-#[cfg(not(callgate_loom))]
-mod stack;
 mod sync;
 mod valgrind;
 

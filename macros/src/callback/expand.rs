@@ -17,13 +17,11 @@ use super::ast::{
 };
 use super::attr::{Attach, Fallback, Gate, Options};
 use super::decl;
+use crate::args;
 
 pub(crate) fn expand(callback: &Callback, options: &Options) -> TokenStream {
     let item = callback.item;
-    let rt = match &options.krate {
-        Some(path) => quote!(#path::__private),
-        None => quote!(::callgate::__private),
-    };
+    let rt = args::runtime(options.krate.as_ref());
     let vis = &item.vis;
     let ident = &item.sig.ident;
     let name = ident.unraw().to_string();
