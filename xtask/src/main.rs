@@ -637,7 +637,11 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    // The manifest directory `cargo run` names, rather than the one this
+    // binary was built in: a copied checkout reuses the build.
+    let manifest_dir =
+        std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into());
+    let root = PathBuf::from(manifest_dir).join("..");
     if let Err(error) = std::env::set_current_dir(&root) {
         eprintln!("xtask: cannot enter {}: {error}", root.display());
         return ExitCode::FAILURE;
