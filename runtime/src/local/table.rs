@@ -19,16 +19,14 @@ use super::slot::Head;
 /// bytes, which `Context` keeps in the cache line of its hot fields.
 #[repr(C)]
 pub(crate) struct Locals {
-    /// The key entry word ([`holding`](super::holding) its index) of the
-    /// value `get_ready` found last, or [`NOTHING`], so that a callback
-    /// called again and again finds its value with one compare. While it
-    /// is a key's, `last_slot` is the slot at that index, bound to the
-    /// thread, and `READY` or held through the entry word by a call
-    /// recorded as running, which the fast path (an idle context) never
-    /// sees: a hold through the slot's state forgets it (`hold`), since
-    /// its call may outlive its record. `release_each` and, in a `fork`
-    /// child, `abandon`, the only ways a bound value stops being bound or
-    /// leaves the table, forget it first.
+    /// The key's entry word ([`holding`](super::holding) its index) of the
+    /// value `get_ready` found last, or [`NOTHING`]: a callback called
+    /// again and again finds its value with one compare. While it is a
+    /// key's, `last_slot` is that index's slot, bound, and `READY` or held
+    /// through the entry word by a call recorded as running, which the
+    /// fast path (idle contexts only) never sees. Whatever else holds it,
+    /// unbinds it or takes it out of the table forgets it first (`hold`,
+    /// `release_each`, `abandon`).
     pub(super) last: Cell<u64>,
     /// The slot of the value at `last`.
     pub(super) last_slot: Cell<*mut Head>,
