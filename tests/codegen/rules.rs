@@ -22,6 +22,7 @@ pub enum Rule {
     ThreadPointer,
     Lines,
     ContextLine,
+    ReadModifyWrite,
     Aligned,
     ColdCallOnce,
     BindFirst,
@@ -38,9 +39,12 @@ impl Rule {
             Rule::ThreadPointer => "one access relative to the thread pointer: the slot's load",
             Rule::Lines => "the straight line within the table's 64-byte lines",
             Rule::ContextLine => "the straight line touches the context's first line only",
+            Rule::ReadModifyWrite => {
+                "no read-modify-write of the context, no locked instruction, on the straight line"
+            }
             Rule::Aligned => "the trampoline starts on a fetch-line boundary",
             Rule::ColdCallOnce => "the cold function is called from one place",
-            Rule::BindFirst => "bind_first is aligned and within one page",
+            Rule::BindFirst => "one bind_first, aligned and within one page",
         }
     }
 
@@ -79,6 +83,11 @@ impl Rule {
                 "keep the fields a bound call touches first in `Context`, in its first cache line \
                  (context.rs)."
             }
+            Rule::ReadModifyWrite => {
+                "the fast path counts nothing and takes no lock: a count that every call \
+                 increments makes each call wait for the last one's (`outer_token` in \
+                 context.rs). Keep counters and atomics on the slow paths."
+            }
             Rule::Aligned => {
                 "`align_to_fetch_line` (boundary.rs) no longer starts the trampoline on a fetch-line \
                  boundary."
@@ -89,8 +98,9 @@ impl Rule {
                  in boundary.rs)."
             }
             Rule::BindFirst => {
-                "`align_function::<10>` in `bind_first` (boundary.rs) no longer aligns it, or it \
-                 outgrew its 1 KiB: a thread's first call then fetches two pages of code."
+                "`bind_first` (boundary.rs) is not generic, so one copy serves every callback, and \
+                 `align_function::<10>` aligns it so that its code stays in one page: a thread's \
+                 first call would otherwise fetch two."
             }
         }
     }
@@ -168,18 +178,27 @@ pub fn check(target: &'static Target, library: &Path, listing: &Listing) -> Repo
     }
     if let Some(alignment) = target.bind_first_alignment {
         const BIND_FIRST: &str = "callgate::boundary::bind_first";
+        let copies: BTreeSet<u64> = listing
+            .functions
+            .iter()
+            .filter(|function| function.name == BIND_FIRST)
+            .map(|function| function.address)
+            .collect();
         match listing.function(BIND_FIRST) {
             Some(function) => {
                 let last = function.address + function.size.max(1) - 1;
                 let found = format!("at {:#x}, {} bytes", function.address, function.size);
-                if !function.address.is_multiple_of(alignment)
+                if copies.len() != 1
+                    || !function.address.is_multiple_of(alignment)
                     || function.address / target.page != last / target.page
                 {
                     report.violations.push(Violation {
                         subject: "bind_first".to_owned(),
                         rule: Rule::BindFirst,
                         detail: format!(
-                            "{found}: not on a {alignment}-byte boundary within one {}-byte page",
+                            "{} copies; {found}: one wanted, on a {alignment}-byte boundary, \
+                             within one {}-byte page",
+                            copies.len(),
                             target.page
                         ),
                     });
@@ -329,6 +348,14 @@ fn measure(
             ),
         );
     }
+    for instruction in line {
+        if target::any(target.locked, &instruction.text) {
+            broke(
+                Rule::ReadModifyWrite,
+                format!("locked: {}", show(instruction)),
+            );
+        }
+    }
     let context = slot_load.and_then(|(load, register)| {
         let touched = context_accesses(target, line, load, register);
         for (instruction, start, end) in &touched {
@@ -336,6 +363,18 @@ fn measure(
                 broke(
                     Rule::ContextLine,
                     format!("bytes {start}..{end} of the context: {}", show(instruction)),
+                );
+            }
+            let (mnemonic, operands) = split(instruction);
+            if target.read_modify_write.contains(&mnemonic)
+                && operands
+                    .split(',')
+                    .next()
+                    .is_some_and(|first| first.contains('['))
+            {
+                broke(
+                    Rule::ReadModifyWrite,
+                    format!("the context's bytes {start}..{end}: {}", show(instruction)),
                 );
             }
         }
@@ -407,16 +446,21 @@ fn context_accesses<'a>(
             touched.push((*instruction, offset, offset + size as i64));
             break;
         }
-        let (mnemonic, operands) = instruction
-            .body
-            .split_once(' ')
-            .unwrap_or((&instruction.body, ""));
+        let (mnemonic, operands) = split(instruction);
         let first = operands.split(',').next().unwrap_or("");
         if !target.reads_only.contains(&mnemonic) && (target.register)(first) == register {
             break;
         }
     }
     touched
+}
+
+/// An instruction's mnemonic and operands.
+fn split(instruction: &Instruction) -> (&str, &str) {
+    instruction
+        .body
+        .split_once(' ')
+        .unwrap_or((&instruction.body, ""))
 }
 
 impl fmt::Display for Report {

@@ -39,8 +39,12 @@ pub struct Target {
     /// appears), else `operand_size`.
     pub operand_sizes: &'static [(&'static str, u64)],
     pub operand_size: u64,
-    /// Mnemonics that only read their first operand (others write it).
+    /// Mnemonics that only read their first operand (others write it),
+    /// and those that read and write it.
     pub reads_only: &'static [&'static str],
+    pub read_modify_write: &'static [&'static str],
+    /// An atomic read-modify-write (a locked instruction), as printed.
+    pub locked: &'static [&'static str],
     /// The register a register name is part of (x86's `ecx` of `rcx`).
     pub register: fn(&str) -> Option<&'static str>,
     /// The instruction-fetch line and the cache line, in bytes.
