@@ -115,7 +115,6 @@ pub struct Violation {
 
 /// What a trampoline's straight line holds.
 struct Row {
-    symbol: &'static str,
     bounds: &'static Trampoline,
     line: Vec<String>,
     instructions: usize,
@@ -177,45 +176,47 @@ pub fn check(target: &'static Target, library: &Path, listing: &Listing) -> Repo
         report.rows.push(row);
     }
     if let Some(alignment) = target.bind_first_alignment {
-        const BIND_FIRST: &str = "callgate::boundary::bind_first";
-        let copies: BTreeSet<u64> = listing
-            .functions
-            .iter()
-            .filter(|function| function.name == BIND_FIRST)
-            .map(|function| function.address)
-            .collect();
-        match listing.function(BIND_FIRST) {
-            Some(function) => {
-                let last = function.address + function.size.max(1) - 1;
-                let found = format!("at {:#x}, {} bytes", function.address, function.size);
-                if copies.len() != 1
-                    || !function.address.is_multiple_of(alignment)
-                    || function.address / target.page != last / target.page
-                {
-                    report.violations.push(Violation {
-                        subject: "bind_first".to_owned(),
-                        rule: Rule::BindFirst,
-                        detail: format!(
-                            "{} copies; {found}: one wanted, on a {alignment}-byte boundary, \
-                             within one {}-byte page",
-                            copies.len(),
-                            target.page
-                        ),
-                    });
-                }
-                report.bind_first = Some(format!(
-                    "{found}, on a {alignment}-byte boundary, within one {}-byte page",
-                    target.page
-                ));
-            }
-            None => report.violations.push(Violation {
+        match bind_first(target, listing, alignment) {
+            Ok(found) => report.bind_first = Some(found),
+            Err(detail) => report.violations.push(Violation {
                 subject: "bind_first".to_owned(),
                 rule: Rule::BindFirst,
-                detail: format!("no function {BIND_FIRST}"),
+                detail,
             }),
         }
     }
     report
+}
+
+/// Where `bind_first` is, if there is one copy of it, aligned to
+/// `alignment` and within one page; else what is wrong.
+fn bind_first(target: &Target, listing: &Listing, alignment: u64) -> Result<String, String> {
+    const NAME: &str = "callgate::boundary::bind_first";
+    let function = listing
+        .function(NAME)
+        .ok_or_else(|| format!("no function {NAME}"))?;
+    let copies: BTreeSet<u64> = listing
+        .functions
+        .iter()
+        .filter(|function| function.name == NAME)
+        .map(|function| function.address)
+        .collect();
+    let last = function.address + function.size.max(1) - 1;
+    let found = format!("at {:#x}, {} bytes", function.address, function.size);
+    let wanted = format!(
+        "on a {alignment}-byte boundary, within one {}-byte page",
+        target.page
+    );
+    if copies.len() != 1
+        || !function.address.is_multiple_of(alignment)
+        || function.address / target.page != last / target.page
+    {
+        return Err(format!(
+            "{} copies, one {found}; one wanted, {wanted}",
+            copies.len()
+        ));
+    }
+    Ok(format!("{found}, {wanted}"))
 }
 
 /// From the entry through every conditional branch not taken and every
@@ -400,7 +401,6 @@ fn measure(
         );
     }
     Row {
-        symbol: bounds.symbol,
         bounds,
         line: line.iter().map(|i| show(i)).collect(),
         instructions: line.len(),
@@ -423,7 +423,9 @@ fn context_accesses<'a>(
     load: &Instruction,
     register: &str,
 ) -> Vec<(&'a Instruction, i64, i64)> {
-    let register = (target.register)(register);
+    let Some(register) = (target.register)(register) else {
+        return Vec::new();
+    };
     let mut touched = Vec::new();
     for instruction in line
         .iter()
@@ -434,7 +436,7 @@ fn context_accesses<'a>(
             let Some(captures) = target::matches(pattern, &instruction.body) else {
                 continue;
             };
-            if (target.register)(captures[0]) != register {
+            if (target.register)(captures[0]) != Some(register) {
                 continue;
             }
             let offset = captures.get(1).and_then(|n| target::number(n)).unwrap_or(0) * sign;
@@ -448,7 +450,7 @@ fn context_accesses<'a>(
         }
         let (mnemonic, operands) = split(instruction);
         let first = operands.split(',').next().unwrap_or("");
-        if !target.reads_only.contains(&mnemonic) && (target.register)(first) == register {
+        if !target.reads_only.contains(&mnemonic) && (target.register)(first) == Some(register) {
             break;
         }
     }
@@ -482,7 +484,7 @@ impl fmt::Display for Report {
         ]];
         for row in &self.rows {
             table.push([
-                row.symbol.to_owned(),
+                row.bounds.symbol.to_owned(),
                 format!("{} / {}", row.instructions, row.bounds.instructions),
                 format!("{} / {}", row.frame_bytes, row.bounds.frame_bytes),
                 row.calls.to_string(),
@@ -525,8 +527,12 @@ impl fmt::Display for Report {
             writeln!(f, "  what to do: {}", rule.fix())?;
         }
         for row in &self.rows {
-            if self.violations.iter().any(|v| v.subject == row.symbol) {
-                writeln!(f, "the straight line of {}:", row.symbol)?;
+            if self
+                .violations
+                .iter()
+                .any(|v| v.subject == row.bounds.symbol)
+            {
+                writeln!(f, "the straight line of {}:", row.bounds.symbol)?;
                 for instruction in &row.line {
                     writeln!(f, "    {instruction}")?;
                 }
