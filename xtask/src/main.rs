@@ -99,7 +99,7 @@ const ROWS: &[Row] = &[
     Row {
         name: "debug",
         build: "the workspace, debug",
-        guards: "unit, integration, compile-fail and doc tests; the guide's examples and tutorial; the C hosts against the debug fixture",
+        guards: "unit, integration, compile-fail and doc tests; the guide's examples and tutorial; the C hosts against the debug fixture; the fast paths' machine code in the release benchmark fixture (tests/codegen)",
         needs: &[CC, CXX],
         commands: &["cargo test --workspace"],
     },
