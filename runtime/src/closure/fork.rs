@@ -15,9 +15,7 @@ use super::allocation::Header;
 #[cfg(unix)]
 use super::allocation::release;
 use crate::context::ContextNode;
-use crate::sync::OuterWait;
-#[cfg(unix)]
-use crate::sync::Turn;
+use crate::sync::{OuterWait, Turn};
 use crate::thread;
 
 /// A counted reference of a running call, recorded in the context serving

@@ -4,15 +4,14 @@
 //! * a `Closure::new` call takes a reference of its own, a count shared by
 //!   every thread (its calls take turns anyway);
 //! * a `Closure::concurrent` call announces the closure in its thread's
-//!   hazard word instead (`sync::Hazard`, in the thread's context): a
-//!   store before the body and a swap after it, on a line no other thread
-//!   writes, so calls from many threads at once do not contend for one
-//!   counter. When the last reference goes, the closure's retirement
-//!   ([`retire`]) reads every context's word and leaves the drop to the
-//!   last call it finds announcing it. A call that finds its thread's
-//!   word taken (by a call it is nested in, or an abandoned one), or runs
-//!   on a thread attached per call, takes a reference, which it records
-//!   in its context while it runs (`run_recorded`);
+//!   hazard word instead (`sync::Hazard`, in the thread's context), so
+//!   that calls from many threads at once do not contend for one counter.
+//!   When the last reference goes, the closure's retirement ([`retire`])
+//!   reads every context's word and leaves the drop to the last call it
+//!   finds announcing it. A call that finds its thread's word taken (by a
+//!   call it is nested in, or an abandoned one), or runs on a thread
+//!   attached per call, takes a reference, which it records in its context
+//!   while it runs (`run_recorded`);
 //! * the call of a once closure uses the owner's reference.
 //!
 //! A call abandoned by a `longjmp` out of the body keeps its hold: an
@@ -21,11 +20,8 @@
 //! until a later call takes the turn back (see `Exclusive::with`); any
 //! other reference for good (the closure leaks).
 //!
-//! # Atomic orderings
-//!
-//! The counted calls are ordered before the drop by the reference count
-//! (see `allocation`), the announced ones by the hazard words' own
-//! orderings (see `sync::Hazard`).
+//! The drop is ordered after every call's use of the closure as the
+//! "Atomic orderings" of `allocation` say.
 
 use core::ptr::NonNull;
 
@@ -36,22 +32,16 @@ use crate::context::CONTEXTS;
 use crate::sync::{Hazard, MARKED};
 use crate::valgrind;
 
-/// How the calls of a closure keep it alive.
+/// How the calls of a closure keep it alive (see the module docs).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Hold {
-    /// Each call takes a reference and releases it: `Closure::new`, whose
-    /// calls take turns anyway.
+    /// Each call takes a reference of its own: `Closure::new`.
     Counted,
-    /// The one call uses the owner's reference and releases it: a once
-    /// closure.
+    /// The one call uses the owner's reference: a once closure.
     Owner,
-    /// A call on a bound thread whose hazard word is free announces the
-    /// closure in it (a store and a swap on a line only that thread
-    /// writes), and the drop waits for the calls it finds announcing it;
-    /// any other call counts itself, and records that in its context
-    /// ((`run_recorded`)): `Closure::concurrent`, whose calls from many
-    /// threads at once would otherwise all read-modify-write the one
-    /// count.
+    /// A call announces the closure in its thread's hazard word where it
+    /// can, else takes a reference and records it in its context:
+    /// `Closure::concurrent`.
     Announced,
 }
 
@@ -63,20 +53,18 @@ pub(super) enum Held {
     Announcement(&'static Hazard),
 }
 
-/// Takes what a call of the closure of `header` holds it by: the owner's
-/// reference for a once closure, a reference of its own for a
-/// `Closure::new`, and for a `Closure::concurrent` an announcement in the
-/// hazard word of the thread's context where the thread is bound (bound
-/// now if it was not) and the word is free. `None` otherwise (an outer
-/// call of the thread, or an abandoned one, holds the word; the thread is
-/// attached per call): the call takes a reference and records it in
-/// `run_recorded`.
+/// Takes what a call of the closure of `header` holds it by, as `hold`
+/// says; for a `Closure::concurrent` call, binds the thread if it was
+/// not. `None` where such a call cannot announce the closure (an outer or
+/// abandoned call of the thread holds the word, or the thread has no
+/// bound context: see `bound_context`): it takes a reference in
+/// `run_recorded` instead.
 ///
-/// Taken before `call`, from the context the thread's slot holds: taken in
-/// the body, from the call's frame, it would live in memory across `call`
-/// (`call` reads the site in the closure after the body, so the hold is
-/// given up after it returns), and so would the call's records, a slower
-/// call.
+/// Taken here, before `call`, from the context the thread's slot holds,
+/// rather than in the body from the call's frame: there the hold would
+/// live in memory across `call` (which reads the site in the closure after
+/// the body, so the hold is given up after it returns), and so would the
+/// call's records, at a cost on every call.
 ///
 /// # Safety
 ///
