@@ -2,11 +2,10 @@
 //! through its [`Header`] by code that does not know the body's type, and
 //! the reference count that decides when the body is dropped.
 //!
-//! The owner (a handle, or C after `into_raw_parts`) holds a reference; a
-//! call holds the closure as [`Hold`] says. The last release drops the
-//! body ([`destroy`]), or, if calls may announce the closure, leaves the
-//! drop to the last of them ([`retire`]). A small allocation outlives its
-//! body in [`tombstones`], for the misuse checks.
+//! The last release drops the body ([`destroy`]), or, if calls may
+//! announce the closure, leaves the drop to the last of them
+//! ([`retire`]). A small allocation outlives its body in [`tombstones`],
+//! for the misuse checks.
 //!
 //! # Atomic orderings
 //!

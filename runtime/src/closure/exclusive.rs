@@ -16,7 +16,7 @@ use crate::stack::Mark;
 use crate::sync::Turn;
 use crate::thread;
 
-/// The body of a `Closure::new` closure: an `FnMut` whose calls take turns.
+/// An `FnMut` body and its turn.
 pub(super) struct Exclusive<F> {
     /// Whose turn it is to run the body (threads named by their
     /// [`Frame::thread_mark`]).

@@ -1,13 +1,8 @@
 //! What a `fork` child gives up for the calls of the threads it lacks,
-//! which never return there. A counted reference that such a call may
-//! hold is recorded in its thread's context while the call runs
-//! ([`RecordedReference`], [`WaitNote`]), for the child to give up
-//! (`give_up_left_behind`): those of `Closure::concurrent` calls that
-//! could not announce the closure, and of `Closure::new` calls waiting for
-//! a turn. The reference of a call that holds a turn is given up by the
-//! child's first call of the closure, which takes the turn over (see
-//! `Exclusive::with`); the announcements of such threads' calls are ended
-//! by `end_hold`.
+//! which never return there: the counted references their contexts
+//! recorded while the calls ran ([`RecordedReference`], [`WaitNote`]),
+//! given up by `give_up_left_behind`. The announcements of such calls are
+//! ended by `end_hold`.
 
 use core::ptr::NonNull;
 
