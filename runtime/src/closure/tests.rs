@@ -3,11 +3,16 @@
 //! closures, so this test's drops are the only ones to reach the
 //! tombstones.)
 
+use core::ffi::c_void;
+use core::ptr::NonNull;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering as StdOrdering};
 
+use super::allocation::Header;
+use super::owner::{FREED, OWNED};
 use super::tombstones::{MAX_SIZE, SLOTS, holds};
-use super::*;
+use super::{Closure, OnceClosure};
+use crate::sync::Ordering;
 
 /// Counts its drops.
 struct Probe(Arc<AtomicUsize>);

@@ -20,7 +20,7 @@
 
 use core::ptr::{self, NonNull};
 
-use super::Header;
+use super::allocation::Header;
 use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
 use crate::valgrind;
 

@@ -1,0 +1,283 @@
+//! One call of a closure, from the C function to its body: the
+//! `unsafe extern "C"` functions C calls, a pair per parameter list
+//! (`arity!`), [`run`] at the boundary, and the three bodies it runs
+//! ([`Invoke`]): [`Exclusive`], [`Concurrent`] and [`Once`].
+
+use core::cell::UnsafeCell;
+use core::ffi::c_void;
+use core::ptr::NonNull;
+
+use super::allocation::{Header, Shared, release, retain};
+use super::exclusive::Exclusive;
+use super::fork::RecordedReference;
+use super::hold::{Hold, hold, unhold};
+use super::{CReturn, CValue, FnBody, FnMutBody, FnOnceBody, Outcome, Signature, sealed};
+use crate::boundary::{Frame, call};
+use crate::diag::abort_with;
+use crate::failure::Failure;
+
+/// How a closure's body is stored and called.
+trait Invoke<Args> {
+    /// What the body returns.
+    type Out: Outcome;
+    /// How a call keeps the closure alive.
+    const HOLD: Hold;
+    /// Runs the body in the call `frame` serves.
+    ///
+    /// # Safety
+    ///
+    /// `header` is the header of the closure whose body `self` is, and the
+    /// call holds a reference to it (for a once closure, the owner's): an
+    /// `FnMut` call may give up another reference through it (see
+    /// `Exclusive::with`).
+    unsafe fn invoke(
+        &self,
+        frame: &Frame,
+        header: NonNull<Header>,
+        args: Args,
+    ) -> Result<<Self::Out as Outcome>::C, Failure>;
+}
+
+/// The C result of a body called with `Args`.
+type ReturnOf<B, Args> = <<B as Invoke<Args>>::Out as Outcome>::C;
+
+/// Runs one call of the closure whose data is `data`, at the boundary.
+///
+/// # Safety
+///
+/// `data` is the data pointer of a live closure whose body is a `B` and
+/// whose result is `ReturnOf<B, Args>`; for a once closure, this is its one
+/// call.
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
+unsafe fn run<B: Invoke<Args>, Args>(data: *mut c_void, args: Args) -> ReturnOf<B, Args> {
+    let header = NonNull::new(data.cast::<Header>()).unwrap_or_else(|| null_data());
+    // SAFETY: a live `Shared<B, ReturnOf<B, Args>>` (caller obligation),
+    // kept alive by what this call holds until `unhold` (and until the
+    // hold is taken, by the caller: the closure is alive as the call
+    // starts).
+    let shared = unsafe { &*header.cast::<Shared<B, ReturnOf<B, Args>>>().as_ptr() };
+    // SAFETY: live (caller obligation), held by `B::HOLD` as `allocate`
+    // recorded; its site.
+    let Some(held) = (unsafe { hold(header, &shared.site, B::HOLD) }) else {
+        // SAFETY: forwarded caller obligations.
+        return unsafe { run_recorded::<B, Args>(header, args) };
+    };
+    let on_failure = shared.on_failure;
+    let result = call(
+        &shared.site,
+        || on_failure,
+        || on_failure,
+        // SAFETY: `header` is this closure's, and this call holds it (taken
+        // above, or the owner's reference for a once closure).
+        |frame| unsafe { shared.body.invoke(frame, header, args) },
+    );
+    // SAFETY: what this call took, given up after its last use of the
+    // closure.
+    unsafe { unhold(header, held) };
+    result
+}
+
+/// [`run`] for a call of a `Closure::concurrent` that cannot announce the
+/// closure in its thread's hazard word (see [`hold`]): it counts a
+/// reference, and records it in the context it runs on while it runs, so
+/// that a `fork` child that lacks the thread gives it up
+/// (`give_up_left_behind`).
+///
+/// # Safety
+///
+/// As for `run`.
+#[cold]
+#[inline(never)]
+unsafe fn run_recorded<B: Invoke<Args>, Args>(
+    header: NonNull<Header>,
+    args: Args,
+) -> ReturnOf<B, Args> {
+    // SAFETY: as in `run`, kept alive by this call's reference until it
+    // releases it.
+    let shared = unsafe { &*header.cast::<Shared<B, ReturnOf<B, Args>>>().as_ptr() };
+    // SAFETY: live (caller obligation).
+    unsafe { retain(header) };
+    let on_failure = shared.on_failure;
+    let result = call(
+        &shared.site,
+        || on_failure,
+        || on_failure,
+        |frame| {
+            // Erased as the body returns or unwinds, before the reference
+            // is given up; left by a call abandoned inside the body.
+            let _recorded = RecordedReference::new(header);
+            // SAFETY: `header` is this closure's, and this call holds a
+            // reference to it.
+            unsafe { shared.body.invoke(frame, header, args) }
+        },
+    );
+    // SAFETY: the reference taken above, given up after the call's last
+    // use of the closure.
+    unsafe { release(header) };
+    result
+}
+
+#[cold]
+#[inline(never)]
+fn null_data() -> ! {
+    abort_with("callgate: a closure was called with a NULL data pointer; aborting")
+}
+
+/// The body of a `Closure::concurrent` closure: an `Fn + Sync`.
+pub(super) struct Concurrent<F> {
+    pub(super) body: F,
+}
+
+/// The body of a `OnceClosure`, taken by its one call.
+pub(super) struct Once<F> {
+    pub(super) body: UnsafeCell<Option<F>>,
+}
+
+impl<F> Once<F> {
+    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    fn take(&self) -> Result<F, Failure> {
+        // SAFETY: a once closure has one call: a second one aborts before
+        // it gets here (`hold` gives up the owner's reference for the
+        // call, once), so this is the only access to the cell until the
+        // closure is dropped.
+        let body = unsafe { (*self.body.get()).take() };
+        body.ok_or_else(|| Failure::new("the once closure was already called"))
+    }
+}
+
+/// Generates, for one parameter list: the `Signature` of `fn(..) -> R`,
+/// the data-first and data-last C functions, the `Invoke` impls of the
+/// three bodies, and the `Fn*Body` impls that pick them.
+macro_rules! arity {
+    ($first:ident, $last:ident; $($arg:ident: $ty:ident),*) => {
+        impl<R: CReturn, $($ty: CValue),*> Signature for fn($($ty),*) -> R {
+            type Output = R;
+            type DataFirst = unsafe extern "C" fn(*mut c_void, $($ty),*) -> R;
+            type DataLast = unsafe extern "C" fn($($ty,)* *mut c_void) -> R;
+        }
+
+        /// # Safety
+        ///
+        /// As `run`.
+        unsafe extern "C" fn $first<B: Invoke<($($ty,)*)>, $($ty),*>(
+            data: *mut c_void,
+            $($arg: $ty),*
+        ) -> ReturnOf<B, ($($ty,)*)> {
+            // SAFETY: forwarded caller obligation.
+            unsafe { run::<B, ($($ty,)*)>(data, ($($arg,)*)) }
+        }
+
+        /// # Safety
+        ///
+        /// As `run`.
+        unsafe extern "C" fn $last<B: Invoke<($($ty,)*)>, $($ty),*>(
+            $($arg: $ty,)*
+            data: *mut c_void
+        ) -> ReturnOf<B, ($($ty,)*)> {
+            // SAFETY: forwarded caller obligation.
+            unsafe { run::<B, ($($ty,)*)>(data, ($($arg,)*)) }
+        }
+
+        impl<F, O: Outcome, $($ty),*> Invoke<($($ty,)*)> for Exclusive<F>
+        where
+            F: FnMut($($ty),*) -> O,
+        {
+            type Out = O;
+            const HOLD: Hold = Hold::Counted;
+            #[cfg_attr(not(callgate_unoptimized), inline(always))]
+            unsafe fn invoke(
+                &self,
+                frame: &Frame,
+                header: NonNull<Header>,
+                ($($arg,)*): ($($ty,)*),
+            ) -> Result<O::C, Failure> {
+                // SAFETY: forwarded caller obligation.
+                unsafe { self.with(frame, header, |body| body($($arg),*)) }?.into_c()
+            }
+        }
+
+        impl<F, O: Outcome, $($ty),*> Invoke<($($ty,)*)> for Concurrent<F>
+        where
+            F: Fn($($ty),*) -> O,
+        {
+            type Out = O;
+            const HOLD: Hold = Hold::Announced;
+            #[cfg_attr(not(callgate_unoptimized), inline(always))]
+            unsafe fn invoke(
+                &self,
+                _: &Frame,
+                _: NonNull<Header>,
+                ($($arg,)*): ($($ty,)*),
+            ) -> Result<O::C, Failure> {
+                (self.body)($($arg),*).into_c()
+            }
+        }
+
+        impl<F, O: Outcome, $($ty),*> Invoke<($($ty,)*)> for Once<F>
+        where
+            F: FnOnce($($ty),*) -> O,
+        {
+            type Out = O;
+            const HOLD: Hold = Hold::Owner;
+            #[cfg_attr(not(callgate_unoptimized), inline(always))]
+            unsafe fn invoke(
+                &self,
+                _: &Frame,
+                _: NonNull<Header>,
+                ($($arg,)*): ($($ty,)*),
+            ) -> Result<O::C, Failure> {
+                (self.take()?)($($arg),*).into_c()
+            }
+        }
+
+        impl<F, O: Outcome, $($ty: CValue),*> sealed::Body<fn($($ty),*) -> O::C, ($($ty,)* O,)> for F
+        where
+            F: FnOnce($($ty),*) -> O + Send + 'static,
+        {
+        }
+
+        impl<F, O: Outcome, $($ty: CValue),*> FnMutBody<fn($($ty),*) -> O::C, ($($ty,)* O,)> for F
+        where
+            F: FnMut($($ty),*) -> O + Send + 'static,
+        {
+            fn functions() -> (
+                unsafe extern "C" fn(*mut c_void, $($ty),*) -> O::C,
+                unsafe extern "C" fn($($ty,)* *mut c_void) -> O::C,
+            ) {
+                ($first::<Exclusive<F>, $($ty),*>, $last::<Exclusive<F>, $($ty),*>)
+            }
+        }
+
+        impl<F, O: Outcome, $($ty: CValue),*> FnBody<fn($($ty),*) -> O::C, ($($ty,)* O,)> for F
+        where
+            F: Fn($($ty),*) -> O + Send + Sync + 'static,
+        {
+            fn functions() -> (
+                unsafe extern "C" fn(*mut c_void, $($ty),*) -> O::C,
+                unsafe extern "C" fn($($ty,)* *mut c_void) -> O::C,
+            ) {
+                ($first::<Concurrent<F>, $($ty),*>, $last::<Concurrent<F>, $($ty),*>)
+            }
+        }
+
+        impl<F, O: Outcome, $($ty: CValue),*> FnOnceBody<fn($($ty),*) -> O::C, ($($ty,)* O,)> for F
+        where
+            F: FnOnce($($ty),*) -> O + Send + 'static,
+        {
+            fn functions() -> (
+                unsafe extern "C" fn(*mut c_void, $($ty),*) -> O::C,
+                unsafe extern "C" fn($($ty,)* *mut c_void) -> O::C,
+            ) {
+                ($first::<Once<F>, $($ty),*>, $last::<Once<F>, $($ty),*>)
+            }
+        }
+    };
+}
+
+arity!(data_first_0, data_last_0;);
+arity!(data_first_1, data_last_1; a1: A1);
+arity!(data_first_2, data_last_2; a1: A1, a2: A2);
+arity!(data_first_3, data_last_3; a1: A1, a2: A2, a3: A3);
+arity!(data_first_4, data_last_4; a1: A1, a2: A2, a3: A3, a4: A4);
+arity!(data_first_5, data_last_5; a1: A1, a2: A2, a3: A3, a4: A4, a5: A5);
+arity!(data_first_6, data_last_6; a1: A1, a2: A2, a3: A3, a4: A4, a5: A5, a6: A6);
