@@ -352,6 +352,16 @@ pub use user_data::UserData;
 #[cfg(not(callgate_loom))]
 pub use value::CValue;
 
+// The traits whose compile errors name them at the user's code, reachable
+// here so that rustc prints `CArg` rather than `callgate::__private::CArg`.
+// Not public API.
+#[cfg(not(callgate_loom))]
+#[doc(hidden)]
+pub use user_data::{ExclusiveUserData, SharedUserData};
+#[cfg(not(callgate_loom))]
+#[doc(hidden)]
+pub use value::CArg;
+
 /// The runtime settings in force.
 ///
 /// They come from the `CALLGATE` environment variable, a comma-separated

@@ -237,8 +237,12 @@ fn dropped_with_panic(type_name: &str, payload: Box<dyn core::any::Any + Send>) 
     note = "take `&mut {Self}` if C makes one call at a time with the pointer, or make the state \
             `Sync` (atomics, a `Mutex`)"
 )]
-pub trait SharedUserData: Sync {}
+pub trait SharedUserData {
+    /// What the check names.
+    const SHARED: () = ();
+}
 
+#[diagnostic::do_not_recommend]
 impl<T: Sync + ?Sized> SharedUserData for T {}
 
 /// A type a `#[user_data] x: &mut T` parameter may point to: C may call
@@ -251,8 +255,12 @@ impl<T: Sync + ?Sized> SharedUserData for T {}
     note = "keep thread-bound state (`Rc`, `RefCell` shared with other code) out of user data, or \
             use `#[local]` for per-thread state"
 )]
-pub trait ExclusiveUserData: Send {}
+pub trait ExclusiveUserData {
+    /// What the check names.
+    const EXCLUSIVE: () = ();
+}
 
+#[diagnostic::do_not_recommend]
 impl<T: Send + ?Sized> ExclusiveUserData for T {}
 
 /// `&T` from the `void *` of a `#[user_data]` parameter.

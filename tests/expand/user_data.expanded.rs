@@ -65,6 +65,7 @@ pub unsafe extern "C" fn by_key(
         __callgate_on_error,
         __callgate_on_error,
         move |_: &::callgate::__private::Frame| {
+            let _ = <Order as ::callgate::__private::ExclusiveUserData>::EXCLUSIVE;
             let order = unsafe {
                 ::callgate::__private::user_data_mut::<Order>(order, "order")
             }?;

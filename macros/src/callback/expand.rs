@@ -20,10 +20,11 @@ use super::decl;
 
 pub(crate) fn expand(callback: &Callback, options: &Options) -> TokenStream {
     let item = callback.item;
-    let rt = match &options.krate {
-        Some(path) => quote!(#path::__private),
-        None => quote!(::callgate::__private),
+    let krate = match &options.krate {
+        Some(path) => path.to_token_stream(),
+        None => quote!(::callgate),
     };
+    let rt = quote!(#krate::__private);
     let vis = &item.vis;
     let ident = &item.sig.ident;
     let name = ident.unraw().to_string();
@@ -167,8 +168,10 @@ pub(crate) fn expand(callback: &Callback, options: &Options) -> TokenStream {
             let ty = owned.ty();
             let span = ty.span();
             if let Some(free) = &options.free {
+                // A path in a nested item: a typo is "cannot find type",
+                // with no suggestion to make the callback generic.
                 let check = quote_spanned! {free.span()=>
-                    #rt::check_free::<#free, <#ty as #rt::Owned>::Freed>();
+                    const _: () = <#free as #rt::Frees<<#ty as #rt::Owned>::Freed>>::FREES;
                 };
                 free_check = Some(check);
             }
@@ -233,6 +236,12 @@ pub(crate) fn expand(callback: &Callback, options: &Options) -> TokenStream {
         quote!(_)
     };
 
+    // Each `#[local]` type names `Local` at the user's type, first: a
+    // missing impl is reported there, once, rather than at the runtime
+    // function that needs it.
+    let local_checks = local_params
+        .iter()
+        .map(|(elem, _)| quote_spanned!(elem.span()=> let _ = <#elem as #krate::Local>::bind;));
     let call = match single_local {
         Some((elem, local)) => {
             // The `Local` bound is checked by `call_local`, at the type.
@@ -293,6 +302,7 @@ pub(crate) fn expand(callback: &Callback, options: &Options) -> TokenStream {
             #distinct_locals
             #ffi_checks
             #fallback_setup
+            #(#local_checks)*
             #call
         }
     }
@@ -586,12 +596,20 @@ fn convert(
                 (true, true) => "opt_user_data_mut",
             };
             let function = Ident::new(function, Span::call_site());
-            // The `Sync` / `Send` bound is checked here, so a type that
-            // lacks it is reported at the user's type.
-            let typed = quote_spanned!(elem.span()=> #rt::#function::<#elem>);
+            // The `Sync` / `Send` bound is named first, at the user's type,
+            // so that a type lacking it is reported there, once.
+            let (bound, check) = if mutable {
+                (quote!(ExclusiveUserData), quote!(EXCLUSIVE))
+            } else {
+                (quote!(SharedUserData), quote!(SHARED))
+            };
+            let span = elem.span();
+            let check = quote_spanned!(span=> let _ = <#elem as #rt::#bound>::#check;);
+            let typed = quote_spanned!(span=> #rt::#function::<#elem>);
             // SAFETY (of the generated block): as below; the pointer is to
             // the `T` the user data was made from.
             return quote! {
+                #check
                 let #name = unsafe { #typed(#name, #label) }?;
             };
         }

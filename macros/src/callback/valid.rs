@@ -400,12 +400,14 @@ fn output(callback: &Callback, options: Option<&Options>, errors: &mut Vec<syn::
     let Some(c_type) = callback.output.c_type() else {
         return;
     };
-    if let Some(lifetime) = returned_borrow(c_type) {
-        errors.push(lifetime);
-        return;
-    }
+    // A type that cannot cross at all (`&str`) is told so before its
+    // lifetime is: `&'static str` would not do either.
     if let Some(error) = ffi::check(c_type, Position::Return) {
         errors.push(error);
+        return;
+    }
+    if let Some(lifetime) = returned_borrow(c_type) {
+        errors.push(lifetime);
         return;
     }
     let has_fallback = options.is_none_or(|o| o.on_panic.is_some() || o.on_error.is_some());
