@@ -266,7 +266,9 @@ mod valgrind;
 ///
 /// Enums with fields, without a `repr` or generic are compile errors that
 /// say what to write instead; for a struct, derive
-/// [`CValue`](derive@CValue).
+/// [`CValue`](derive@CValue). A crate that reaches callgate through a
+/// re-export names that path with `#[callgate(crate = path)]` on the enum,
+/// as `#[c_callback(crate = path)]` does.
 ///
 /// ```
 /// use callgate::{CEnum, c_callback};
@@ -303,7 +305,8 @@ pub use callgate_macros::CEnum;
 /// enum, a reference) is a compile error at that field. The struct must
 /// also be `Copy`. Enums (derive [`CEnum`](derive@CEnum)), unions and
 /// structs without a C layout are compile errors that say what to write
-/// instead.
+/// instead. `#[callgate(crate = path)]` on the struct names callgate
+/// through a re-export.
 ///
 /// ```
 /// use callgate::{CValue, c_callback};
