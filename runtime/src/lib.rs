@@ -109,7 +109,7 @@
 //! | options of the attribute, compile errors | [The attribute](https://github.com/callgate-rs/callgate/blob/main/guide/src/attribute.md) |
 //! | slices, strings, buffers, owned results, enums and structs | [Data across the boundary](https://github.com/callgate-rs/callgate/blob/main/guide/src/data.md) |
 //! | `on_error`, `on_panic`, the last error | [Errors](https://github.com/callgate-rs/callgate/blob/main/guide/src/errors.md) |
-//! | C threads, `#[local]` state, `attach = per_call`, `CALLGATE`, [`stats()`] | [Threads](https://github.com/callgate-rs/callgate/blob/main/guide/src/threads.md) |
+//! | C threads, `#[local]` state, `attach = per_call`, `CALLGATE`, [`stats()`] (binds, releases, panics, errors and gate waits; not calls) | [Threads](https://github.com/callgate-rs/callgate/blob/main/guide/src/threads.md) |
 //! | `#[user_data]`, [`UserData`], [`Closure`], [`OnceClosure`], [`export_table!`] | [`void *` APIs](https://github.com/callgate-rs/callgate/blob/main/guide/src/void-pointers.md) |
 //! | [`#[callgate::init]`](macro@init) and the gate | [Initialisation](https://github.com/callgate-rs/callgate/blob/main/guide/src/init.md) |
 //! | `dlopen`, `dlclose`, many copies | [Plugins](https://github.com/callgate-rs/callgate/blob/main/guide/src/plugins.md) |
