@@ -374,7 +374,7 @@ pub use value::CArg;
 /// | key | values | effect on every callback of the process |
 /// |---|---|---|
 /// | `attach` | `bound` (default), `per_call` | `per_call`: attach and release the thread around every outermost call, as `attach = per_call` does |
-/// | `panic` | `catch` (default), `abort` | `abort`: a panic aborts the process with its message, as `on_panic = abort` does |
+/// | `panic` | `catch` (default), `quiet`, `abort` | `quiet`: a panic inside a callback is caught as with `catch`, and Rust's panic message (and backtrace) is not printed on standard error; `abort`: a panic aborts the process with its message, as `on_panic = abort` does |
 ///
 /// For example `CALLGATE=attach=per_call,panic=abort`. This never fails:
 /// unknown keys and values are ignored, and the first malformed value of
