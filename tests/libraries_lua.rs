@@ -1,4 +1,8 @@
-//! Lua 5.4 calling Rust: a `Closure::new` closure (an `FnMut` with state)
+//! Lua 5.4 calling Rust: a Lua C function that is a `#[c_callback]` with
+//! state, which `lua_CFunction` passes no `void *` for: the state is the C
+//! closure's upvalue, reached with `#[user_data(from = …)]`.
+//!
+//! And a `Closure::new` closure (an `FnMut` with state)
 //! called from a Lua C function that is a `#[c_callback]`, registered with
 //! `lua_pushcclosure`, the closure's data as its upvalue. The closure
 //! raises Lua errors (`luaL_error`, `luaL_checkinteger`), which `longjmp`
@@ -12,7 +16,7 @@
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use callgate::{Closure, c_callback};
+use callgate::{Closure, UserData, c_callback};
 // Links Lua (the dev package's build script finds it with pkg-config).
 use callgate_dev as _;
 
@@ -61,6 +65,55 @@ unsafe extern "C" {
 /// `lua_upvalueindex(i)`.
 fn upvalue_index(i: c_int) -> c_int {
     LUA_REGISTRYINDEX - i
+}
+
+/// The state of `add`: the numbers added so far.
+#[derive(Default)]
+struct Sum {
+    total: i64,
+    calls: u64,
+}
+
+/// After a failed call: `nil` and callgate's last error, Lua's convention
+/// for a function that fails without raising an error.
+fn push_failure(l: *mut lua_State) -> c_int {
+    let message = callgate::last_error().unwrap_or_default();
+    let message = std::ffi::CString::new(message).unwrap_or_default();
+    // SAFETY: the state Lua passed to the failed call; Lua copies the
+    // string.
+    unsafe {
+        lua_pushnil(l);
+        lua_pushstring(l, message.as_ptr());
+    }
+    2
+}
+
+/// The Lua C function `add(n)`: adds `n` to the sum in its upvalue and
+/// returns the sum and the count of calls. `lua_CFunction` is
+/// `int (*)(lua_State *L)`, so the sum is reached through
+/// `lua_touserdata(L, lua_upvalueindex(1))`: no C function of the test's
+/// own stands between Lua and this one.
+#[c_callback(local, on_error = push_failure(l))]
+fn add(
+    l: *mut lua_State,
+    // SAFETY: Lua passes its state to a C closure it calls; the upvalue is
+    // a light userdata (NULL if it is not one, which is an error).
+    #[user_data(from = unsafe { lua_touserdata(l, upvalue_index(1)) })] sum: &mut Sum,
+) -> Result<c_int, String> {
+    let mut is_number = 0;
+    // SAFETY: as above; reading argument 1, whatever it is.
+    let n = unsafe { lua_tointegerx(l, 1, &mut is_number) };
+    if is_number == 0 {
+        return Err("add: expected an integer".to_owned());
+    }
+    sum.total += n;
+    sum.calls += 1;
+    // SAFETY: as above.
+    unsafe {
+        lua_pushinteger(l, sum.total);
+        lua_pushinteger(l, i64::try_from(sum.calls).unwrap_or(i64::MAX));
+    }
+    Ok(2)
 }
 
 /// The closure's data-first function: `int (*)(void *data, lua_State *L)`.
@@ -212,4 +265,47 @@ fn a_closure_left_by_lua_errors_from_a_c_callback_stays_callable() {
     assert_eq!(DROPS.load(Ordering::SeqCst), 0);
     drop(closure);
     assert_eq!(DROPS.load(Ordering::SeqCst), 1, "dropped exactly once");
+}
+
+/// `add` from Lua code, its state its upvalue: every call reaches the sum
+/// through the accessor; a wrong argument and a C closure without the
+/// upvalue fail with `nil` and a message, and the state is freed once,
+/// after the Lua state is closed.
+#[test]
+fn a_c_function_reaches_its_upvalue_through_the_accessor() {
+    let sum = UserData::new(Sum::default()).into_raw();
+    // SAFETY: no precondition; the state is closed below.
+    let l = unsafe { luaL_newstate() };
+    assert!(!l.is_null(), "luaL_newstate failed");
+    // SAFETY: `l` is live; `sum` outlives the state (freed after it is
+    // closed). `stray` is `add` with a number for an upvalue.
+    unsafe {
+        luaL_openlibs(l);
+        lua_pushlightuserdata(l, sum);
+        lua_pushcclosure(l, add, 1);
+        lua_setglobal(l, c"add".as_ptr());
+        lua_pushinteger(l, 7);
+        lua_pushcclosure(l, add, 1);
+        lua_setglobal(l, c"stray".as_ptr());
+    }
+    let script = c"
+        local total, calls
+        for i = 1, 100 do
+            total, calls = add(i)
+        end
+        assert(total == 5050 and calls == 100, 'the sum lost its state')
+        local none, message = add('x')
+        assert(none == nil and message == 'add: expected an integer', message)
+        none, message = stray(1)
+        assert(none == nil and message == 'argument `sum` is NULL', message)
+        return (add(0))
+    ";
+    // SAFETY: `l` is live.
+    let result = unsafe { run(l, script) };
+    // SAFETY: closed once; nothing uses `l` afterwards.
+    unsafe { lua_close(l) };
+    assert_eq!(result, Ok(5050));
+    // SAFETY: from `into_raw`; Lua is closed, so nothing uses it any more.
+    let sum = unsafe { UserData::<Sum>::from_raw(sum) };
+    assert_eq!(sum.calls, 101);
 }

@@ -1,10 +1,13 @@
 //! SQLite calling Rust: application-defined functions registered with
 //! `sqlite3_create_function_v2` (state through `pApp` as `UserData`, freed
-//! by SQLite's `xDestroy`; a function that panics and one that fails,
+//! by SQLite's `xDestroy`, which the functions reach with
+//! `#[user_data(from = sqlite3_user_data(ctx))]` and their arguments as a
+//! slice of `sqlite3_value *`; a function that panics and one that fails,
 //! reported with `sqlite3_result_error` by their fallback expressions), a
 //! collation and an `sqlite3_exec` row callback as `Closure`s — used from 4
 //! threads, each with its own connection. Registration failures free the
-//! state exactly once, by SQLite's rule for each function.
+//! state exactly once, by SQLite's rule for each function. With
+//! `CALLGATE=panic=quiet`, a function's panic leaves standard error alone.
 #![cfg(callgate_sqlite)]
 
 use std::ffi::{CStr, CString, c_char, c_int, c_uchar, c_void};
@@ -144,17 +147,18 @@ fn report_error(ctx: *mut sqlite3_context) {
 }
 
 /// `tally(x)`: adds `x` to the connection's total and returns the total.
-/// The arguments arrive as a slice of `argc` values.
+/// SQLite's `xFunc` has no `void *` parameter: the state registered as
+/// `pApp` (a `UserData<Tally>`; SQLite calls a connection's functions one at
+/// a time) is `sqlite3_user_data(ctx)`. The arguments arrive as a slice of
+/// `argc` values, which C passes as `sqlite3_value **`.
 #[c_callback(local, on_error = report_error(ctx))]
 fn tally(
     ctx: *mut sqlite3_context,
     argc: c_int,
-    #[len = argc] args: &mut [*mut sqlite3_value],
+    #[len = argc] args: &[*mut sqlite3_value],
+    // SAFETY: SQLite passes the context of a function it called.
+    #[user_data(from = unsafe { sqlite3_user_data(ctx) })] tally: &mut Tally,
 ) -> Result<(), String> {
-    // SAFETY: `pApp` is the `UserData<Tally>` this function was registered
-    // with; SQLite calls a connection's functions one at a time.
-    let tally = unsafe { UserData::<Tally>::mut_from_raw(sqlite3_user_data(ctx)) }
-        .ok_or("tally() has no state")?;
     let [value] = args else {
         return Err(format!("tally() takes 1 argument, not {}", args.len()));
     };
@@ -179,7 +183,7 @@ fn explode(ctx: &mut sqlite3_context, _argc: c_int, _args: *mut *mut sqlite3_val
 fn checked_sqrt(
     ctx: *mut sqlite3_context,
     argc: c_int,
-    #[len = argc] args: &mut [*mut sqlite3_value],
+    #[len = argc] args: &[*mut sqlite3_value],
 ) -> Result<(), String> {
     // SAFETY: a value SQLite passed for this call.
     let value = unsafe { sqlite3_value_int64(args[0]) };
@@ -189,6 +193,60 @@ fn checked_sqrt(
     // SAFETY: as above.
     unsafe { sqlite3_result_int64(ctx, value.isqrt()) };
     Ok(())
+}
+
+/// A Rust closure as a function's state: SQLite keeps it as `pApp`, and
+/// `scaled` reaches it through `sqlite3_user_data(ctx)`.
+type Scale = Box<dyn Fn(i64) -> i64 + Send + Sync>;
+
+/// `scaled(x)`: the registered closure's value for `x`.
+#[c_callback(local, on_error = report_error(ctx))]
+fn scaled(
+    ctx: *mut sqlite3_context,
+    argc: c_int,
+    #[len = argc] args: &[*mut sqlite3_value],
+    // SAFETY: SQLite passes the context of a function it called.
+    #[user_data(from = unsafe { sqlite3_user_data(ctx) })] scale: &Scale,
+) -> Result<(), String> {
+    let [value] = args else {
+        return Err(format!("scaled() takes 1 argument, not {}", args.len()));
+    };
+    // SAFETY: a value SQLite passed for this call.
+    let x = unsafe { sqlite3_value_int64(*value) };
+    // SAFETY: as above.
+    unsafe { sqlite3_result_int64(ctx, scale(x)) };
+    Ok(())
+}
+
+/// Registers `exploding`, a collation that panics, as a `Closure` made
+/// inside a callback, as a loadable extension's init function makes its
+/// functions.
+#[c_callback(local, on_panic = SQLITE_MISUSE)]
+fn register_exploding(db: *mut sqlite3) -> c_int {
+    let compare = Closure::new(
+        0,
+        |_: c_int, _: *const c_void, _: c_int, _: *const c_void| -> c_int {
+            panic!("exploding collation")
+        },
+    )
+    .into_raw_parts();
+    // SAFETY: a connection the caller opened; the closure's parts belong
+    // together.
+    let rc = unsafe {
+        sqlite3_create_collation_v2(
+            db,
+            c"exploding".as_ptr(),
+            SQLITE_UTF8,
+            compare.data,
+            Some(compare.data_first),
+            Some(compare.free),
+        )
+    };
+    if rc != SQLITE_OK {
+        // SAFETY: SQLite did not keep it (see `register_by_length`).
+        unsafe { (compare.free)(compare.data) };
+    }
+    rc
 }
 
 /// An open in-memory connection, closed on drop.
@@ -279,6 +337,27 @@ impl Connection {
         }
     }
 
+    /// Registers `scaled` with `scale` as its state; SQLite owns it from
+    /// here.
+    fn register_scaled(&self, scale: Scale) {
+        let state = UserData::new(scale).into_raw();
+        // SAFETY: as in `register_tally`.
+        let rc = unsafe {
+            sqlite3_create_function_v2(
+                self.0,
+                c"scaled".as_ptr(),
+                1,
+                SQLITE_UTF8,
+                state,
+                Some(scaled),
+                None,
+                None,
+                Some(UserData::<Scale>::destroy),
+            )
+        };
+        assert_eq!(rc, SQLITE_OK);
+    }
+
     fn register(&self, name: &CStr, n_arg: c_int, function: XFunc) {
         // SAFETY: an open connection; no state.
         let rc = unsafe {
@@ -364,6 +443,8 @@ fn use_connection(
     );
     db.register(c"explode", 0, explode);
     db.register(c"checked_sqrt", 1, checked_sqrt);
+    let factor = i64::try_from(index).unwrap() + 2;
+    db.register_scaled(Box::new(move |x| x * factor));
     let collation_calls = Arc::new(AtomicUsize::new(0));
     assert_eq!(
         register_by_length(&db, SQLITE_UTF8, &collation_calls),
@@ -392,6 +473,7 @@ fn use_connection(
         Err("checked_sqrt(-4): negative".to_owned())
     );
     assert_eq!(db.integers("SELECT checked_sqrt(144)").unwrap(), [12]);
+    assert_eq!(db.integers("SELECT scaled(21)").unwrap(), [21 * factor]);
 
     // The collation closure orders by length.
     let words = db
@@ -539,4 +621,66 @@ fn a_failing_exec_callback_aborts_the_statement() {
     );
     // SAFETY: SQLite allocated it.
     unsafe { sqlite3_free(message.cast()) };
+}
+
+/// A closure made inside a callback is named after that callback in its
+/// panic message, as the user wrote it.
+#[test]
+fn a_closure_made_in_a_callback_is_named_after_it() {
+    let db = Connection::open();
+    assert_eq!(register_exploding(db.0), SQLITE_OK);
+    let words = db
+        .texts("SELECT w FROM (SELECT 'b' AS w UNION ALL SELECT 'a') ORDER BY w COLLATE exploding");
+    // Every comparison panicked and returned the fallback, 0: equal.
+    assert_eq!(words.map(|words| words.len()), Ok(2));
+    assert_eq!(
+        callgate::last_error().as_deref(),
+        Some(
+            "callback `libraries_sqlite::register_exploding::{{closure}}` panicked: exploding \
+             collation"
+        )
+    );
+}
+
+/// The environment variable that makes the test below the child it runs.
+const QUIET_CHILD: &str = "CALLGATE_TEST_QUIET_CHILD";
+
+/// With `CALLGATE=panic=quiet` a function's panic reaches SQLite as its
+/// error, and nothing of it reaches standard error; without it, Rust's
+/// panic message does. The test runs itself again in child processes, and
+/// reads their standard error.
+#[test]
+fn quiet_panics_leave_standard_error_alone() {
+    if std::env::var_os(QUIET_CHILD).is_some() {
+        let db = Connection::open();
+        db.register(c"explode", 0, explode);
+        assert_eq!(
+            db.integers("SELECT explode()"),
+            Err("callback `explode` panicked: explode() was called".to_owned())
+        );
+        eprintln!("the child is done");
+        return;
+    }
+    let child_stderr = |setting: &str| {
+        let output = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "quiet_panics_leave_standard_error_alone",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(QUIET_CHILD, "1")
+            .env("CALLGATE", setting)
+            .env_remove("RUST_BACKTRACE")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert!(output.status.success(), "{stderr}");
+        assert!(stderr.contains("the child is done"), "{stderr}");
+        stderr
+    };
+    let quiet = child_stderr("panic=quiet");
+    assert!(!quiet.contains("explode() was called"), "{quiet}");
+    let caught = child_stderr("panic=catch");
+    assert!(caught.contains("explode() was called"), "{caught}");
 }

@@ -67,8 +67,15 @@ pub(crate) fn plain_path(value: Option<&Expr>) -> Option<Path> {
 /// for `crate = path`, `::callgate::__private` without it (and for the
 /// derives, which take no options).
 pub(crate) fn runtime(krate: Option<&Path>) -> TokenStream {
+    let root = crate_root(krate);
+    quote!(#root::__private)
+}
+
+/// The runtime crate's path: `krate` (a `crate = path` option), or
+/// `::callgate`.
+pub(crate) fn crate_root(krate: Option<&Path>) -> TokenStream {
     match krate {
-        Some(path) => quote!(#path::__private),
-        None => quote!(::callgate::__private),
+        Some(path) => quote!(#path),
+        None => quote!(::callgate),
     }
 }

@@ -3,14 +3,15 @@
 //! pass, which its fields prove; a `CEnum` enum arrives as the integer of
 //! its `repr` and is checked against its discriminants at every call.
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::{Group, Span, TokenStream, TokenTree};
 use quote::{format_ident, quote, quote_spanned};
 use syn::ext::IdentExt;
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 use syn::{Attribute, Data, DeriveInput, Fields, Ident, Meta, Token};
 
-use crate::{args, fail};
+use crate::args::{self, Arg};
+use crate::fail;
 
 /// The integer reprs an enum C passes may have (not 128-bit: no C type).
 const INTEGER_REPRS: [&str; 10] = [
@@ -32,9 +33,76 @@ fn reprs(attrs: &[Attribute]) -> Vec<Ident> {
         .collect()
 }
 
+/// The runtime's path: `::callgate`, or `path` from the item's
+/// `#[callgate(crate = path)]`, for a crate that reaches callgate through a
+/// re-export (as `#[c_callback(crate = path)]`).
+fn krate(attrs: &[Attribute], derive: &str) -> syn::Result<TokenStream> {
+    let mut errors = Vec::new();
+    let mut krate = None;
+    for attr in attrs.iter().filter(|attr| attr.path().is_ident("callgate")) {
+        let tokens = match &attr.meta {
+            Meta::List(list) => list.tokens.clone(),
+            _ => {
+                errors.push(syn::Error::new_spanned(
+                    attr,
+                    format!("`#[callgate]` on a `#[derive({derive})]` type takes `crate = path`"),
+                ));
+                continue;
+            }
+        };
+        for Arg { key, value } in args::parse(tokens, "callgate", &mut errors) {
+            if key != "crate" {
+                errors.push(syn::Error::new(
+                    key.span(),
+                    format!(
+                        "unknown #[callgate] option `{key}`; `#[derive({derive})]` takes \
+                         `crate = path`"
+                    ),
+                ));
+                continue;
+            }
+            match args::plain_path(value.as_ref()) {
+                Some(path) => krate = Some(path),
+                None => {
+                    let message = "#[callgate] option `crate` takes a path: `crate = ::callgate`";
+                    errors.push(match value {
+                        Some(value) => syn::Error::new_spanned(value, message),
+                        None => syn::Error::new(key.span(), message),
+                    });
+                }
+            }
+        }
+    }
+    match fail::combine(errors) {
+        Some(error) => Err(error),
+        None => Ok(args::crate_root(krate.as_ref())),
+    }
+}
+
+/// `tokens`, every one at `span`.
+fn respan(tokens: &TokenStream, span: Span) -> TokenStream {
+    tokens
+        .clone()
+        .into_iter()
+        .map(|mut token| {
+            if let TokenTree::Group(group) = &token {
+                let mut inner = Group::new(group.delimiter(), respan(&group.stream(), span));
+                inner.set_span(span);
+                token = TokenTree::Group(inner);
+            }
+            token.set_span(span);
+            token
+        })
+        .collect()
+}
+
 pub(crate) fn c_value(input: TokenStream) -> TokenStream {
     let input: DeriveInput = match syn::parse2(input) {
         Ok(input) => input,
+        Err(error) => return error.to_compile_error(),
+    };
+    let krate = match krate(&input.attrs, "CValue") {
+        Ok(krate) => krate,
         Err(error) => return error.to_compile_error(),
     };
     let data = match &input.data {
@@ -77,13 +145,14 @@ pub(crate) fn c_value(input: TokenStream) -> TokenStream {
     // `CValue` is reported there, by name.
     predicates.extend(data.fields.iter().map(|field| {
         let ty = &field.ty;
-        quote_spanned!(ty.span()=> #ty: ::callgate::CValue)
+        let krate = respan(&krate, ty.span());
+        quote_spanned!(ty.span()=> #ty: #krate::CValue)
     }));
     quote! {
         // SAFETY: the struct has C's layout (`repr(C)` or `repr(transparent)`)
         // and every field takes every bit pattern (the bounds below), so
         // every bit pattern of the struct, its padding aside, is a valid value.
-        unsafe impl #impl_generics ::callgate::CValue for #ident #ty_generics
+        unsafe impl #impl_generics #krate::CValue for #ident #ty_generics
         where
             #(#predicates,)*
         {
@@ -115,6 +184,10 @@ pub(crate) fn c_enum(input: TokenStream) -> TokenStream {
         }
     };
     let mut errors = Vec::new();
+    let krate = krate(&input.attrs, "CEnum").unwrap_or_else(|error| {
+        errors.push(error);
+        TokenStream::new()
+    });
     if !input.generics.params.is_empty() {
         errors.push(syn::Error::new_spanned(
             &input.generics,
@@ -157,7 +230,6 @@ pub(crate) fn c_enum(input: TokenStream) -> TokenStream {
         return error.to_compile_error();
     }
 
-    let rt = args::runtime(None);
     let ident = &input.ident;
     let name = ident.unraw().to_string();
     let raw = match integer {
@@ -166,7 +238,7 @@ pub(crate) fn c_enum(input: TokenStream) -> TokenStream {
     };
     let size_check = integer.is_none().then(|| {
         quote! {
-            const _: () = #rt::check_c_enum_size(::core::mem::size_of::<#ident>());
+            const _: () = #krate::__private::check_c_enum_size(::core::mem::size_of::<#ident>());
         }
     });
     let variants: Vec<&Ident> = data.variants.iter().map(|variant| &variant.ident).collect();
@@ -177,18 +249,18 @@ pub(crate) fn c_enum(input: TokenStream) -> TokenStream {
     let name_ident = Ident::new("__callgate_name", Span::mixed_site());
     quote! {
         #size_check
-        impl #rt::CArg for #ident {
+        impl #krate::__private::CArg for #ident {
             type Raw = #raw;
 
             #[inline(always)]
             fn from_c(
                 #raw_ident: #raw,
                 #name_ident: &'static str,
-            ) -> ::core::result::Result<Self, #rt::Failure> {
+            ) -> ::core::result::Result<Self, #krate::__private::Failure> {
                 #(const #consts: #raw = #ident::#variants as #raw;)*
                 match #raw_ident {
                     #(#consts => ::core::result::Result::Ok(#ident::#variants),)*
-                    _ => ::core::result::Result::Err(#rt::not_a_variant(
+                    _ => ::core::result::Result::Err(#krate::__private::not_a_variant(
                         #name_ident,
                         #name,
                         #raw_ident,

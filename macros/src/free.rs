@@ -6,9 +6,10 @@
 //! the generated code names the runtime however the user's crate reaches it.
 
 use proc_macro2::TokenStream;
-use quote::quote;
+use quote::{quote, quote_spanned};
 use syn::ext::IdentExt;
 use syn::parse::{Parse, ParseStream};
+use syn::spanned::Spanned;
 use syn::{Attribute, Ident, Token, Type, Visibility};
 
 use crate::callback::ast::{self, Owned};
@@ -79,7 +80,10 @@ fn expand(free: &FreeFn, owned: Owned) -> TokenStream {
     let symbol = name.unraw().to_string();
     let decl = decl::free_record(symbol.clone(), owned, attrs).note_static(&rt);
     // Everything but the docs also applies to the type-namespace twin.
-    let shared_attrs = attrs.iter().filter(|attr| !attr.path().is_ident("doc"));
+    let shared_attrs: Vec<&Attribute> = attrs
+        .iter()
+        .filter(|attr| !attr.path().is_ident("doc"))
+        .collect();
     let inner = ast::generic_arg(ty, "Option").unwrap_or(ty);
     let (signature, body) = match owned {
         Owned::Value(_) => {
@@ -97,6 +101,27 @@ fn expand(free: &FreeFn, owned: Owned) -> TokenStream {
             quote!(#rt::free_slice::<#elem>(ptr, len, #symbol)),
         ),
     };
+    // At the user's type: a callback whose `free` names this function for
+    // another type is told what this one frees, and where.
+    let frees = quote_spanned! {ty.span()=>
+        #(#shared_attrs)*
+        impl #rt::Frees<<#ty as #rt::Owned>::Freed> for #name {}
+    };
+    // C may call the free function on any thread, so what it drops must be
+    // `Send`; checked at the user's type, for rustc's own message.
+    let contents = match owned {
+        Owned::Value(_) => ast::generic_arg(inner, "Box"),
+        Owned::Slice { elem, .. } => Some(elem),
+    };
+    let send_check = contents.map(|contents| {
+        quote_spanned! {contents.span()=>
+            const _: () = {
+                fn __callgate_sent(value: &#contents) -> &dyn ::core::marker::Send {
+                    value
+                }
+            };
+        }
+    });
     let (summary, obligation) = decl::free_docs(owned);
     let separator = (!attrs.is_empty()).then(|| quote!(#[doc = ""]));
     quote! {
@@ -111,14 +136,19 @@ fn expand(free: &FreeFn, owned: Owned) -> TokenStream {
         #vis unsafe extern "C" fn #name(#signature) {
             // The C declaration, for `callgate-header`.
             #decl
-            // SAFETY: forwarded caller obligation.
+            // SAFETY: forwarded caller obligation; the contents are `Send`
+            // (checked below).
             unsafe { #body }
         }
+
+        #send_check
 
         /// What `#[c_callback(free = …)]` checks the returned type against.
         #[doc(hidden)]
         #[allow(non_camel_case_types, dead_code)]
         #(#shared_attrs)*
-        #vis type #name = #rt::FreeFn<<#ty as #rt::Owned>::Freed>;
+        #vis struct #name {}
+
+        #frees
     }
 }

@@ -3,7 +3,9 @@
 //! `CValue` and `CEnum`.
 //!
 //! Depend on `callgate` and use the macros through it; the code they generate
-//! names the runtime as `::callgate::__private` (or `crate = path`).
+//! names the runtime as `::callgate::__private` (or `crate = path`:
+//! `#[c_callback(crate = path)]`, `#[callgate::init(crate = path)]`, and
+//! `#[callgate(crate = path)]` beside the derives).
 
 mod args;
 mod callback;
@@ -32,7 +34,7 @@ pub fn c_callback(args: TokenStream, item: TokenStream) -> TokenStream {
 /// struct whose fields are all `CValue`s, so C may pass it by value.
 ///
 /// Use it as `callgate::CValue`; its documentation is on the trait.
-#[proc_macro_derive(CValue)]
+#[proc_macro_derive(CValue, attributes(callgate))]
 pub fn derive_c_value(input: TokenStream) -> TokenStream {
     derive::c_value(input.into()).into()
 }
@@ -41,7 +43,7 @@ pub fn derive_c_value(input: TokenStream) -> TokenStream {
 /// checked against the variants at every call.
 ///
 /// Use it as `callgate::CEnum`; its documentation is on that re-export.
-#[proc_macro_derive(CEnum)]
+#[proc_macro_derive(CEnum, attributes(callgate))]
 pub fn derive_c_enum(input: TokenStream) -> TokenStream {
     derive::c_enum(input.into()).into()
 }

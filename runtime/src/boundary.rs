@@ -17,7 +17,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::context::ContextNode;
 use crate::diag;
-use crate::failure::{Failure, payload_message};
+use crate::failure::{Failure, callback_name, payload_message};
 use crate::gate::{Closed, GatePolicy};
 use crate::local::{Local, LocalKey, LocalRef};
 use crate::settings::{self, AttachMode, PanicMode};
@@ -910,7 +910,7 @@ fn failed<R>(site: &Site, failure: Failure, on_error: impl FnOnce() -> R) -> R {
     if site.on_error == Policy::Abort {
         diag::abort_with(&format!(
             "callgate: callback `{}` failed: {message}; aborting",
-            site.name
+            callback_name(site.name)
         ));
     }
     last_error::set_last_error(message);
@@ -924,9 +924,12 @@ fn panicked<R>(site: &Site, payload: Box<dyn Any + Send>, on_panic: impl FnOnce(
     if site.on_panic == Policy::Abort || settings::current().panic == PanicMode::Abort {
         diag::abort_with(&format!(
             "callgate: callback `{}` panicked: {message}; aborting",
-            site.name
+            callback_name(site.name)
         ));
     }
-    last_error::set_last_error(format!("callback `{}` panicked: {message}", site.name));
+    last_error::set_last_error(format!(
+        "callback `{}` panicked: {message}",
+        callback_name(site.name)
+    ));
     on_panic()
 }

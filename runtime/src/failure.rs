@@ -38,6 +38,23 @@ impl Failure {
     }
 }
 
+/// How messages name the callback `name` (a `Site`'s name): a closure
+/// made in a `#[c_callback]` fn is named after that fn, without the item
+/// the trampoline nests the fn's body in
+/// (`lib::init::__callgate_body::{{closure}}` → `lib::init::{{closure}}`).
+#[cold]
+pub(crate) fn callback_name(name: &str) -> Cow<'_, str> {
+    const BODY: &[u8] = b"::__callgate_body";
+    match name
+        .as_bytes()
+        .windows(BODY.len())
+        .position(|at| at == BODY)
+    {
+        Some(at) => Cow::Owned([&name[..at], &name[at + BODY.len()..]].concat()),
+        None => Cow::Borrowed(name),
+    }
+}
+
 /// The text of a panic payload; the payload is dropped here, and a panic
 /// in its `Drop` (a panic while handling a panic) aborts with a message
 /// instead of unwinding into C.
@@ -55,4 +72,18 @@ pub(crate) fn payload_message(payload: Box<dyn Any + Send>) -> String {
         ));
     }
     message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::callback_name;
+
+    #[test]
+    fn a_closure_in_a_callback_is_named_after_the_callback() {
+        assert_eq!(
+            callback_name("ext::ext_init::__callgate_body::{{closure}}"),
+            "ext::ext_init::{{closure}}"
+        );
+        assert_eq!(callback_name("parse_number"), "parse_number");
+    }
 }

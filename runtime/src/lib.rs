@@ -109,7 +109,7 @@
 //! | options of the attribute, compile errors | [The attribute](https://github.com/callgate-rs/callgate/blob/main/guide/src/attribute.md) |
 //! | slices, strings, buffers, owned results, enums and structs | [Data across the boundary](https://github.com/callgate-rs/callgate/blob/main/guide/src/data.md) |
 //! | `on_error`, `on_panic`, the last error | [Errors](https://github.com/callgate-rs/callgate/blob/main/guide/src/errors.md) |
-//! | C threads, `#[local]` state, `attach = per_call`, `CALLGATE`, [`stats()`] | [Threads](https://github.com/callgate-rs/callgate/blob/main/guide/src/threads.md) |
+//! | C threads, `#[local]` state, `attach = per_call`, `CALLGATE`, [`stats()`] (binds, releases, panics, errors and gate waits; not calls) | [Threads](https://github.com/callgate-rs/callgate/blob/main/guide/src/threads.md) |
 //! | `#[user_data]`, [`UserData`], [`Closure`], [`OnceClosure`], [`export_table!`] | [`void *` APIs](https://github.com/callgate-rs/callgate/blob/main/guide/src/void-pointers.md) |
 //! | [`#[callgate::init]`](macro@init) and the gate | [Initialisation](https://github.com/callgate-rs/callgate/blob/main/guide/src/init.md) |
 //! | `dlopen`, `dlclose`, many copies | [Plugins](https://github.com/callgate-rs/callgate/blob/main/guide/src/plugins.md) |
@@ -250,7 +250,9 @@ mod valgrind;
 ///
 /// Enums with fields, without a `repr` or generic are compile errors that
 /// say what to write instead; for a struct, derive
-/// [`CValue`](derive@CValue).
+/// [`CValue`](derive@CValue). A crate that reaches callgate through a
+/// re-export names that path with `#[callgate(crate = path)]` on the enum,
+/// as `#[c_callback(crate = path)]` does.
 ///
 /// ```
 /// use callgate::{CEnum, c_callback};
@@ -287,7 +289,8 @@ pub use callgate_macros::CEnum;
 /// enum, a reference) is a compile error at that field. The struct must
 /// also be `Copy`. Enums (derive [`CEnum`](derive@CEnum)), unions and
 /// structs without a C layout are compile errors that say what to write
-/// instead.
+/// instead. `#[callgate(crate = path)]` on the struct names callgate
+/// through a re-export.
 ///
 /// ```
 /// use callgate::{CValue, c_callback};
@@ -336,6 +339,16 @@ pub use user_data::UserData;
 #[cfg(not(callgate_loom))]
 pub use value::CValue;
 
+// The traits whose compile errors name them at the user's code, reachable
+// here so that rustc prints `CArg` rather than `callgate::__private::CArg`.
+// Not public API.
+#[cfg(not(callgate_loom))]
+#[doc(hidden)]
+pub use user_data::{ExclusiveUserData, SharedUserData};
+#[cfg(not(callgate_loom))]
+#[doc(hidden)]
+pub use value::CArg;
+
 /// The runtime settings in force.
 ///
 /// They come from the `CALLGATE` environment variable, a comma-separated
@@ -345,7 +358,7 @@ pub use value::CValue;
 /// | key | values | effect on every callback of the process |
 /// |---|---|---|
 /// | `attach` | `bound` (default), `per_call` | `per_call`: attach and release the thread around every outermost call, as `attach = per_call` does |
-/// | `panic` | `catch` (default), `abort` | `abort`: a panic aborts the process with its message, as `on_panic = abort` does |
+/// | `panic` | `catch` (default), `quiet`, `abort` | `quiet`: a panic inside a callback is caught as with `catch`, and Rust's panic message (and backtrace) is not printed on standard error; `abort`: a panic aborts the process with its message, as `on_panic = abort` does |
 ///
 /// For example `CALLGATE=attach=per_call,panic=abort`. This never fails:
 /// unknown keys and values are ignored, and the first malformed value of

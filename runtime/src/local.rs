@@ -76,6 +76,12 @@ pub(crate) use table::Locals;
 /// A panic in `default`, `bind` or `release` never unwinds into C: in a call
 /// it becomes that call's panic fallback; in `release` (which runs outside any
 /// call) the value is dropped and the message written to standard error.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a `#[local]` parameter: it does not implement `callgate::Local`",
+    label = "not a `callgate::Local` type",
+    note = "implement it: `impl callgate::Local for {Self} {{}}` (with `Default`, `Send` and \
+            `'static`, which it requires)"
+)]
 pub trait Local: Default + Send + 'static {
     /// The value is about to serve the calling thread (for example: attach
     /// that thread to a JVM). Runs on that thread, inside the first call that

@@ -8,7 +8,9 @@
 //! | `Vec<T>`, `Box<[T]>` | `T *` and the length through `size_t *result_len`; `(NULL, 0)` when empty | `void f(T *ptr, size_t len)` |
 //! | `Option` of these | NULL for `None` | the same; NULL is a no-op |
 //!
-//! A free function may run on any thread, so boxed contents must be `Send`.
+//! A free function may run on any thread, so boxed contents must be `Send`:
+//! `export_free!` checks it at the type it declares the function for, the
+//! one place a callback's owned result can be freed.
 //! A `Vec` is shrunk to its length (`into_boxed_slice`) before C gets it,
 //! so the pointer and the length are all it takes to free it. An empty
 //! array owns no memory, and C gets it as `(NULL, 0)`, the empty array of
@@ -16,7 +18,6 @@
 //! dangling non-NULL pointer.
 
 use core::ffi::c_char;
-use core::marker::PhantomData;
 use std::ffi::CString;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -26,8 +27,6 @@ use crate::failure::payload_message;
 
 /// A type a callback can return to C as an owned value; `Freed` is the type
 /// of the free function that takes it back (`Option<CString>` → `CString`).
-/// ([`OwnedValue`] and [`OwnedSlice`] hold the `Send` bounds, so that a
-/// non-`Send` box is reported once.)
 pub trait Owned {
     /// What `callgate::export_free!` names to declare the free function.
     type Freed;
@@ -37,8 +36,7 @@ pub trait Owned {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be returned to C as an owned value",
     label = "not an owned result",
-    note = "owned results are `CString`, `Box<T>` with `T: Send` (C may free it on any thread), \
-            `Vec<T>`, `Box<[T]>`, and `Option`s of these"
+    note = "owned results are `CString`, `Box<T>`, `Vec<T>`, `Box<[T]>`, and `Option`s of these"
 )]
 pub trait OwnedValue: Owned {
     /// The pointer C receives.
@@ -53,8 +51,7 @@ pub trait OwnedValue: Owned {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be returned to C as an owned array",
     label = "not an owned array",
-    note = "owned arrays are `Vec<T>` and `Box<[T]>` with `T: Send` (C may free them on any \
-            thread), and `Option`s of these"
+    note = "owned arrays are `Vec<T>` and `Box<[T]>`, and `Option`s of these"
 )]
 pub trait OwnedSlice: Owned {
     /// The element type.
@@ -107,7 +104,7 @@ impl<T> Owned for Box<T> {
     type Freed = Box<T>;
 }
 
-impl<T: Send> OwnedValue for Box<T> {
+impl<T> OwnedValue for Box<T> {
     type Raw = *mut T;
     const NULL: *mut T = core::ptr::null_mut();
     #[cfg_attr(not(callgate_unoptimized), inline(always))]
@@ -116,7 +113,7 @@ impl<T: Send> OwnedValue for Box<T> {
     }
 }
 
-impl<T: Send> FreeValue for Box<T> {
+impl<T> FreeValue for Box<T> {
     #[inline]
     unsafe fn from_raw(raw: *mut T) -> Box<T> {
         // SAFETY: it came from `Box::into_raw` (caller obligation).
@@ -132,7 +129,7 @@ impl<T> Owned for Box<[T]> {
     type Freed = Box<[T]>;
 }
 
-impl<T: Send> OwnedSlice for Box<[T]> {
+impl<T> OwnedSlice for Box<[T]> {
     type Elem = T;
     #[cfg_attr(not(callgate_unoptimized), inline(always))]
     fn into_raw_parts(self) -> (*mut T, usize) {
@@ -149,7 +146,7 @@ impl<T> Owned for Vec<T> {
     type Freed = Box<[T]>;
 }
 
-impl<T: Send> OwnedSlice for Vec<T> {
+impl<T> OwnedSlice for Vec<T> {
     type Elem = T;
     #[cfg_attr(not(callgate_unoptimized), inline(always))]
     fn into_raw_parts(self) -> (*mut T, usize) {
@@ -238,7 +235,8 @@ pub unsafe fn clear_result_len(p: *mut usize) {
 /// # Safety
 ///
 /// `raw` is NULL or came from a callback of this library that returned a
-/// `T`, and is not used again.
+/// `T`, and is not used again; `T` may be dropped on the calling thread (its
+/// contents are `Send`, which `export_free!` checks).
 #[inline]
 pub unsafe fn free_value<T: FreeValue>(raw: T::Raw, function: &'static str) {
     if T::is_null(raw) {
@@ -255,9 +253,10 @@ pub unsafe fn free_value<T: FreeValue>(raw: T::Raw, function: &'static str) {
 /// # Safety
 ///
 /// `ptr` is NULL, or it and `len` came from a callback of this library that
-/// returned an owned array of `T`s, and they are not used again.
+/// returned an owned array of `T`s, and they are not used again; `T` is
+/// `Send` (which `export_free!` checks), as this may be any thread.
 #[inline]
-pub unsafe fn free_slice<T: Send>(ptr: *mut T, len: usize, function: &'static str) {
+pub unsafe fn free_slice<T>(ptr: *mut T, len: usize, function: &'static str) {
     if ptr.is_null() {
         return;
     }
@@ -282,26 +281,19 @@ fn panicked_in_drop(function: &'static str, payload: Box<dyn core::any::Any + Se
     ));
 }
 
-/// What `callgate::export_free!(name: T)` declares under the name of its
-/// free function, in the type namespace: a callback's `free = name` is
-/// checked against it at compile time.
-pub struct FreeFn<T>(PhantomData<T>);
-
-/// Implemented when a free function declared for `T` takes what a callback
-/// returns.
+/// Implemented by `callgate::export_free!(name: T)` for a type of the free
+/// function's name (in the type namespace), for `T`'s [`Owned::Freed`]: a
+/// callback's `free = name` is checked against it at compile time, at the
+/// user's `name`, by naming `<name as Frees<Freed>>::FREES`.
 #[diagnostic::on_unimplemented(
     message = "this free function does not free what the callback returns (`{T}`)",
     label = "frees another type",
     note = "declare a free function for it with `callgate::export_free!(name: {T})`"
 )]
-pub trait Frees<T> {}
-
-impl<T> Frees<T> for FreeFn<T> {}
-
-/// Compiles only if `F` (a free function's `FreeFn`) frees `T` (an owned
-/// result's `Owned::Freed`).
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
-pub const fn check_free<F: Frees<T>, T>() {}
+pub trait Frees<T> {
+    /// What the check names.
+    const FREES: () = ();
+}
 
 /// Exports the function that frees owned results of one type: the
 /// `#[c_callback]`s that return them name it with `free = name`, and the

@@ -15,8 +15,8 @@ pub use crate::last_error::{last_error_length, last_error_message};
 pub use crate::local::{LocalKey, LocalRef};
 pub use crate::out_buf::{out_buf_arg, out_text_arg};
 pub use crate::owned::{
-    FreeFn, FreeValue, Frees, Owned, OwnedSlice, OwnedValue, check_free, clear_result_len,
-    free_slice, free_value, owned_slice, owned_value, result_len_arg,
+    FreeValue, Frees, Owned, OwnedSlice, OwnedValue, clear_result_len, free_slice, free_value,
+    owned_slice, owned_value, result_len_arg,
 };
 /// How a callback attaches its thread (`attach = …`): the public
 /// [`AttachMode`](crate::AttachMode), under the name generated code uses.

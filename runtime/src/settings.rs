@@ -1,8 +1,13 @@
 //! Runtime settings from the `CALLGATE` environment variable, read once.
 //!
 //! `CALLGATE` is a comma-separated list of `key=value` pairs, like Go's
-//! `GODEBUG`: `attach=bound|per_call`, `panic=catch|abort`. Unknown keys and
-//! values are reported once on standard error and ignored.
+//! `GODEBUG`: `attach=bound|per_call`, `panic=catch|quiet|abort`. Unknown
+//! keys and values are reported once on standard error and ignored.
+//!
+//! `panic=quiet` needs a panic hook, installed the first time the settings
+//! ask for it and kept: it stays silent for a panic on a thread that is
+//! inside a callback while `panic=quiet` is in force, and hands every other
+//! panic to the hook it replaced.
 //!
 //! The value is read on first use and cached; [`crate::env`] updates the
 //! cache when the program sets, removes or clears the variable through it.
@@ -32,8 +37,14 @@ pub enum AttachMode {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum PanicMode {
     /// Return the fallback value and record the message (the default).
+    /// Rust's panic hook prints the message (and, with `RUST_BACKTRACE`, a
+    /// backtrace) on standard error first, as for any panic.
     #[default]
     Catch,
+    /// As `Catch`, but a panic inside a callback prints nothing: the
+    /// fallback and the last error are all C sees of it. Panics outside
+    /// callbacks (an init's, a thread of the library's own) still print.
+    Quiet,
     /// Abort the process with the message.
     Abort,
 }
@@ -44,7 +55,7 @@ pub enum PanicMode {
 pub struct Settings {
     /// `attach=bound|per_call`.
     pub attach: AttachMode,
-    /// `panic=catch|abort`.
+    /// `panic=catch|quiet|abort`.
     pub panic: PanicMode,
 }
 
@@ -55,7 +66,12 @@ static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::ne
 
 impl Settings {
     fn encode(self) -> u32 {
-        (self.attach == AttachMode::PerCall) as u32 | ((self.panic == PanicMode::Abort) as u32) << 1
+        let panic = match self.panic {
+            PanicMode::Catch => 0,
+            PanicMode::Abort => 1,
+            PanicMode::Quiet => 2,
+        };
+        (self.attach == AttachMode::PerCall) as u32 | panic << 1
     }
 
     fn decode(bits: u32) -> Settings {
@@ -65,10 +81,10 @@ impl Settings {
             } else {
                 AttachMode::Bound
             },
-            panic: if bits & 2 != 0 {
-                PanicMode::Abort
-            } else {
-                PanicMode::Catch
+            panic: match bits >> 1 {
+                1 => PanicMode::Abort,
+                2 => PanicMode::Quiet,
+                _ => PanicMode::Catch,
             },
         }
     }
@@ -90,11 +106,12 @@ impl Settings {
                 Some(("attach", "per_call")) => settings.attach = AttachMode::PerCall,
                 Some(("panic", "catch")) => settings.panic = PanicMode::Catch,
                 Some(("panic", "abort")) => settings.panic = PanicMode::Abort,
+                Some(("panic", "quiet")) => settings.panic = PanicMode::Quiet,
                 Some(("attach", value)) => problems.push(format!(
                     "`attach={value}`: expected `attach=bound` or `attach=per_call`"
                 )),
                 Some(("panic", value)) => problems.push(format!(
-                    "`panic={value}`: expected `panic=catch` or `panic=abort`"
+                    "`panic={value}`: expected `panic=catch`, `panic=quiet` or `panic=abort`"
                 )),
                 Some((key, _)) => {
                     problems.push(format!("unknown key `{key}`: expected `attach` or `panic`"))
@@ -123,10 +140,16 @@ fn load() -> Settings {
     // Relaxed: see `current`. Only `UNREAD` is replaced, so when
     // `env::set_var` stored settings while we were reading, its newer value
     // wins whichever order the two reached the cache in.
-    match CURRENT.compare_exchange(UNREAD, read.encode(), Ordering::Relaxed, Ordering::Relaxed) {
-        Ok(_) => read,
-        Err(bits) => Settings::decode(bits),
+    let settings =
+        match CURRENT.compare_exchange(UNREAD, read.encode(), Ordering::Relaxed, Ordering::Relaxed)
+        {
+            Ok(_) => read,
+            Err(bits) => Settings::decode(bits),
+        };
+    if settings.panic == PanicMode::Quiet {
+        install_quiet_hook();
     }
+    settings
 }
 
 /// Re-reads the settings from `value` (the value of `CALLGATE`, or `None`
@@ -135,7 +158,31 @@ pub(crate) fn reload(value: Option<&OsStr>) -> Settings {
     let settings = parse_and_report(value);
     // Relaxed: see `current`.
     CURRENT.store(settings.encode(), Ordering::Relaxed);
+    if settings.panic == PanicMode::Quiet {
+        install_quiet_hook();
+    }
     settings
+}
+
+/// Installs the panic hook of `panic=quiet`, once (module docs). It reads
+/// the settings at each panic, so a later `panic=catch` prints again.
+#[cold]
+fn install_quiet_hook() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    // A panicking thread cannot replace the hook (`set_hook` would panic):
+    // the settings read during an unwind leave it to a later read.
+    if std::thread::panicking() {
+        return;
+    }
+    INSTALLED.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let caught_quietly = current().panic == PanicMode::Quiet && crate::thread::in_call();
+            if !caught_quietly {
+                previous(info);
+            }
+        }));
+    });
 }
 
 /// Returns the settings to their defaults, as if `CALLGATE` were unset.
@@ -178,6 +225,16 @@ mod tests {
         assert_eq!(settings.panic, PanicMode::Abort);
         assert!(problems.is_empty());
         assert_eq!(Settings::decode(settings.encode()), settings);
+        let (settings, problems) = Settings::parse("panic=quiet");
+        assert_eq!(settings.panic, PanicMode::Quiet);
+        assert!(problems.is_empty());
+        for panic in [PanicMode::Catch, PanicMode::Quiet, PanicMode::Abort] {
+            let settings = Settings {
+                attach: AttachMode::PerCall,
+                panic,
+            };
+            assert_eq!(Settings::decode(settings.encode()), settings);
+        }
     }
 
     #[test]

@@ -60,9 +60,9 @@
 /// extern const DocCallbacks doc_callbacks;
 /// ```
 ///
-/// Reading the table calls nothing, so it does not count in
-/// [`stats()`](crate::stats()) and does not attach the thread; the
-/// callbacks themselves are full `#[c_callback]`s.
+/// Reading the table calls nothing: it does not attach the thread (no
+/// bind in [`stats()`](crate::stats())); the callbacks themselves are full
+/// `#[c_callback]`s.
 #[macro_export]
 macro_rules! export_table {
     ($($declaration:tt)*) => {

@@ -93,6 +93,13 @@ pub(crate) fn current() -> Option<&'static ContextNode> {
     Some(node)
 }
 
+/// Whether a callback is running on this thread: the panic hook of
+/// `CALLGATE=panic=quiet` asks, from inside the panicking call.
+pub(crate) fn in_call() -> bool {
+    // SAFETY: `node` serves this thread, its owner.
+    serving().is_some_and(|node| unsafe { node.value.depth() } > 0)
+}
+
 /// The context serving this thread, if any, as the slot holds it.
 #[cfg_attr(not(callgate_unoptimized), inline(always))]
 fn serving() -> Option<&'static ContextNode> {

@@ -25,10 +25,12 @@ use crate::failure::{Failure, payload_message};
 ///
 /// A callback reads the value back with a `#[user_data]` parameter of
 /// [`#[c_callback]`](crate::c_callback) (`&T` or `&mut T`, NULL is an error
-/// naming the argument), or with [`ref_from_raw`](UserData::ref_from_raw) /
-/// [`mut_from_raw`](UserData::mut_from_raw) where the pointer arrives some
-/// other way (`sqlite3_user_data(ctx)`, libuv's `req->data`); ownership
-/// comes back with [`from_raw`](UserData::from_raw).
+/// naming the parameter): C passes the pointer as that parameter, or,
+/// where the callback type has no `void *` (SQLite's `xFunc`, a
+/// `lua_CFunction`), `#[user_data(from = …)]` reaches it through the
+/// other parameters, as below. [`ref_from_raw`](UserData::ref_from_raw) /
+/// [`mut_from_raw`](UserData::mut_from_raw) convert a pointer found
+/// anywhere else; ownership comes back with [`from_raw`](UserData::from_raw).
 ///
 /// # Registration failures: nothing to free twice
 ///
@@ -79,17 +81,19 @@ use crate::failure::{Failure, payload_message};
 ///     calls: AtomicU64,
 /// }
 ///
-/// /// `count()`: how many times this connection called it.
+/// /// `count()`: how many times this connection called it. Its state is
+/// /// pApp, which SQLite hands over as `sqlite3_user_data(ctx)`.
 /// #[c_callback(local)]
-/// fn count(ctx: *mut sqlite3_context, _argc: c_int, _argv: *mut *mut sqlite3_value)
-///     -> Result<(), &'static str> {
+/// fn count(
+///     ctx: *mut sqlite3_context,
+///     argc: c_int,
+///     #[len = argc] _argv: &[*mut sqlite3_value],
 ///     // SAFETY: SQLite passes a live context; pApp came from `into_raw` below.
-///     let counter = unsafe { UserData::<Counter>::ref_from_raw(sqlite3_user_data(ctx)) }
-///         .ok_or("count() has no state")?;
+///     #[user_data(from = unsafe { sqlite3_user_data(ctx) })] counter: &Counter,
+/// ) {
 ///     let calls = counter.calls.fetch_add(1, Ordering::Relaxed) + 1;
 ///     // SAFETY: as above.
 ///     unsafe { sqlite3_result_int64(ctx, calls as i64) };
-///     Ok(())
 /// }
 ///
 /// fn register(db: *mut sqlite3) -> Result<(), c_int> {
@@ -237,8 +241,12 @@ fn dropped_with_panic(type_name: &str, payload: Box<dyn core::any::Any + Send>) 
     note = "take `&mut {Self}` if C makes one call at a time with the pointer, or make the state \
             `Sync` (atomics, a `Mutex`)"
 )]
-pub trait SharedUserData: Sync {}
+pub trait SharedUserData {
+    /// What the check names, at the user's type.
+    fn shared() {}
+}
 
+#[diagnostic::do_not_recommend]
 impl<T: Sync + ?Sized> SharedUserData for T {}
 
 /// A type a `#[user_data] x: &mut T` parameter may point to: C may call
@@ -251,8 +259,12 @@ impl<T: Sync + ?Sized> SharedUserData for T {}
     note = "keep thread-bound state (`Rc`, `RefCell` shared with other code) out of user data, or \
             use `#[local]` for per-thread state"
 )]
-pub trait ExclusiveUserData: Send {}
+pub trait ExclusiveUserData {
+    /// What the check names, at the user's type.
+    fn exclusive() {}
+}
 
+#[diagnostic::do_not_recommend]
 impl<T: Send + ?Sized> ExclusiveUserData for T {}
 
 /// `&T` from the `void *` of a `#[user_data]` parameter.

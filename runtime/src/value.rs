@@ -150,6 +150,7 @@ pub trait CArg: Sized {
     const TAKES_EVERY_VALUE: bool = false;
 }
 
+#[diagnostic::do_not_recommend]
 impl<T: CValue> CArg for T {
     type Raw = T;
 

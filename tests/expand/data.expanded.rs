@@ -204,10 +204,9 @@ pub unsafe extern "C" fn name(
         *b"callgate\0\0\0\0",
         *b"\0callgate-decl\x001\0export\0name\0char *@(const uint8_t *bytes, size_t bytes_len)\0\0`name`, owned by C until it frees it.\n\nFree the result with `data_string_free`.\0callgate-end\0\0",
     );
-    ::callgate::__private::check_free::<
-        data_string_free,
+    const _: () = <data_string_free as ::callgate::__private::Frees<
         <Option<CString> as ::callgate::__private::Owned>::Freed,
-    >();
+    >>::FREES;
     #[allow(dead_code)]
     const _: () = {
         const _: () = {
@@ -287,10 +286,9 @@ pub unsafe extern "C" fn repeat(
         *b"callgate\0\0\0\0",
         *b"\0callgate-decl\x001\0export\0repeat\0uint8_t *@(uint8_t byte, size_t count, size_t *result_len)\0\0`count` copies of `byte`, owned by C until it frees them.\n\nIts length is stored in `*result_len`; free it with\n`data_bytes_free(result, length)`.\0callgate-end\0\0\0",
     );
-    ::callgate::__private::check_free::<
-        data_bytes_free,
+    const _: () = <data_bytes_free as ::callgate::__private::Frees<
         <Vec<u8> as ::callgate::__private::Owned>::Freed,
-    >();
+    >>::FREES;
     #[allow(dead_code)]
     const _: () = {
         const _: () = {

@@ -72,6 +72,7 @@ pub unsafe extern "C" fn parse(
     );
     let __callgate_on_error = || -> i32 { -1 };
     let __callgate_on_panic = || -> i32 { -2 };
+    let _ = <Scratch as ::callgate::Local>::bind;
     static __CALLGATE_LOCAL_KEY: ::callgate::__private::LocalKey<Scratch> = ::callgate::__private::LocalKey::new();
     ::callgate::__private::call_local::<
         _,

@@ -41,6 +41,17 @@ where
     u32: ::callgate::CValue,
     u32: ::callgate::CValue,
 {}
+mod runtime {
+    pub use callgate::*;
+}
+#[derive(Clone, Copy, CValue)]
+#[callgate(crate = runtime)]
+#[repr(transparent)]
+pub struct Flags(pub u32);
+unsafe impl runtime::CValue for Flags
+where
+    u32: runtime::CValue,
+{}
 /// Opens `span` in `mode`; -1 for a mode C passed that is no `Mode`.
 #[unsafe(no_mangle)]
 #[deny(improper_ctypes_definitions)]

@@ -25,9 +25,20 @@ pub(crate) struct Param<'a> {
     pub len: Option<&'a Attribute>,
     /// The `#[user_data]` helper attribute.
     pub user_data: Option<&'a Attribute>,
+    /// `EXPR` of `#[user_data(from = EXPR)]`: the `void *` comes from an
+    /// expression over the C parameters, not from a parameter of its own.
+    pub user_data_from: Option<Expr>,
     /// Any other attribute: rejected.
     pub other_attrs: Vec<&'a Attribute>,
     pub kind: Kind<'a>,
+}
+
+impl Param<'_> {
+    /// Whether C passes this parameter: not a `#[local]`, nor user data
+    /// that `#[user_data(from = …)]` reaches.
+    pub fn is_c_param(&self) -> bool {
+        self.local.is_none() && self.user_data_from.is_none()
+    }
 }
 
 pub(crate) enum Binding<'a> {
@@ -183,12 +194,14 @@ impl<'a> Callback<'a> {
                         _ if user_data.is_some() => user_data_kind(ty),
                         _ => classify(ty, len.map(len_of)),
                     };
+                    let user_data_from = user_data.and_then(user_data_from);
                     params.push(Param {
                         binding,
                         ty,
                         local,
                         len,
                         user_data,
+                        user_data_from,
                         other_attrs,
                         kind,
                     });
@@ -247,6 +260,16 @@ fn len_of(attr: &Attribute) -> Len<'_> {
         }) => path.get_ident().map_or(Len::Next, Len::Param),
         _ => Len::Next,
     }
+}
+
+/// The `EXPR` of `#[user_data(from = EXPR)]`; `None` for `#[user_data]`
+/// and for a malformed attribute (which `valid` reports).
+pub(crate) fn user_data_from(attr: &Attribute) -> Option<Expr> {
+    let Meta::List(list) = &attr.meta else {
+        return None;
+    };
+    let MetaNameValue { path, value, .. } = list.parse_args().ok()?;
+    path.is_ident("from").then_some(value)
 }
 
 /// The kind of a parameter's type; `len` is its `#[len]`, if any.
@@ -391,6 +414,13 @@ fn output(ty: &Type) -> Output<'_> {
         }
     }
     Output::Value(ty)
+}
+
+/// Whether the elements of a slice parameter are raw pointers: C declares
+/// such an array `T **` even when the callee only reads it (`sqlite3_value
+/// **argv`, `char **argv`), so C passes the shared slice as `*mut`.
+pub(crate) fn is_pointer_array(elem: &Type) -> bool {
+    matches!(peel(elem), Type::Ptr(_))
 }
 
 /// Strips parentheses and invisible groups.

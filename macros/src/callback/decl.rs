@@ -18,7 +18,9 @@ use syn::{
     TypePath,
 };
 
-use super::ast::{Binding, Callback, Kind, Len, Owned, RESULT_LEN, generic_arg, is_plain, peel};
+use super::ast::{
+    Binding, Callback, Kind, Len, Owned, RESULT_LEN, generic_arg, is_plain, is_pointer_array, peel,
+};
 use super::attr::Options;
 use crate::format::{self, NAME_SLOT};
 use crate::record::Record;
@@ -163,10 +165,15 @@ pub(crate) fn free_docs(owned: Owned) -> (String, String) {
 /// `int32_t @(const char *text, double *out)`.
 fn signature(callback: &Callback, types: &mut TypeUses) -> String {
     let mut params = Vec::new();
-    for param in &callback.params {
+    for param in callback.params.iter().filter(|param| param.is_c_param()) {
         let ty = match param.kind {
             Kind::Local { .. } => continue,
             Kind::Value => c_type(param.ty, types, false),
+            Kind::Slice {
+                mutable: false,
+                elem,
+                ..
+            } if is_pointer_array(elem) => CType::pointer(c_type(elem, types, true)),
             Kind::Ref { mutable, elem, .. } | Kind::Slice { mutable, elem, .. } => {
                 CType::pointer(c_type(elem, types, true).qualified(!mutable))
             }

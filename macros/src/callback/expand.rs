@@ -12,8 +12,8 @@ use syn::spanned::Spanned;
 use syn::{Attribute, FnArg, Ident, ItemFn, Type};
 
 use super::ast::{
-    Binding, Callback, Kind, Len, Output, Owned, Param, RESULT_LEN, is_plain, peel,
-    takes_every_value,
+    Binding, Callback, Kind, Len, Output, Owned, Param, RESULT_LEN, is_plain, is_pointer_array,
+    peel, takes_every_value,
 };
 use super::attr::{Attach, Fallback, Gate, Options};
 use super::decl;
@@ -22,6 +22,7 @@ use crate::args;
 pub(crate) fn expand(callback: &Callback, options: &Options) -> TokenStream {
     let item = callback.item;
     let rt = args::runtime(options.krate.as_ref());
+    let krate = args::crate_root(options.krate.as_ref());
     let vis = &item.vis;
     let ident = &item.sig.ident;
     let name = ident.unraw().to_string();
@@ -108,6 +109,18 @@ pub(crate) fn expand(callback: &Callback, options: &Options) -> TokenStream {
     if let Some(check) = disjoint(callback, &names, &rt) {
         conversions.insert(0, check);
     }
+    // Evaluated first, over the arguments as C passed them (before any is
+    // converted and shadowed), spanned at the user's expression so that a
+    // type error lands there.
+    if let Some(from) = callback
+        .params
+        .iter()
+        .find_map(|p| p.user_data_from.as_ref())
+    {
+        let pointer = user_data_from_ident();
+        let ty = quote_spanned!(from.span()=> *mut ::core::ffi::c_void);
+        conversions.insert(0, quote!(let #pointer: #ty = #from;));
+    }
     let args = callback
         .params
         .iter()
@@ -126,9 +139,10 @@ pub(crate) fn expand(callback: &Callback, options: &Options) -> TokenStream {
     });
     let body_output = &item.sig.output;
     let block = &item.block;
-    // A parameter named by `#[len = count]` is used as a length, even if the
-    // body never reads it.
-    let mut counts: Vec<&Ident> = callback
+    // A parameter named by `#[len = count]` is used as a length, and one
+    // named in a fallback or a `#[user_data(from = …)]` expression is used
+    // there, even if the body never reads it.
+    let mut used: Vec<&Ident> = callback
         .params
         .iter()
         .filter_map(|param| match param.kind.len() {
@@ -136,11 +150,37 @@ pub(crate) fn expand(callback: &Callback, options: &Options) -> TokenStream {
             _ => None,
         })
         .collect();
-    counts.dedup();
-    let block = if counts.is_empty() {
+    let mut expressions: Vec<TokenStream> = [&options.on_error, &options.on_panic]
+        .into_iter()
+        .filter_map(|fallback| match fallback {
+            Some(Fallback::Value(value)) => Some(value.to_token_stream()),
+            _ => None,
+        })
+        .collect();
+    expressions.extend(
+        callback
+            .params
+            .iter()
+            .filter_map(|param| param.user_data_from.as_ref())
+            .map(ToTokens::to_token_stream),
+    );
+    for param in callback.params.iter().filter(|param| param.is_c_param()) {
+        if let Binding::Ident(ident) = param.binding {
+            if expressions.iter().any(|tokens| mentions(tokens, ident)) {
+                used.push(ident);
+            }
+        }
+    }
+    let mut seen = Vec::new();
+    used.retain(|ident| {
+        let first = !seen.contains(ident);
+        seen.push(*ident);
+        first
+    });
+    let block = if used.is_empty() {
         block.to_token_stream()
     } else {
-        quote!({ #(let _ = &#counts;)* #block })
+        quote!({ #(let _ = &#used;)* #block })
     };
 
     let wrap = match callback.output {
@@ -165,8 +205,10 @@ pub(crate) fn expand(callback: &Callback, options: &Options) -> TokenStream {
             let ty = owned.ty();
             let span = ty.span();
             if let Some(free) = &options.free {
+                // A path in a nested item: a typo is "cannot find type",
+                // with no suggestion to make the callback generic.
                 let check = quote_spanned! {free.span()=>
-                    #rt::check_free::<#free, <#ty as #rt::Owned>::Freed>();
+                    const _: () = <#free as #rt::Frees<<#ty as #rt::Owned>::Freed>>::FREES;
                 };
                 free_check = Some(check);
             }
@@ -231,6 +273,12 @@ pub(crate) fn expand(callback: &Callback, options: &Options) -> TokenStream {
         quote!(_)
     };
 
+    // Each `#[local]` type names `Local` at the user's type, first: a
+    // missing impl is reported there, once, rather than at the runtime
+    // function that needs it.
+    let local_checks = local_params
+        .iter()
+        .map(|(elem, _)| quote_spanned!(elem.span()=> let _ = <#elem as #krate::Local>::bind;));
     let call = match single_local {
         Some((elem, local)) => {
             // The `Local` bound is checked by `call_local`, at the type.
@@ -291,6 +339,7 @@ pub(crate) fn expand(callback: &Callback, options: &Options) -> TokenStream {
             #distinct_locals
             #ffi_checks
             #fallback_setup
+            #(#local_checks)*
             #call
         }
     }
@@ -348,6 +397,11 @@ fn local_pointer_type(item: &ItemFn, pointer: &TokenStream) -> Option<TokenStrea
 fn c_params(param: &Param, name: &Ident, rt: &TokenStream) -> Vec<TokenStream> {
     let span = param.ty.span();
     let pointer = match param.kind {
+        Kind::Slice {
+            mutable: false,
+            elem,
+            ..
+        } if is_pointer_array(elem) => quote_spanned!(span=> *mut #elem),
         Kind::Value if takes_every_value(param.ty) => param.ty.to_token_stream(),
         Kind::Value => {
             let ty = param.ty;
@@ -377,6 +431,7 @@ fn c_params(param: &Param, name: &Ident, rt: &TokenStream) -> Vec<TokenStream> {
         Kind::CStr { .. } | Kind::Str { .. } | Kind::StrLen { .. } => {
             quote_spanned!(span=> *const ::core::ffi::c_char)
         }
+        Kind::UserData { .. } if param.user_data_from.is_some() => return Vec::new(),
         Kind::UserData { .. } => quote_spanned!(span=> *mut ::core::ffi::c_void),
         Kind::Local { .. } => return Vec::new(),
     };
@@ -404,10 +459,13 @@ fn disjoint(callback: &Callback, names: &[Ident], rt: &TokenStream) -> Option<To
                 quote!(#rt::Region::values(#name as *const #elem, 1, #mutable, #label)),
                 mutable,
             ),
-            Kind::UserData { mutable, elem, .. } => (
-                quote!(#rt::Region::values(#name.cast::<#elem>().cast_const(), 1, #mutable, #label)),
-                mutable,
-            ),
+            Kind::UserData { mutable, elem, .. } => {
+                let pointer = user_data_pointer(param, name);
+                (
+                    quote!(#rt::Region::values(#pointer.cast::<#elem>().cast_const(), 1, #mutable, #label)),
+                    mutable,
+                )
+            }
             Kind::Slice { mutable, elem, .. } => {
                 let count = count();
                 (
@@ -486,6 +544,15 @@ fn element_checks(callback: &Callback, allowed: bool) -> TokenStream {
             #(const _: () = { #checks };)*
         };
     }
+}
+
+/// Whether `tokens` hold the identifier `ident`.
+fn mentions(tokens: &TokenStream, ident: &Ident) -> bool {
+    tokens.clone().into_iter().any(|token| match token {
+        TokenTree::Ident(other) => other == *ident,
+        TokenTree::Group(group) => mentions(&group.stream(), ident),
+        TokenTree::Punct(_) | TokenTree::Literal(_) => false,
+    })
 }
 
 fn mentions_lifetime(tokens: TokenStream) -> bool {
@@ -584,13 +651,23 @@ fn convert(
                 (true, true) => "opt_user_data_mut",
             };
             let function = Ident::new(function, Span::call_site());
-            // The `Sync` / `Send` bound is checked here, so a type that
-            // lacks it is reported at the user's type.
-            let typed = quote_spanned!(elem.span()=> #rt::#function::<#elem>);
-            // SAFETY (of the generated block): as below; the pointer is to
-            // the `T` the user data was made from.
+            // The `Sync` / `Send` bound is named first, at the user's type,
+            // so that a type lacking it is reported there, once.
+            let (bound, check) = if mutable {
+                (quote!(ExclusiveUserData), quote!(exclusive))
+            } else {
+                (quote!(SharedUserData), quote!(shared))
+            };
+            let span = elem.span();
+            let check = quote_spanned!(span=> let _ = <#elem as #rt::#bound>::#check;);
+            let typed = quote_spanned!(span=> #rt::#function::<#elem>);
+            let pointer = user_data_pointer(param, name);
+            // SAFETY (of the generated block): as below; the pointer (the
+            // argument, or what `from = …` gave) is to the `T` the user
+            // data was made from.
             return quote! {
-                let #name = unsafe { #typed(#name, #label) }?;
+                #check
+                let #name = unsafe { #typed(#pointer, #label) }?;
             };
         }
     };
@@ -681,6 +758,14 @@ fn convert_with_len(param: &Param, name: &Ident, label: &str, rt: &TokenStream) 
     };
     let function = Ident::new(function, Span::call_site());
     let len = len(param, name, rt);
+    let pointer = match param.kind {
+        Kind::Slice {
+            mutable: false,
+            elem,
+            ..
+        } if is_pointer_array(elem) => quote!(#name.cast_const()),
+        _ => name.to_token_stream(),
+    };
     let stored = match param.kind {
         Kind::Slice { nullable, elem, .. } => check_stored(
             name,
@@ -695,9 +780,25 @@ fn convert_with_len(param: &Param, name: &Ident, label: &str, rt: &TokenStream) 
     // SAFETY (of the generated block): as in `convert`; the runtime checks
     // NULL, alignment and the length.
     quote! {
-        let #name = unsafe { #rt::#function(#name, #len, #label) }?;
+        let #name = unsafe { #rt::#function(#pointer, #len, #label) }?;
         #stored
     }
+}
+
+/// The `void *` of the user data parameter `param` (named `name` in the
+/// trampoline): its argument, or the local holding what its
+/// `from = …` expression gave.
+fn user_data_pointer(param: &Param, name: &Ident) -> TokenStream {
+    match param.user_data_from {
+        Some(_) => user_data_from_ident().into_token_stream(),
+        None => name.to_token_stream(),
+    }
+}
+
+/// The local holding the `void *` of a `#[user_data(from = …)]`
+/// parameter (a fn has at most one).
+fn user_data_from_ident() -> Ident {
+    Ident::new("__callgate_user_data", Span::mixed_site())
 }
 
 /// `c_char`, however it is reached (`c_char`, `ffi::c_char`, `libc::c_char`).

@@ -216,10 +216,12 @@ fn params(callback: &Callback, errors: &mut Vec<syn::Error>) {
 /// `#[user_data]` on `param`; `earlier` when an earlier parameter of the
 /// fn has one too.
 fn user_data(param: &Param, attr: &Attribute, earlier: bool, errors: &mut Vec<syn::Error>) {
-    if !matches!(attr.meta, Meta::Path(_)) {
+    if !matches!(attr.meta, Meta::Path(_)) && param.user_data_from.is_none() {
         errors.push(syn::Error::new_spanned(
             &attr.meta,
-            "`#[user_data]` takes no arguments; write `#[user_data]`",
+            "`#[user_data]` takes nothing (C passes the `void *` in this parameter) or \
+             `from = EXPR`, an expression over the C parameters that gives it: \
+             `#[user_data(from = unsafe { sqlite3_user_data(ctx) })]`",
         ));
     }
     if let Some(local) = param.local {
@@ -245,9 +247,9 @@ fn user_data(param: &Param, attr: &Attribute, earlier: bool, errors: &mut Vec<sy
     if earlier {
         errors.push(syn::Error::new_spanned(
             attr,
-            "a #[c_callback] fn takes one `#[user_data]` parameter: the `void *` C passes back; \
-             take any other `void *` as `*mut c_void` and convert it with \
-             `callgate::UserData::ref_from_raw`",
+            "a #[c_callback] fn takes one `#[user_data]` parameter: the `void *` C passes back \
+             (or `from = …` reaches); take any other `void *` as `*mut c_void` and convert it \
+             with `callgate::UserData::ref_from_raw`",
         ));
     }
 }
@@ -291,7 +293,7 @@ fn len_attribute(
             name,
             "a parameter cannot be its own length; name an integer parameter",
         ));
-    } else if target.local.is_some() || !is_integer(target.ty) {
+    } else if !target.is_c_param() || !is_integer(target.ty) {
         let ty = target.ty.to_token_stream().to_string();
         errors.push(syn::Error::new_spanned(
             name,
@@ -322,7 +324,7 @@ fn c_names(callback: &Callback, errors: &mut Vec<syn::Error>) {
         .params
         .iter()
         .filter_map(|param| match param.binding {
-            Binding::Ident(ident) if param.local.is_none() => Some((param, ident)),
+            Binding::Ident(ident) if param.is_c_param() => Some((param, ident)),
             _ => None,
         })
         .collect();
@@ -400,12 +402,14 @@ fn output(callback: &Callback, options: Option<&Options>, errors: &mut Vec<syn::
     let Some(c_type) = callback.output.c_type() else {
         return;
     };
-    if let Some(lifetime) = returned_borrow(c_type) {
-        errors.push(lifetime);
-        return;
-    }
+    // A type that cannot cross at all (`&str`) is told so before its
+    // lifetime is: `&'static str` would not do either.
     if let Some(error) = ffi::check(c_type, Position::Return) {
         errors.push(error);
+        return;
+    }
+    if let Some(lifetime) = returned_borrow(c_type) {
+        errors.push(lifetime);
         return;
     }
     let has_fallback = options.is_none_or(|o| o.on_panic.is_some() || o.on_error.is_some());

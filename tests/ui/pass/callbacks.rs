@@ -1,5 +1,6 @@
-// `#[user_data]` in every form and position, closures of every kind, a
-// table of `local` callbacks.
+// `#[user_data]` in every form and position, and reached through the C
+// parameters with `from = …`; closures of every kind, a table of `local`
+// callbacks.
 use callgate::{Closure, OnceClosure, UserData, c_callback};
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -35,6 +36,36 @@ pub fn optional_mut(value: u8, #[user_data] state: Option<&mut Exclusive>) {
     }
 }
 
+#[repr(C)]
+pub struct Context {
+    _opaque: [u8; 0],
+}
+
+/// Where a C library keeps a context's data: `void *context_data(context *)`.
+pub extern "C" fn context_data(context: *mut Context) -> *mut c_void {
+    context.cast()
+}
+
+#[c_callback(local, on_error = -1)]
+pub fn from_accessor(
+    context: *mut Context,
+    #[user_data(from = context_data(context))] shared: &Shared,
+    argc: c_int,
+    #[len = argc] argv: &[*mut Context],
+) -> i64 {
+    shared.calls.load(Ordering::Relaxed) as i64 + argv.len() as i64
+}
+
+#[c_callback(local)]
+pub fn from_accessor_optional(
+    context: *mut Context,
+    #[user_data(from = context_data(context).cast::<u8>().cast())] state: Option<&mut Exclusive>,
+) {
+    if let Some(state) = state {
+        state.calls += 1;
+    }
+}
+
 callgate::export_table! {
     /// The callbacks.
     pub static pass_callbacks: PassCallbacks {
@@ -67,6 +98,10 @@ fn main() {
 
     let once = OnceClosure::new(std::ptr::null_mut(), || -> *mut c_void { std::ptr::null_mut() });
     drop(once);
+
+    // The C types a library declares: no `void *`, and `T **` for the array.
+    let _: unsafe extern "C" fn(*mut Context, c_int, *mut *mut Context) -> i64 = from_accessor;
+    let _: unsafe extern "C" fn(*mut Context) = from_accessor_optional;
 
     let table: &PassCallbacks = &pass_callbacks;
     let _ = table.compare;

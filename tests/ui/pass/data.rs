@@ -42,6 +42,7 @@ pub fn slices(
 #[c_callback(on_panic = 0)]
 pub fn lengths(
     #[len = n] a: &[u8],
+    // C: `const Point **b`, as C declares arrays of pointers.
     #[len = m] b: &[*const Point],
     n: u32,
     m: c_int,
@@ -107,7 +108,7 @@ fn main() {
             slices(values.as_ptr(), 2, std::ptr::null_mut(), 0, std::ptr::null(), 0, std::ptr::null_mut(), 0, std::ptr::null(), 0),
             3.0
         );
-        assert_eq!(lengths(b"ab".as_ptr(), std::ptr::null(), 2, 0, std::ptr::null_mut(), 0), 2);
+        assert_eq!(lengths(b"ab".as_ptr(), std::ptr::null_mut(), 2, 0, std::ptr::null_mut(), 0), 2);
         assert_eq!(texts(c"ab".as_ptr(), 2, std::ptr::null(), 0, c"c".as_ptr(), 1), 3);
         let mut text = [0 as c_char; 2];
         let mut point = Point { x: 0.0, y: 0.0 };

@@ -1,5 +1,7 @@
 // Every combination of `on_panic` and `on_error`, and the defaults for `()`
-// and pointer returns.
+// and pointer returns; a parameter only a fallback uses is no unused
+// variable.
+#![deny(unused_variables)]
 use callgate::c_callback;
 use std::ffi::c_char;
 use std::fmt;
@@ -69,6 +71,20 @@ pub fn block_expression(value: i32) -> i32 {
     value
 }
 
+/// Reports the failure through the out-parameter C passed, if any.
+fn report(message: *mut *const c_char) -> i32 {
+    if !message.is_null() {
+        // SAFETY: C passes NULL or a pointer it lets the callback write.
+        unsafe { *message = c"failed".as_ptr() };
+    }
+    -1
+}
+
+#[c_callback(on_error = report(error_message))]
+pub fn fallback_only_parameter(fail: bool, error_message: *mut *const c_char) -> Result<i32, Failed> {
+    if fail { Err(Failed) } else { Ok(1) }
+}
+
 fn main() {
     assert_eq!(panic_value_only(true), -1);
     assert_eq!(error_value_only(true), FAILED);
@@ -81,4 +97,7 @@ fn main() {
     assert!(!const_pointer_defaults_to_null().is_null());
     assert!(mut_pointer_defaults_to_null(std::ptr::null_mut()).is_null());
     assert_eq!(block_expression(1), 1);
+    let mut message = std::ptr::null();
+    assert_eq!(fallback_only_parameter(true, &mut message), -1);
+    assert!(!message.is_null());
 }
