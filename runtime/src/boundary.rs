@@ -22,7 +22,8 @@ use crate::gate::{Closed, GatePolicy};
 use crate::local::{Local, LocalKey, LocalRef};
 use crate::settings::{self, AttachMode, PanicMode};
 use crate::stack::{Anchor, Mark};
-use crate::{init, last_error, stats, thread, tls};
+use crate::tls::Slot;
+use crate::{init, last_error, stats, thread};
 
 /// What to do with a failure (`on_panic = abort`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -170,35 +171,21 @@ pub fn call<R>(
             // to release.
             return unsafe { outermost(site, node, &anchor, on_error, on_panic, body, || {}) };
         }
-    } else if site.attach == AttachMode::PerCall && !(tls::HAS_STATIC && bound.is_null()) {
+    } else if site.attach == AttachMode::PerCall && !bound.is_null() {
         // The per-call fast path: the context this thread's last per-call
         // attach cached, taken and cached again without touching the free
-        // list.
-        // Where the slot has an offset from the thread pointer (`slot`),
-        // through it; elsewhere through `tls`. (One of the two is all a
-        // target compiles: `slot` is always `None` where `HAS_STATIC` is
-        // false.)
+        // list. (Null caches nothing; testing it here keeps the cold call
+        // on the straight line's fall-through.)
         if let Some(slot) = &slot {
-            if let Some(node) = thread::take_cached_via(slot, bound) {
+            if let Some(node) = thread::take_cached(slot, bound) {
                 let release = || {
                     // SAFETY: the call that attached `node` per call is
                     // returning: it gives it up, and no call runs on it any
                     // more; `slot` is this thread's.
-                    unsafe { thread::release_cached_via(slot, node) }
+                    unsafe { thread::release_cached(slot, node) }
                 };
                 // SAFETY: `node` was just taken from the cache on this
                 // thread; `anchor` is in this call's frame.
-                return unsafe {
-                    per_call_on(site, node, &anchor, release, on_error, on_panic, body)
-                };
-            }
-        } else if !tls::HAS_STATIC {
-            if let Some(node) = thread::take_cached(bound) {
-                let release = || {
-                    // SAFETY: as above.
-                    unsafe { thread::release_cached(node) }
-                };
-                // SAFETY: as above.
                 return unsafe {
                     per_call_on(site, node, &anchor, release, on_error, on_panic, body)
                 };
@@ -298,7 +285,7 @@ extern "C" fn call_cold<R>(
     on_panic: impl FnOnce() -> R,
     body: impl FnOnce(&Frame) -> Result<R, Failure>,
 ) -> R {
-    let slot = match dynamic_slot(site) {
+    let slot = match Slot::dynamic(site.gate == GatePolicy::Skip) {
         Some(slot) => Some(slot),
         // The slot read at its static offset holds null on a bound site:
         // an unbound thread's first call.
@@ -327,14 +314,12 @@ extern "C" fn call_cold<R>(
 extern "C" fn call_unbound<R>(
     site: &Site,
     anchor: &Anchor,
-    slot: Option<tls::ThreadSlot>,
+    slot: Option<Slot>,
     on_error: impl FnOnce() -> R,
     on_panic: impl FnOnce() -> R,
     body: impl FnOnce(&Frame) -> Result<R, Failure>,
 ) -> R {
-    let mut value = slot
-        .as_ref()
-        .map_or(core::ptr::null(), tls::ThreadSlot::get);
+    let mut value = slot.as_ref().map_or(core::ptr::null(), Slot::get);
     if site.attach == AttachMode::Bound && value.is_null() {
         // SAFETY: the slot held null when read just now (`call_cold`'s
         // static read or the descriptor's slot).
@@ -351,12 +336,12 @@ extern "C" fn call_unbound<R>(
     // crate builds with 1.85 (`rust-version`).
     if site.attach == AttachMode::PerCall {
         if let Some(slot) = &slot {
-            if let Some(node) = thread::take_cached_via(slot, value) {
+            if let Some(node) = thread::take_cached(slot, value) {
                 let release = || {
                     // SAFETY: the call that attached `node` per call is
                     // returning: it gives it up, and no call runs on it
                     // any more; `slot` is this thread's.
-                    unsafe { thread::release_cached_via(slot, node) }
+                    unsafe { thread::release_cached(slot, node) }
                 };
                 // SAFETY: `node` was just taken from the cache on this
                 // thread; `anchor` is in the trampoline's frame.
@@ -572,65 +557,27 @@ fn call_slow_local<R, T: Local>(
 }
 
 /// The thread's slot value as the fast path sees it, and the slot where
-/// the fast path reached it at an offset from the thread pointer: two
-/// loads where the slot has a static TLS offset (which stands for the gate
-/// too); in dynamic TLS, through the descriptor once
-/// `tls::descriptor_open` (which stands for the gate there); elsewhere the
-/// gate and the slot, and no `ThreadSlot`. Null (never
-/// [`thread::serves`]) while the gate is shut.
-///
-/// The descriptor's call runs inside the trampoline, on a branch laid out
-/// after the fast path (`tls` marks the static offset's absence rare),
-/// which joins the fast path again with the value: the callback's code is
-/// there once. The call needs no frame of the trampoline's (the stack's
-/// alignment is checked at the call, see `tls`).
+/// it reached it ([`Slot::fast`]): null (never [`thread::serves`]) and
+/// `None` while the fast path is closed.
 #[cfg_attr(not(callgate_unoptimized), inline(always))]
-fn fast_slot(site: &Site) -> (*const ContextNode, Option<tls::ThreadSlot>) {
-    if tls::HAS_STATIC {
-        match tls::fast_thread_slot() {
-            Some(slot) => (slot.get(), Some(slot)),
-            None => (core::ptr::null(), None),
-        }
-    } else if site.gate == GatePolicy::Skip || init::GATE.is_ready() {
-        (thread::slot(), None)
-    } else {
-        (core::ptr::null(), None)
-    }
+fn fast_slot(site: &Site) -> (*const ContextNode, Option<Slot>) {
+    let slot = Slot::fast(|| passes_gate(site));
+    (slot.as_ref().map_or(core::ptr::null(), Slot::get), slot)
 }
 
-/// True when the slot, read at its static offset (or, where there is
-/// none, as [`fast_slot`] reads it), holds null: the calling thread is not
-/// bound. False where that read is not made: the static offset is not
-/// recorded (the fast path is closed, or the slot is in dynamic TLS), or,
-/// where there is no static read, the gate is shut.
+/// True when the slot, reached without a call, holds null: the calling
+/// thread is not bound. False where that read is not made: the fast path
+/// is closed, or the slot is in dynamic TLS.
 #[cfg_attr(not(callgate_unoptimized), inline(always))]
 fn slot_read_null(site: &Site) -> bool {
-    if tls::HAS_STATIC {
-        tls::get_static().is_some_and(|value| value.is_null())
-    } else {
-        (site.gate == GatePolicy::Skip || init::GATE.is_ready()) && thread::slot().is_null()
-    }
+    Slot::without_call(|| passes_gate(site)).is_some_and(|slot| slot.get().is_null())
 }
 
-/// The calling thread's slot found through the TLS descriptor (one call)
-/// where the slot is known to have no static offset (the library's TLS
-/// block is in dynamic TLS) and the gate is open; `None` otherwise.
-///
-/// For [`call_cold`], whose [`call_unbound`] runs the per-call fast path
-/// and a thread's first call on what it holds: in dynamic TLS these would
-/// otherwise take [`call_slow`], with its several accesses to the slot,
-/// each a call into the descriptor's resolver.
-///
-/// The static offset, which stands for the gate on the fast path, is
-/// never recorded in dynamic TLS: `tls::descriptor_open` stands for it
-/// here, one load. A site that skips the gate does not need it open.
+/// True when a call from `site` may go on: it skips the gate, or the gate
+/// is open.
 #[cfg_attr(not(callgate_unoptimized), inline(always))]
-fn dynamic_slot(site: &Site) -> Option<tls::ThreadSlot> {
-    if tls::descriptor_open() || (site.gate == GatePolicy::Skip && tls::static_missing()) {
-        tls::thread_slot()
-    } else {
-        None
-    }
+fn passes_gate(site: &Site) -> bool {
+    site.gate == GatePolicy::Skip || init::GATE.is_ready()
 }
 
 /// The context bound to the calling thread, for a call from `site` about
@@ -684,7 +631,7 @@ pub(crate) fn bound_context(site: &Site) -> Option<&'static ContextNode> {
 #[inline(never)]
 unsafe extern "C" fn bind_first(site: &Site) -> *const ContextNode {
     align_function::<10>();
-    if site.gate != GatePolicy::Skip && !init::GATE.is_ready() {
+    if !passes_gate(site) {
         return core::ptr::null();
     }
     init::open_fast_path();
@@ -756,7 +703,7 @@ extern "C" fn call_slow<R>(
     let node = match thread::current() {
         // Bound, past the gate: a nested or abandoned call, a `#[local]`
         // value not ready, or a call before the fast path opened.
-        Some(node) if site.gate == GatePolicy::Skip || init::GATE.is_ready() => {
+        Some(node) if passes_gate(site) => {
             init::open_fast_path();
             node
         }
@@ -878,7 +825,7 @@ fn foreign_unwind(site: &Site) {
 #[cold]
 #[inline(never)]
 fn arrive(site: &Site) -> Result<&'static ContextNode, Box<Failure>> {
-    if site.gate != GatePolicy::Skip && !init::GATE.is_ready() {
+    if !passes_gate(site) {
         if let Err(failure) = pass_gate(site) {
             stats::record_error_outside_call();
             return Err(Box::new(failure));

@@ -7,7 +7,8 @@ use crate::failure::{Failure, payload_message};
 use crate::gate::{Closed, Gate, GatePolicy, InitKind, InitState};
 use crate::sync::{AtomicBool, AtomicUsize, Ordering};
 use crate::thread::id as thread_id;
-use crate::{diag, hooks, stats, tls};
+use crate::tls::FastGate;
+use crate::{diag, hooks, stats};
 
 pub(crate) static GATE: Gate = Gate::new();
 
@@ -87,7 +88,7 @@ pub fn arm_init(background: bool) {
     GATE.arm(InitKind::of(background));
     // After arming: a call that opens the fast path from now on re-checks
     // the gate and sees it armed (`open_fast_path`).
-    tls::close_static();
+    FastGate::close();
 }
 
 /// Starts one `#[callgate::init]` function, armed by [`arm_init`]; called
@@ -327,7 +328,7 @@ pub(crate) fn after_fork_in_child() {
 /// Cheap when there is nothing to do: the path is open.
 #[inline]
 pub(crate) fn open_fast_path() {
-    if tls::static_closed() {
+    if FastGate::is_shut() {
         open_fast_path_slow();
     }
 }
@@ -336,9 +337,9 @@ pub(crate) fn open_fast_path() {
 #[inline(never)]
 fn open_fast_path_slow() {
     if GATE.is_ready_seqcst() {
-        tls::open_static();
+        FastGate::open();
         if !GATE.is_ready_seqcst() {
-            tls::close_static();
+            FastGate::close();
         }
     }
 }

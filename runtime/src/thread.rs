@@ -26,7 +26,7 @@ use crate::context::{CONTEXTS, Context, ContextNode};
 use crate::hint;
 use crate::hooks;
 use crate::settings::{self, AttachMode};
-use crate::tls;
+use crate::tls::{self, Slot};
 
 /// The slot's value once the key destructor released the thread's bound
 /// context: the thread is exiting, so later calls are served per call.
@@ -174,95 +174,40 @@ fn tagged(node: &'static ContextNode) -> *const ContextNode {
     ptr::from_ref(node).map_addr(|address| address | CACHED_TAG)
 }
 
-/// The per-call fast path's attach where the fast path reached the slot
-/// at an offset from the thread pointer (`slot`: the static offset, or
-/// the descriptor's in dynamic TLS), and read `value` there: takes the
-/// context that `value` caches, by clearing the slot's tag in one
-/// instruction (a bit test and reset, no compare-and-swap); `None` when it
-/// caches none, or the slot no longer does (the caller then takes the slow
-/// path).
+/// The per-call fast path's attach: takes the context that `value`, read
+/// from `slot`, caches, by clearing the slot's tag in one instruction (no
+/// compare-and-swap where the target allows it); `None` when it caches
+/// none, or the slot no longer does (the caller then takes the slow path).
 ///
-/// The context taken is the one the slot caches at that instruction,
-/// read back after it: a signal handler that ran since `value` was read
-/// may have replaced the cached context.
+/// The context taken is the one the slot caches at that instruction: a
+/// signal handler that ran since `value` was read may have replaced it.
+/// Its last attachment was per call on this very thread: its fields
+/// already say so, and its exit hook is armed.
 #[cfg_attr(not(callgate_unoptimized), inline(always))]
-pub(crate) fn take_cached_via(
-    slot: &tls::ThreadSlot,
-    value: *const ContextNode,
-) -> Option<&'static ContextNode> {
+pub(crate) fn take_cached(slot: &Slot, value: *const ContextNode) -> Option<&'static ContextNode> {
     cached(value)?;
     // SAFETY: a tagged slot value caches a node of `CONTEXTS` for this
     // thread, and untagged it is that node serving this thread, a value
-    // `set` accepts: taking it from the cache makes it serve the thread
-    // (as in `attach`). The top bit is the tag (`CACHED_TAG`).
-    let node = unsafe { slot.clear_top_bit() }?;
-    Some(taken(node))
-}
-
-/// The context that clearing the slot's tag just took from the cache:
-/// `node`, the slot's new value.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
-fn taken(node: *const ContextNode) -> &'static ContextNode {
+    // `set` accepts: taking it from the cache makes it serve the thread.
+    // The top bit is the tag (`CACHED_TAG`).
+    let node = unsafe { slot.untag(value) }?;
     // SAFETY: the slot now holds this node of `CONTEXTS`, freed only when
     // the library is unloaded.
     let node = unsafe { &*node };
     node.value.binds.bump();
-    node
-}
-
-/// The per-call fast path's attach where the slot is not reached at an
-/// offset from the thread pointer (targets without a static offset):
-/// takes the context that the slot's `value` caches by claiming the slot
-/// for it ([`tls::claim`]: one instruction where the target allows it);
-/// `None` when `value` caches none, or the slot no longer holds `value`
-/// (the caller then takes the slow path). The per-call [`attach`] of the
-/// slow path starts the same way.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
-pub(crate) fn take_cached(value: *const ContextNode) -> Option<&'static ContextNode> {
-    let node = cached(value)?;
-    // Its last attachment was per call on this very thread: its fields
-    // already say so, and its exit hook is armed.
-    // SAFETY: `node` is a node of `CONTEXTS`, and claiming it from the
-    // cache makes it serve this thread.
-    unsafe { tls::claim(value, node) }.ok()?;
-    node.value.binds.bump();
     Some(node)
 }
 
-/// The per-call fast path's release: caches `node` again with one store
-/// when it has no `#[local]` values, else releases it as [`leave`] does.
+/// The per-call fast path's release, through `slot`, where
+/// [`take_cached`] took `node`: caches `node` again with one store when
+/// it has no `#[local]` values, else releases it as [`leave`] does.
 ///
 /// # Safety
 ///
 /// As for `release`: `node` serves the calling thread, which gives it up,
 /// and no call runs on it.
 #[cfg_attr(not(callgate_unoptimized), inline(always))]
-pub(crate) unsafe fn release_cached(node: &'static ContextNode) {
-    // SAFETY: forwarded caller obligations; `set` stores a slot value.
-    unsafe { release_cached_with(node, |value| tls::set(value)) }
-}
-
-/// [`release_cached`] through `slot`, the calling thread's slot as the
-/// fast path reached it (see [`take_cached_via`]).
-///
-/// # Safety
-///
-/// As for [`release_cached`].
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
-pub(crate) unsafe fn release_cached_via(slot: &tls::ThreadSlot, node: &'static ContextNode) {
-    // SAFETY: forwarded caller obligations; `slot.set` stores a slot value
-    // in the calling thread's slot, as `tls::set` does.
-    unsafe { release_cached_with(node, |value| slot.set(value)) }
-}
-
-/// [`release_cached`], caching with `store`.
-///
-/// # Safety
-///
-/// As for [`release_cached`]; `store` stores a value in the calling
-/// thread's slot as [`tls::set`] does, with the same contract.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
-unsafe fn release_cached_with(node: &'static ContextNode, store: impl FnOnce(*const ContextNode)) {
+pub(crate) unsafe fn release_cached(slot: &Slot, node: &'static ContextNode) {
     // SAFETY: this thread owns `node` (caller obligation).
     let plain = unsafe { !node.value.after_exit() && !node.value.locals.has_values() };
     if CACHES && plain {
@@ -271,16 +216,15 @@ unsafe fn release_cached_with(node: &'static ContextNode, store: impl FnOnce(*co
         // count on it, and the count's load and store must not straddle
         // that (it is not one instruction in every build).
         node.value.releases.bump();
-        // A plain store (through the slot the fast path reached, or
-        // `tls::set`): the slot holds `node`, and
-        // nothing that interrupts this thread here changes that for good (a
-        // callback from a signal handler finds `node` idle, runs on it and
-        // leaves it so, never released: see `keep_for_interrupted_call`;
-        // a `#[local]` value it bound stays bound, for the thread's next
-        // release or its exit: `release_at_exit`).
-        // A tagged node of `CONTEXTS` is a slot value, cached for this
-        // thread, which gives up the context until it takes it back.
-        store(tagged(node));
+        // A plain store: nothing that interrupts this thread here changes
+        // the slot for good (a callback from a signal handler finds `node`
+        // idle, runs on it and leaves it so, never released: see
+        // `keep_for_interrupted_call`; a `#[local]` value it bound stays
+        // bound, for the thread's next release or its exit:
+        // `release_at_exit`).
+        // SAFETY: a tagged node of `CONTEXTS` is a slot value, cached for
+        // this thread, which gives up the context until it takes it back.
+        unsafe { slot.set(tagged(node)) };
         return;
     }
     // SAFETY: forwarded caller obligations.
@@ -304,7 +248,7 @@ unsafe fn release_cached_with(node: &'static ContextNode, store: impl FnOnce(*co
 pub(crate) fn attach(attach: AttachMode) -> &'static ContextNode {
     let seen = tls::get();
     if attach == AttachMode::PerCall {
-        if let Some(node) = take_cached(seen) {
+        if let Some(node) = claim_cached(seen) {
             // A nested call may have kept it as a bound one while its last
             // attachment was being released (`keep_for_interrupted_call`).
             // SAFETY: this thread owns `node`, just taken from its cache,
@@ -315,6 +259,21 @@ pub(crate) fn attach(attach: AttachMode) -> &'static ContextNode {
         }
     }
     attach_slow(attach, seen)
+}
+
+/// [`attach`]'s take from the cache, which reaches the slot anew: the
+/// context that the slot's `value` caches, by claiming the slot for it;
+/// `None` when `value` caches none, or the slot no longer holds `value`.
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
+fn claim_cached(value: *const ContextNode) -> Option<&'static ContextNode> {
+    let node = cached(value)?;
+    // Its last attachment was per call on this very thread: its fields
+    // already say so, and its exit hook is armed.
+    // SAFETY: `node` is a node of `CONTEXTS`, and claiming it from the
+    // cache makes it serve this thread.
+    unsafe { tls::claim(value, node) }.ok()?;
+    node.value.binds.bump();
+    Some(node)
 }
 
 /// `attach` from a context of the free list (or a new one), or from the
@@ -538,7 +497,7 @@ pub(crate) unsafe fn release_at_exit() -> usize {
     if let Some(node) = cached(seen) {
         // Its `#[local]` values are released first: a callback from a
         // signal handler may have bound one while the per-call fast path
-        // was caching it (see `release_cached_with`).
+        // was caching it (see `release_cached`).
         // SAFETY: the cache owned `node` for this thread, released already
         // (counted, no call runs on it, no `LocalRef` is alive, it serves
         // no thread whose exit hook ran); the slot no longer holds it, so

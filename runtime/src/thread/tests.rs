@@ -71,7 +71,7 @@ fn a_take_from_the_cache_after_a_nested_bind_leaves_the_thread_bound() {
         }
         let seen = tls::get();
         let bound = attach(AttachMode::Bound);
-        assert!(take_cached(seen).is_none(), "taken over the bound context");
+        assert!(claim_cached(seen).is_none(), "taken over the bound context");
         let found = current().expect("the bound context serves the thread");
         assert!(ptr::eq(found, bound));
         // SAFETY: as above.

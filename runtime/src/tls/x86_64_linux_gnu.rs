@@ -82,7 +82,7 @@
 //! Even `_dl_tlsdesc_return` is a call and a return on every access. When
 //! the slot is in static TLS it sits at the same offset from the thread
 //! pointer in every thread, for as long as the library is loaded, so
-//! [`open_static`] can record that offset in `__callgate_static_offset` (a
+//! [`open_fast_gate`] can record that offset in `__callgate_static_offset` (a
 //! hidden word of this library), and the fast paths ([`static_at`]) and
 //! [`get_static`] read the slot with two loads and no call. The offset is
 //! known to be static in two cases, checked on the code the linker and
@@ -109,7 +109,7 @@
 //! There the trampoline's read of the static word finds 0 on every call.
 //! So that such a call need not look at the probe's result and the init
 //! gate too (two loads through the GOT each, as the runtime's statics are
-//! reached from a callback's crate), [`open_static`] sets a second hidden
+//! reached from a callback's crate), [`open_fast_gate`] sets a second hidden
 //! word, `__callgate_descriptor_open`, where the probe found no static
 //! offset: [`descriptor_open`] reads it with one `rip`-relative load, and a
 //! non-zero value stands for the open gate as the static word does. The
@@ -127,9 +127,9 @@
 //! [`get_static`] therefore reads it with
 //! `Acquire` semantics (an x86-64 load, and an `asm!` block the compiler
 //! must treat as a barrier), pairing with the `SeqCst` store of
-//! [`open_static`], which its caller makes after seeing the gate open with
+//! [`open_fast_gate`], which its caller makes after seeing the gate open with
 //! `Acquire`: what an init wrote happens before a call that reads the
-//! offset. [`open_static`] and [`close_static`] are `SeqCst` because
+//! offset. [`open_fast_gate`] and [`close_fast_gate`] are `SeqCst` because
 //! their callers pair each of them with a check of the gate (a store then
 //! a load that must not be reordered).
 
@@ -385,8 +385,6 @@ pub(super) fn claim(
     }
 }
 
-pub(super) const HAS_STATIC: bool = true;
-
 /// One of this library's hidden words, `$symbol`, read with one
 /// `rip`-relative load and no GOT entry (an atomic load through
 /// `hidden_word!` would add a `lea`). The load has `Acquire` meaning
@@ -408,12 +406,43 @@ macro_rules! load_hidden_word {
     }};
 }
 
+/// The slot the fast paths' way (`tls::Slot::fast`): at the static offset
+/// while it is recorded, else through the descriptor while
+/// [`descriptor_open`]. Both stand for the open gate.
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
+pub(super) fn fast_at(_gate_open: impl FnOnce() -> bool) -> Option<SlotAt> {
+    let at_static = static_at();
+    if at_static.is_none() && descriptor_open() {
+        return slot_at();
+    }
+    at_static
+}
+
+/// At the static offset while it is recorded, which stands for the open
+/// gate.
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
+pub(super) fn without_call_at(_gate_open: impl FnOnce() -> bool) -> Option<SlotAt> {
+    static_at()
+}
+
+/// Through the descriptor where the slot has no static offset
+/// ([`static_missing`]) and the gate is open ([`descriptor_open`]) or
+/// skipped.
+#[cfg_attr(not(callgate_unoptimized), inline(always))]
+pub(super) fn dynamic_at(gate_skipped: bool) -> Option<SlotAt> {
+    if descriptor_open() || (gate_skipped && static_missing()) {
+        slot_at()
+    } else {
+        None
+    }
+}
+
 /// True while the gate is open and the slot is known to have no static
 /// offset (`__callgate_descriptor_open`, module docs): a call that finds
 /// the static word 0 can read the slot through the descriptor without
 /// looking at the gate.
 #[cfg_attr(not(callgate_unoptimized), inline(always))]
-pub(super) fn descriptor_open() -> bool {
+fn descriptor_open() -> bool {
     load_hidden_word!("__callgate_descriptor_open") != 0
 }
 
@@ -427,7 +456,7 @@ fn recorded_offset() -> isize {
 /// The calling thread's slot, read at the static offset; `None` while that
 /// offset is not recorded (the fast path is closed).
 #[cfg_attr(not(callgate_unoptimized), inline(always))]
-pub(super) fn get_static() -> Option<*const ContextNode> {
+fn get_static() -> Option<*const ContextNode> {
     static_at().map(|at| get_at(&at))
 }
 
@@ -435,7 +464,7 @@ pub(super) fn get_static() -> Option<*const ContextNode> {
 /// `None` while that offset is not recorded (the fast path is closed, or
 /// the slot is in dynamic TLS).
 #[cfg_attr(not(callgate_unoptimized), inline(always))]
-pub(super) fn static_at() -> Option<SlotAt> {
+fn static_at() -> Option<SlotAt> {
     let offset = recorded_offset();
     if offset == 0 {
         // Rare but in dynamic TLS, and marked so for the layout of the
@@ -444,7 +473,7 @@ pub(super) fn static_at() -> Option<SlotAt> {
         return None;
     }
     // A non-zero recorded offset is the slot's offset from the thread
-    // pointer in every thread (`open_static` recorded it only then), so
+    // pointer in every thread (`open_fast_gate` recorded it only then), so
     // the calling thread's too.
     NonZeroIsize::new(offset).map(SlotAt)
 }
@@ -453,7 +482,7 @@ pub(super) fn static_at() -> Option<SlotAt> {
 /// offset; false (nothing stored) if the fast path is closed.
 #[cfg_attr(not(callgate_unoptimized), inline(always))]
 fn set_static(value: *const ContextNode) -> bool {
-    static_at().map(|at| set_of(&at, value)).is_some()
+    static_at().map(|at| set_at(&at, value)).is_some()
 }
 
 /// The slot's offset from the thread pointer for the thread that read it
@@ -468,7 +497,7 @@ pub(super) struct SlotAt(NonZeroIsize);
 /// The calling thread's slot through the descriptor: one call. (`None`
 /// if the resolver returned 0, which no TLS variable's offset is.)
 #[cfg_attr(not(callgate_unoptimized), inline(always))]
-pub(super) fn slot_at() -> Option<SlotAt> {
+fn slot_at() -> Option<SlotAt> {
     let offset: isize;
     // SAFETY: the descriptor sequence alone: its resolver returns the
     // slot's offset from the thread pointer for the calling thread
@@ -498,16 +527,17 @@ pub(super) fn get_at(at: &SlotAt) -> *const ContextNode {
     unsafe { read_at(at.0.get()) }
 }
 
-/// [`clear_top_bit_at`] at `at` (see [`SlotAt`]).
+/// [`clear_top_bit_at`] at `at` (see [`SlotAt`]): whatever the slot holds
+/// then, not only `_seen`.
 #[cfg_attr(not(callgate_unoptimized), inline(always))]
-pub(super) fn clear_top_bit_of(at: &SlotAt) -> Option<*const ContextNode> {
+pub(super) fn untag_at(at: &SlotAt, _seen: *const ContextNode) -> Option<*const ContextNode> {
     // SAFETY: as in `get_at`.
     unsafe { clear_top_bit_at(at.0.get()) }
 }
 
 /// Stores `value` in the slot at `at` (see [`SlotAt`]).
 #[cfg_attr(not(callgate_unoptimized), inline(always))]
-pub(super) fn set_of(at: &SlotAt, value: *const ContextNode) {
+pub(super) fn set_at(at: &SlotAt, value: *const ContextNode) {
     // SAFETY: as in `get_at`.
     unsafe { write_at(at.0.get(), value) }
 }
@@ -628,7 +658,7 @@ const NO_STATIC_OFFSET: isize = 1;
 /// Records the slot's static offset, if it has one: [`get_static`] reads
 /// it from now on. Else opens the descriptor's way ([`descriptor_open`]).
 #[cold]
-pub(super) fn open_static() {
+pub(super) fn open_fast_gate() {
     // Relaxed: the probe's result is the same whichever thread computes
     // it, and publishes nothing else.
     let mut offset = PROBED.load(Ordering::Relaxed);
@@ -644,10 +674,10 @@ pub(super) fn open_static() {
     }
 }
 
-/// True when [`open_static`] has something to do: both words are 0.
+/// True when [`open_fast_gate`] has something to do: both words are 0.
 #[cfg_attr(not(callgate_unoptimized), inline(always))]
-pub(super) fn static_closed() -> bool {
-    // Relaxed: a hint; `open_static` decides under `SeqCst`.
+pub(super) fn fast_gate_shut() -> bool {
+    // Relaxed: a hint; `open_fast_gate` decides under `SeqCst`.
     static_word().load(Ordering::Relaxed) == 0 && descriptor_word().load(Ordering::Relaxed) == 0
 }
 
@@ -655,8 +685,8 @@ pub(super) fn static_closed() -> bool {
 /// dynamic TLS, or the resolver is another one): every access goes
 /// through the descriptor for as long as the library is loaded.
 #[cfg_attr(not(callgate_unoptimized), inline(always))]
-pub(super) fn static_missing() -> bool {
-    // Relaxed: a hint, as in `static_closed`; the probe's result does not
+fn static_missing() -> bool {
+    // Relaxed: a hint, as in `fast_gate_shut`; the probe's result does not
     // change while the library is loaded, and a caller that reads 0 here
     // takes the slow path, which probes.
     PROBED.load(Ordering::Relaxed) == NO_STATIC_OFFSET
@@ -665,7 +695,7 @@ pub(super) fn static_missing() -> bool {
 /// Forgets the static offset and closes the descriptor's way: every call
 /// looks at the gate.
 #[cold]
-pub(super) fn close_static() {
+pub(super) fn close_fast_gate() {
     // SeqCst: see "Atomic orderings" in the module docs.
     static_word().store(0, Ordering::SeqCst);
     descriptor_word().store(0, Ordering::SeqCst);
@@ -743,7 +773,7 @@ mod tests {
         assert!(offset < 0, "x86-64 TLS lies below the thread pointer");
         let marker = core::ptr::without_provenance::<ContextNode>(0x1000);
         set(marker);
-        open_static();
+        open_fast_gate();
         assert_eq!(get_static(), Some(marker));
         std::thread::spawn(move || {
             // Same offset, this thread's own slot.
@@ -751,7 +781,7 @@ mod tests {
         })
         .join()
         .unwrap();
-        close_static();
+        close_fast_gate();
         assert_eq!(get_static(), None);
         set(core::ptr::null());
     }
