@@ -1,5 +1,10 @@
-use super::*;
+use core::ptr;
+
+use super::attach::claim_cached;
+use super::{attach, current, leave};
+use crate::settings::AttachMode;
 use crate::stack::Anchor;
+use crate::tls;
 
 /// Runs `body` on a new thread, whose exit hook then releases what it
 /// holds.
