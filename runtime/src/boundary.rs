@@ -32,7 +32,9 @@ mod slow;
 mod straight;
 
 pub use outcome::{from_result, ok};
+/// The name `closure.rs` still uses for [`OnFailure`].
+pub(crate) use site::OnFailure as Policy;
 pub(crate) use site::marked_call_is_gone;
-pub use site::{Frame, Policy, Site};
+pub use site::{Frame, OnFailure, Site};
 pub(crate) use slow::bound_context;
 pub use straight::{call, call_local};

@@ -6,7 +6,7 @@ use core::any::Any;
 use core::fmt::Display;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use super::site::{Frame, Policy, Site};
+use super::site::{Frame, OnFailure, Site};
 use crate::context::ContextNode;
 use crate::diag;
 use crate::failure::{Failure, payload_message};
@@ -113,7 +113,7 @@ fn foreign_unwind(site: &Site) {
 #[inline(never)]
 pub(super) fn failed<R>(site: &Site, failure: Failure, on_error: impl FnOnce() -> R) -> R {
     let message = failure.into_message();
-    if site.on_error == Policy::Abort {
+    if site.on_error == OnFailure::Abort {
         diag::abort_with(&format!(
             "callgate: callback `{}` failed: {message}; aborting",
             site.name
@@ -129,7 +129,7 @@ pub(super) fn failed<R>(site: &Site, failure: Failure, on_error: impl FnOnce() -
 #[inline(never)]
 fn panicked<R>(site: &Site, payload: Box<dyn Any + Send>, on_panic: impl FnOnce() -> R) -> R {
     let message = payload_message(payload);
-    if site.on_panic == Policy::Abort || settings::current().panic == PanicMode::Abort {
+    if site.on_panic == OnFailure::Abort || settings::current().panic == PanicMode::Abort {
         diag::abort_with(&format!(
             "callgate: callback `{}` panicked: {message}; aborting",
             site.name

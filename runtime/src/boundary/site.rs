@@ -12,9 +12,11 @@ use crate::settings::AttachMode;
 use crate::stack::{Anchor, Mark};
 use crate::thread;
 
-/// What to do with a failure (`on_panic = abort`).
+/// What a callback does when its call fails (`on_error`) or panics
+/// (`on_panic`): `on_panic = abort` and `on_error = abort` choose
+/// [`Abort`](OnFailure::Abort).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Policy {
+pub enum OnFailure {
     /// Record the message and return the declared fallback value.
     Return,
     /// Print the message, naming the callback, and abort the process.
@@ -31,9 +33,9 @@ pub struct Site {
     /// What to do while initialisation is pending.
     pub gate: GatePolicy,
     /// What to do when the body panics.
-    pub on_panic: Policy,
+    pub on_panic: OnFailure,
     /// What to do on `Err`, a bad argument or a failed init.
-    pub on_error: Policy,
+    pub on_error: OnFailure,
 }
 
 impl Site {
