@@ -63,8 +63,8 @@ pub(crate) fn exit_hook_ready() -> bool {
 /// Called only once [`exit_hook_ready`] returned true.
 ///
 /// Always inlined: a thread's first call runs it inside `bind_first`,
-/// whose page it then shares (see `boundary::bind_first`); left to the
-/// compiler, it went out of line after unrelated changes elsewhere.
+/// whose page it then shares (see `boundary::slow::bind_first`), and the
+/// compiler alone does not always inline it.
 #[cfg_attr(not(callgate_unoptimized), inline(always))]
 pub(crate) fn register_exit_hook(node: &'static ContextNode) {
     let Some(key) = key() else {

@@ -21,7 +21,7 @@ use crate::{hint, hooks, tls};
 /// compare-and-swap, so exactly one context ends up bound: the loser's
 /// context goes straight back to the free list.
 ///
-/// Off the fast path already (its one caller, `boundary::arrive`, is
+/// Off the fast path already (its one caller, `boundary::slow::arrive`, is
 /// cold), so inlined there: one call and one frame less on a first call.
 #[inline]
 pub(crate) fn attach(attach: AttachMode) -> &'static ContextNode {
@@ -58,7 +58,7 @@ pub(super) fn claim_cached(value: *const ContextNode) -> Option<&'static Context
 /// `attach` from a context of the free list (or a new one), or from the
 /// cache when the thread becomes bound; `seen` is what the slot held.
 ///
-/// Inlined into `attach`'s one caller, `boundary::arrive` (cold, out of
+/// Inlined into `attach`'s one caller, `boundary::slow::arrive` (cold, out of
 /// line): a thread's first call then runs one function's prologue less.
 #[inline]
 fn attach_slow(attach: AttachMode, mut seen: *const ContextNode) -> &'static ContextNode {
