@@ -129,7 +129,7 @@ fn serving() -> Option<&'static ContextNode> {
 /// again, a context already cached or handed back. So it becomes a bound
 /// one, whose calls release nothing (`Context::leave`): the interrupted
 /// call runs on it and the thread's exit releases it (its exit hook is
-/// armed: `attach::bind`), or that call releases it as it was about to ([`attach`]
+/// armed: `attach::bind`), or that call releases it as it was about to ([`attach()`]
 /// makes it per call again when it comes back from the cache).
 ///
 /// # Safety

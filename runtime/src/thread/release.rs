@@ -197,7 +197,7 @@ pub(super) unsafe fn release_values(node: &'static ContextNode, attached: bool, 
 }
 
 /// Pushes `node`, which served this thread, back onto the free list, its
-/// calls recorded as over for the next owner ([`Context::give_up`]).
+/// calls recorded as over for the next owner (`Context::give_up`).
 ///
 /// # Safety
 ///

@@ -1,4 +1,4 @@
-//! [`Slot`](super::Slot) and [`FastGate`](super::FastGate) where the slot
+//! [`Slot`](crate::tls::Slot) and [`FastGate`](crate::tls::FastGate) where the slot
 //! has no offset from the thread pointer to keep: a slot reached is the
 //! target's own access to it, and the fast path checks the gate itself.
 

@@ -29,7 +29,7 @@
 //! with aligned moves: the call needs the stack aligned to 16 bytes. Rust
 //! promises that at the start of such a block, but the compiler does not
 //! keep it where it moves a function's prologue past the block. So each
-//! block checks the stack pointer first ([`descriptor_call!`]): aligned,
+//! block checks the stack pointer first (`descriptor_call!`): aligned,
 //! it makes the call in line; 8 bytes off (it is always a multiple of 8),
 //! it jumps to a few instructions out of line that move the stack pointer
 //! down, call and jump back. A trampoline's fast path, which has no frame,
@@ -120,7 +120,7 @@ macro_rules! descriptor_call {
     };
 }
 
-/// Runs `$before` (if given), the descriptor call ([`descriptor_call!`])
+/// Runs `$before` (if given), the descriptor call (`descriptor_call!`)
 /// that leaves the slot's offset from the thread pointer in `rax`,
 /// and `$access`, with the operands `$($operand)*`, the options
 /// `$($option)*` and every register the resolver may clobber declared.
