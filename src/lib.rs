@@ -6,7 +6,7 @@
 
 use core::ffi::c_int;
 
-use callgate::__private::{Attach, GatePolicy, Policy, Site};
+use callgate::__private::{Attach, GatePolicy, OnFailure, Site};
 
 /// The site of a hand-written trampoline over callgate's hidden runtime API
 /// (what `#[c_callback]` generates), returning its fallback values on
@@ -16,8 +16,8 @@ pub const fn site(name: &'static str, attach: Attach, gate: GatePolicy) -> Site 
         name,
         attach,
         gate,
-        on_panic: Policy::Return,
-        on_error: Policy::Return,
+        on_panic: OnFailure::Return,
+        on_error: OnFailure::Return,
     }
 }
 

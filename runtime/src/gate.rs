@@ -21,7 +21,7 @@
 //!   announces runs, which program order on the arming thread gives, and
 //!   callers that race with loading the library learn about the library
 //!   only through the loader's own synchronisation. It is `SeqCst` for
-//!   `init`, which closes the static-TLS fast path after it (see
+//!   `init`, which closes the gate's fast-path word after it (see
 //!   `init::open_fast_path`).
 //! * A waiter reads the count of the gate's bell before the state, and
 //!   sleeps only while the count is unchanged; `finish` rings after it
@@ -171,7 +171,7 @@ impl Gate {
     /// so that arming aborts (a library has a handful).
     pub(crate) fn arm(&self, kind: InitKind) {
         // SeqCst: it publishes no data (module docs), but `init` pairs it
-        // with `is_ready_seqcst` around the static TLS offset.
+        // with `is_ready_seqcst` around the fast-path word.
         let before = self.state.fetch_add(kind.unit(), Ordering::SeqCst);
         if before & kind.mask() == kind.mask() {
             crate::diag::abort_with("callgate: too many inits pending at once; aborting");
@@ -342,73 +342,4 @@ impl Gate {
 }
 
 #[cfg(all(test, not(callgate_loom)))]
-mod tests {
-    use super::*;
-
-    /// A gate with `foreground` and `background` inits pending.
-    fn pending(foreground: u32, background: u32) -> Gate {
-        let gate = Gate::new();
-        for _ in 0..foreground {
-            gate.arm(InitKind::Foreground);
-        }
-        for _ in 0..background {
-            gate.arm(InitKind::Background);
-        }
-        gate
-    }
-
-    fn orphaned(gate: &Gate) -> bool {
-        gate.state() == InitState::Failed(ORPHANED.to_owned())
-    }
-
-    #[test]
-    fn the_counts_of_both_kinds_hold_the_gate() {
-        let gate = pending(2, 1);
-        gate.finish(InitKind::Foreground, Ok(()));
-        gate.finish(InitKind::Background, Ok(()));
-        assert_eq!(gate.state(), InitState::Pending);
-        gate.finish(InitKind::Foreground, Ok(()));
-        assert_eq!(gate.state(), InitState::Ready);
-        assert!(gate.is_ready());
-    }
-
-    #[test]
-    fn a_child_of_the_loader_keeps_its_foreground_inits() {
-        let gate = pending(2, 0);
-        gate.after_fork(true, false);
-        assert_eq!(gate.state(), InitState::Pending);
-    }
-
-    #[test]
-    fn a_child_of_another_thread_loses_the_foreground_inits() {
-        let gate = pending(1, 0);
-        gate.after_fork(false, false);
-        assert!(orphaned(&gate));
-    }
-
-    #[test]
-    fn a_child_loses_the_background_inits_of_other_threads() {
-        // Forked by the loader while a background init runs elsewhere.
-        let gate = pending(1, 1);
-        gate.after_fork(true, false);
-        assert!(orphaned(&gate));
-        // Forked by one of two background inits.
-        let gate = pending(0, 2);
-        gate.after_fork(false, true);
-        assert!(orphaned(&gate));
-    }
-
-    #[test]
-    fn a_child_of_the_one_background_init_keeps_it() {
-        let gate = pending(0, 1);
-        gate.after_fork(false, true);
-        assert_eq!(gate.state(), InitState::Pending);
-    }
-
-    #[test]
-    fn a_child_of_an_open_gate_stays_open() {
-        let gate = pending(0, 0);
-        gate.after_fork(false, false);
-        assert_eq!(gate.state(), InitState::Ready);
-    }
-}
+mod tests;

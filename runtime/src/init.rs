@@ -7,7 +7,8 @@ use crate::failure::{Failure, payload_message};
 use crate::gate::{Closed, Gate, GatePolicy, InitKind, InitState};
 use crate::sync::{AtomicBool, AtomicUsize, Ordering};
 use crate::thread::id as thread_id;
-use crate::{diag, hooks, stats, tls};
+use crate::tls::FastGate;
+use crate::{diag, hooks, stats};
 
 pub(crate) static GATE: Gate = Gate::new();
 
@@ -87,7 +88,7 @@ pub fn arm_init(background: bool) {
     GATE.arm(InitKind::of(background));
     // After arming: a call that opens the fast path from now on re-checks
     // the gate and sees it armed (`open_fast_path`).
-    tls::close_static();
+    FastGate::close();
 }
 
 /// Starts one `#[callgate::init]` function, armed by [`arm_init`]; called
@@ -311,23 +312,21 @@ pub(crate) fn after_fork_in_child() {
     );
 }
 
-/// Lets later calls skip the gate (and, where the slot has a static TLS
-/// offset, the TLS descriptor call) by recording the slot's static
-/// offset, or that the slot has none (`tls::open_static`), if the gate is
-/// open. Called on a call's slow path.
+/// Lets later calls skip the gate by opening its fast-path word
+/// ([`FastGate`]), if the gate is open. Called on a call's slow path;
+/// cheap when there is nothing to do.
 ///
-/// The record stands for an open gate, so it must not outlive one: an
-/// init armed after the check below closes it (`run_init`), and one armed
-/// between the check and the record is seen by the re-check, which closes
-/// it again. Both checks and the arm are `SeqCst`, like the record and the
-/// close, so the re-check cannot miss an arm whose close came first. A
-/// call that reads the record in that short window runs as if it had
-/// passed the gate just before the arm, which any call may do anyway: an
-/// arm does not wait for calls already running.
-/// Cheap when there is nothing to do: the path is open.
+/// The word stands for an open gate, so it must not stay open past one:
+/// an init armed after the check below closes it (`arm_init`), and one
+/// armed between the check and the opening is seen by the re-check, which
+/// closes it again. Both checks and the arm are `SeqCst`, like the opening
+/// and the closing, so the re-check cannot miss an arm whose close came
+/// first. A call that reads the word open in that short window runs as if
+/// it had passed the gate just before the arm, which any call may do
+/// anyway: an arm does not wait for calls already running.
 #[inline]
 pub(crate) fn open_fast_path() {
-    if tls::static_closed() {
+    if FastGate::is_shut() {
         open_fast_path_slow();
     }
 }
@@ -336,9 +335,9 @@ pub(crate) fn open_fast_path() {
 #[inline(never)]
 fn open_fast_path_slow() {
     if GATE.is_ready_seqcst() {
-        tls::open_static();
+        FastGate::open();
         if !GATE.is_ready_seqcst() {
-            tls::close_static();
+            FastGate::close();
         }
     }
 }

@@ -321,7 +321,7 @@ pub use callgate_macros::c_callback;
 pub use callgate_macros::init;
 #[cfg(not(callgate_loom))]
 pub use closure::{Closure, OnceClosure};
-pub use gate::{GatePolicy, InitState};
+pub use gate::InitState;
 #[cfg(not(callgate_loom))]
 pub use init::init_state;
 #[cfg(not(callgate_loom))]

@@ -7,7 +7,7 @@ pub use crate::args::{
     Region, check_disjoint, cstr_arg, mut_arg, opt_cstr_arg, opt_mut_arg, opt_ref_arg, opt_str_arg,
     ref_arg, str_arg,
 };
-pub use crate::boundary::{Frame, Policy, Site, call, call_local, from_result, ok};
+pub use crate::boundary::{Frame, OnFailure, Site, call, call_local, from_result, ok};
 pub use crate::failure::Failure;
 pub use crate::gate::GatePolicy;
 pub use crate::init::{arm_init, run_init, start_init};

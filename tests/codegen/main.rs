@@ -25,13 +25,13 @@
 //! - at most the table's instructions (today's count);
 //! - no frame: no push, no move of the stack pointer, beyond the table's
 //!   bytes (none where the body reaches nothing that needs the call's
-//!   records, `boundary::call_cold`: `bench_bound` and `bench_local`;
+//!   records, `boundary::slow::call_cold`: `bench_bound` and `bench_local`;
 //!   the table says why the other two have one);
 //! - no call, and no jump out of the function;
 //! - one access relative to the thread pointer, the slot's load at its
 //!   static offset (`tls/x86_64_linux_gnu.rs`, `static_at`);
 //! - within the table's number of 64-byte lines (one for an `int (int)`
-//!   callback: `boundary::align_to_fetch_line`);
+//!   callback: `boundary::straight::align_to_fetch_line`);
 //! - through the slot's value, only the context's first 64 bytes (the
 //!   fields a bound call touches come first: `context::Context`);
 //! - no read-modify-write of the context and no locked instruction: the
@@ -41,7 +41,7 @@
 //! 64-byte boundary (`align_to_fetch_line`) and calls its cold function
 //! from one place (`call_cold`, `call_local_cold`); `bind_first`, one
 //! copy for every callback, starts on a 1 KiB boundary and lies within one
-//! page (`boundary::bind_first`).
+//! page (`boundary::slow::bind_first`).
 //!
 //! A build with `--cfg callgate_portable_tls` reads the slot through
 //! `thread_local!`, a call to `__tls_get_addr`: the guard must reject it,
@@ -118,7 +118,7 @@ static TARGETS: &[Target] = &[Target {
     trampolines: &[
         Trampoline {
             symbol: "bench_bound",
-            cold: "callgate::boundary::call_cold",
+            cold: "callgate::boundary::slow::call_cold",
             instructions: 13,
             frame_bytes: 0,
             lines: 1,
@@ -127,7 +127,7 @@ static TARGETS: &[Target] = &[Target {
         },
         Trampoline {
             symbol: "bench_local",
-            cold: "callgate::boundary::call_local_cold",
+            cold: "callgate::boundary::slow::call_local_cold",
             instructions: 18,
             frame_bytes: 0,
             lines: 1,
@@ -136,7 +136,7 @@ static TARGETS: &[Target] = &[Target {
         },
         Trampoline {
             symbol: "bench_per_call",
-            cold: "callgate::boundary::call_cold",
+            cold: "callgate::boundary::slow::call_cold",
             instructions: 17,
             frame_bytes: 24,
             lines: 1,
@@ -145,7 +145,7 @@ static TARGETS: &[Target] = &[Target {
         },
         Trampoline {
             symbol: "bench_user_data",
-            cold: "callgate::boundary::call_cold",
+            cold: "callgate::boundary::slow::call_cold",
             instructions: 32,
             frame_bytes: 56,
             lines: 2,

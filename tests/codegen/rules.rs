@@ -63,7 +63,7 @@ impl Rule {
             Rule::Frame => {
                 "something on the straight line now needs the stack (a value kept across a call, \
                  or a slow path's frame set up at the entry): keep what needs a frame behind the \
-                 one call to the cold function (`call_cold` in boundary.rs)."
+                 one call to the cold function (`call_cold` in boundary/slow.rs)."
             }
             Rule::Call => {
                 "a function of the call path is no longer inlined, or the slot is read through a \
@@ -77,7 +77,7 @@ impl Rule {
             }
             Rule::Lines => {
                 "the straight line outgrew its instruction-fetch line: shorten it, or check that \
-                 `align_to_fetch_line` (boundary.rs) still aligns the trampoline."
+                 `align_to_fetch_line` (boundary/straight.rs) still aligns the trampoline."
             }
             Rule::ContextLine => {
                 "keep the fields a bound call touches first in `Context`, in its first cache line \
@@ -89,16 +89,16 @@ impl Rule {
                  context.rs). Keep counters and atomics on the slow paths."
             }
             Rule::Aligned => {
-                "`align_to_fetch_line` (boundary.rs) no longer starts the trampoline on a fetch-line \
+                "`align_to_fetch_line` (boundary/straight.rs) no longer starts the trampoline on a fetch-line \
                  boundary."
             }
             Rule::ColdCallOnce => {
                 "every call the fast path does not serve goes through one call of the cold \
                  function, so that the compiler sets the frame up on that path only (`call_cold` \
-                 in boundary.rs)."
+                 in boundary/slow.rs)."
             }
             Rule::BindFirst => {
-                "`bind_first` (boundary.rs) is not generic, so one copy serves every callback, and \
+                "`bind_first` (boundary/slow.rs) is not generic, so one copy serves every callback, and \
                  `align_function::<10>` aligns it so that its code stays in one page: a thread's \
                  first call would otherwise fetch two."
             }
@@ -191,7 +191,7 @@ pub fn check(target: &'static Target, library: &Path, listing: &Listing) -> Repo
 /// Where `bind_first` is, if there is one copy of it, aligned to
 /// `alignment` and within one page; else what is wrong.
 fn bind_first(target: &Target, listing: &Listing, alignment: u64) -> Result<String, String> {
-    const NAME: &str = "callgate::boundary::bind_first";
+    const NAME: &str = "callgate::boundary::slow::bind_first";
     let function = listing
         .function(NAME)
         .ok_or_else(|| format!("no function {NAME}"))?;

@@ -40,8 +40,8 @@ pub unsafe extern "C" fn scale(
         name: "scale",
         attach: ::callgate::__private::Attach::Bound,
         gate: ::callgate::__private::GatePolicy::Wait,
-        on_panic: ::callgate::__private::Policy::Return,
-        on_error: ::callgate::__private::Policy::Return,
+        on_panic: ::callgate::__private::OnFailure::Return,
+        on_error: ::callgate::__private::OnFailure::Return,
     };
     #[used]
     #[cfg_attr(
@@ -181,8 +181,8 @@ pub unsafe extern "C" fn name(
         name: "name",
         attach: ::callgate::__private::Attach::Bound,
         gate: ::callgate::__private::GatePolicy::Wait,
-        on_panic: ::callgate::__private::Policy::Return,
-        on_error: ::callgate::__private::Policy::Return,
+        on_panic: ::callgate::__private::OnFailure::Return,
+        on_error: ::callgate::__private::OnFailure::Return,
     };
     #[used]
     #[cfg_attr(
@@ -263,8 +263,8 @@ pub unsafe extern "C" fn repeat(
         name: "repeat",
         attach: ::callgate::__private::Attach::Bound,
         gate: ::callgate::__private::GatePolicy::Wait,
-        on_panic: ::callgate::__private::Policy::Abort,
-        on_error: ::callgate::__private::Policy::Abort,
+        on_panic: ::callgate::__private::OnFailure::Abort,
+        on_error: ::callgate::__private::OnFailure::Abort,
     };
     #[used]
     #[cfg_attr(

@@ -47,8 +47,8 @@ pub unsafe extern "C" fn parse(
         name: "parse",
         attach: ::callgate::__private::Attach::Bound,
         gate: ::callgate::__private::GatePolicy::Fail,
-        on_panic: ::callgate::__private::Policy::Return,
-        on_error: ::callgate::__private::Policy::Return,
+        on_panic: ::callgate::__private::OnFailure::Return,
+        on_error: ::callgate::__private::OnFailure::Return,
     };
     #[used]
     #[cfg_attr(

@@ -49,8 +49,8 @@ pub unsafe extern "C" fn by_key(
         name: "by_key",
         attach: ::callgate::__private::Attach::Bound,
         gate: ::callgate::__private::GatePolicy::Wait,
-        on_panic: ::callgate::__private::Policy::Return,
-        on_error: ::callgate::__private::Policy::Return,
+        on_panic: ::callgate::__private::OnFailure::Return,
+        on_error: ::callgate::__private::OnFailure::Return,
     };
     #[used]
     #[cfg_attr(

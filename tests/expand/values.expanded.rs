@@ -68,8 +68,8 @@ pub extern "C" fn open(
         name: "open",
         attach: ::callgate::__private::Attach::Bound,
         gate: ::callgate::__private::GatePolicy::Wait,
-        on_panic: ::callgate::__private::Policy::Return,
-        on_error: ::callgate::__private::Policy::Return,
+        on_panic: ::callgate::__private::OnFailure::Return,
+        on_error: ::callgate::__private::OnFailure::Return,
     };
     #[used]
     #[cfg_attr(

@@ -330,8 +330,8 @@ pub(crate) fn expand(callback: &Callback, options: &Options) -> TokenStream {
                 name: #name,
                 attach: #rt::Attach::#attach,
                 gate: #rt::GatePolicy::#gate,
-                on_panic: #rt::Policy::#panic_policy,
-                on_error: #rt::Policy::#error_policy,
+                on_panic: #rt::OnFailure::#panic_policy,
+                on_error: #rt::OnFailure::#error_policy,
             };
             // The C declaration, for `callgate-header`.
             #decl

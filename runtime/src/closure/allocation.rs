@@ -26,7 +26,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use super::hold::{Hold, retire};
 use super::owner::OWNED;
 use super::tombstones;
-use crate::boundary::{Policy, Site};
+use crate::boundary::{OnFailure, Site};
 use crate::diag::{abort_with, report};
 use crate::failure::payload_message;
 use crate::gate::GatePolicy;
@@ -96,8 +96,8 @@ pub(super) fn allocate<B, R>(
             name,
             attach: AttachMode::Bound,
             gate: GatePolicy::Wait,
-            on_panic: Policy::Return,
-            on_error: Policy::Return,
+            on_panic: OnFailure::Return,
+            on_error: OnFailure::Return,
         },
         on_failure,
         body,

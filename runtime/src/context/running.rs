@@ -23,7 +23,7 @@ use core::cell::UnsafeCell;
 /// (both words and the anchor's token) wherever nothing can read them
 /// before the leave: a body that calls nothing it cannot see and writes
 /// through no pointer that might reach the context. A `#[local]` value
-/// reaches the body as a `&mut T` (`boundary::outermost_holding`), which
+/// reaches the body as a `&mut T` (`boundary::straight::outermost_holding`), which
 /// reaches nothing else, so using it keeps them dead.
 #[repr(C, align(16))]
 pub(super) struct Running(UnsafeCell<[u64; 2]>);

@@ -38,7 +38,7 @@ impl Locals {
     /// exists and is bound to the thread, with the entry word that holds
     /// it ([`holding`](super::holding) its index). Only `last` is written:
     /// the call's entry records the hold and its leave ends it. The
-    /// pointer becomes the call's `&mut T` (`boundary::outermost_holding`).
+    /// pointer becomes the call's `&mut T` (`boundary::straight::outermost_holding`).
     ///
     /// # Safety
     ///

@@ -1,5 +1,10 @@
-use super::*;
+use core::ptr;
+
+use super::attach::claim_cached;
+use super::{attach, current, leave};
+use crate::settings::AttachMode;
 use crate::stack::Anchor;
+use crate::tls;
 
 /// Runs `body` on a new thread, whose exit hook then releases what it
 /// holds.
@@ -71,7 +76,7 @@ fn a_take_from_the_cache_after_a_nested_bind_leaves_the_thread_bound() {
         }
         let seen = tls::get();
         let bound = attach(AttachMode::Bound);
-        assert!(take_cached(seen).is_none(), "taken over the bound context");
+        assert!(claim_cached(seen).is_none(), "taken over the bound context");
         let found = current().expect("the bound context serves the thread");
         assert!(ptr::eq(found, bound));
         // SAFETY: as above.

@@ -93,5 +93,5 @@ fn compare_exchange(
     .map_err(<*mut ContextNode>::cast_const)
 }
 
-// Where the slot has no static offset (`tls::HAS_STATIC` is false).
-pub(super) use super::no_static::*;
+// No offset from the thread pointer to keep.
+pub(super) use super::no_offset::*;

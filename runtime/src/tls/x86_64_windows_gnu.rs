@@ -151,5 +151,5 @@ pub(super) fn claim(
     }
 }
 
-// Where the slot has no static offset (`tls::HAS_STATIC` is false).
-pub(super) use super::no_static::*;
+// No offset from the thread pointer to keep.
+pub(super) use super::no_offset::*;
