@@ -3,9 +3,9 @@
 //! path then keeps its rare branch out of line. Older compilers (down to
 //! the crate's `rust-version`) build the same code without the hint.
 //!
-//! Sets `cfg(callgate_unoptimized)` when the crate is built at
-//! `opt-level = 0` (cargo's `dev` profile): the call path's functions are
-//! then not `#[inline(always)]`. Unoptimised code gives every local of
+//! Sets `cfg(callgate_unoptimized)` in a `dev` build, or at
+//! `opt-level = 0`: the call path's functions are then not
+//! `#[inline(always)]`. Unoptimised code gives every local of
 //! every inlined function a stack slot of its own for the whole call, so
 //! inlining them all made each nested callback take about 5 KiB of stack
 //! instead of under 2 KiB (see the guide's Known limits).
@@ -19,9 +19,15 @@ fn main() {
     if rustc_minor().is_some_and(|minor| minor >= 95) {
         println!("cargo:rustc-cfg=callgate_cold_path");
     }
-    // Cargo sets `OPT_LEVEL` for build scripts to the level the crate is
-    // built at: "0" to "3", "s" or "z".
-    if env::var_os("OPT_LEVEL").is_some_and(|level| level == "0") {
+    // Cargo sets `OPT_LEVEL` to the level this crate is built at ("0" to
+    // "3", "s" or "z"), and `PROFILE` to "debug" for a profile that
+    // inherits from `dev`. The call path is generic and inline, so it is
+    // compiled in the user's crate, at the user's level: in a `dev` build
+    // that is 0 even where callgate itself is optimised
+    // (`[profile.dev.package."*"] opt-level = 3`).
+    let unoptimized = env::var_os("OPT_LEVEL").is_some_and(|level| level == "0")
+        || env::var_os("PROFILE").is_some_and(|profile| profile == "debug");
+    if unoptimized {
         println!("cargo:rustc-cfg=callgate_unoptimized");
     }
 }

@@ -19,7 +19,7 @@ pub unsafe extern "C" fn scale(
     text: *mut c_char,
     text_len: usize,
 ) -> i64 {
-    #[inline(always)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn __callgate_body(
         values: &[f64],
         out: &mut [f64],
@@ -173,7 +173,7 @@ pub unsafe extern "C" fn name(
     bytes: *const u8,
     bytes_len: usize,
 ) -> <Option<CString> as ::callgate::__private::OwnedValue>::Raw {
-    #[inline(always)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn __callgate_body(bytes: &[u8]) -> Option<CString> {
         CString::new(bytes).ok()
     }
@@ -255,7 +255,7 @@ pub unsafe extern "C" fn repeat(
     count: usize,
     result_len: *mut usize,
 ) -> *mut <Vec<u8> as ::callgate::__private::OwnedSlice>::Elem {
-    #[inline(always)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn __callgate_body(byte: u8, count: usize) -> Vec<u8> {
         vec![byte; count]
     }

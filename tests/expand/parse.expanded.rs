@@ -28,7 +28,7 @@ pub unsafe extern "C" fn parse(
     out: *mut f64,
     unit: *const ::core::ffi::c_char,
 ) -> i32 {
-    #[inline(always)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn __callgate_body(
         text: &CStr,
         out: &mut f64,

@@ -38,7 +38,7 @@ pub unsafe extern "C" fn by_key(
     b: *const c_void,
     order: *mut ::core::ffi::c_void,
 ) -> c_int {
-    #[inline(always)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn __callgate_body(a: *const c_void, b: *const c_void, order: &mut Order) -> c_int {
         let (a, b) = unsafe { (*a.cast::<c_int>(), *b.cast::<c_int>()) };
         order.comparisons += 1;
@@ -107,7 +107,7 @@ pub unsafe extern "C" fn count_args(
     argc: <c_int as ::callgate::__private::CArg>::Raw,
     args: *mut *mut sqlite3_value,
 ) {
-    #[inline(always)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn __callgate_body(
         ctx: *mut sqlite3_context,
         argc: c_int,
@@ -124,8 +124,8 @@ pub unsafe extern "C" fn count_args(
         name: "count_args",
         attach: ::callgate::__private::Attach::Bound,
         gate: ::callgate::__private::GatePolicy::Wait,
-        on_panic: ::callgate::__private::Policy::Return,
-        on_error: ::callgate::__private::Policy::Return,
+        on_panic: ::callgate::__private::OnFailure::Return,
+        on_error: ::callgate::__private::OnFailure::Return,
     };
     #[used]
     #[cfg_attr(

@@ -19,6 +19,23 @@ fn depth(args: &[&str]) -> host::Outcome {
 fn bound_nesting_uses_one_context_released_once_at_thread_exit() {
     let levels = host::size(1_000, 10_000).to_string();
     let outcome = depth(&["nest", &levels]);
+    let per_level = outcome.number("stack_bytes_per_level");
+    println!("stack per level: {per_level} bytes");
+    // The debug build's level takes about 2 KiB: 4 or more means the call
+    // path was forced inline in unoptimised code (a user's `dev` build
+    // with callgate optimised, `[profile.dev.package."*"] opt-level = 3`:
+    // the `mixed-profile` row).
+    if !host::emulated() {
+        let most = if host::fixture_is_release() {
+            1024.0
+        } else {
+            3072.0
+        };
+        assert!(
+            per_level <= most,
+            "{per_level} bytes of stack per level, at most {most} expected"
+        );
+    }
     assert_eq!(outcome.get("levels"), Some(levels.as_str()));
     assert_eq!(outcome.number("binds_during"), 1.0);
     assert_eq!(outcome.number("releases_at_return"), 0.0);

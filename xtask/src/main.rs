@@ -172,6 +172,16 @@ const ROWS: &[Row] = &[
         ],
     },
     Row {
+        name: "mixed-profile",
+        build: "the fixture in a dev build with callgate optimised (`[profile.dev.package.\"*\"] opt-level = 3`)",
+        guards: "the call path is compiled at the user's level: not forced inline into unoptimised code",
+        needs: &[CC, CXX],
+        commands: &[
+            "cargo build --quiet -p callgate-fixture --config 'profile.dev.package.callgate.opt-level=3' --target-dir target/fixture-mixed",
+            "CALLGATE_TEST_FIXTURE=$PWD/target/fixture-mixed/debug/libcallgate_fixture.so cargo test -p callgate-dev --test hosts -- depth::",
+        ],
+    },
+    Row {
         name: "panic-abort",
         build: "the fixture with `panic = \"abort\"` and no unwind tables",
         guards: "the runtime's `asm!` assembles without unwind tables; a panic aborts",

@@ -323,7 +323,7 @@ pub(crate) fn expand(callback: &Callback, options: &Options) -> TokenStream {
         #deny_unsafe_ops
         #vis #unsafety extern "C" fn #ident #generics (#(#c_params),*) #c_return #where_clause {
             #(#inner_attrs)*
-            #[inline(always)]
+            #[cfg_attr(not(debug_assertions), inline(always))]
             fn __callgate_body #generics (#(#body_params),*) #body_output #where_clause #block
 
             static __CALLGATE_SITE: #rt::Site = #rt::Site {

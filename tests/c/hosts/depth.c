@@ -42,10 +42,16 @@ static int per_call;
 static int64_t first_token;
 static long levels, token_mismatches;
 static fixture_stats_t innermost;
+static uintptr_t outermost_frame, innermost_frame;
 
 /* Called by the fixture's nest callback with depth - 1: checks this level
  * still runs on the nest's context, then nests once more. */
 static int64_t reenter(int32_t depth) {
+    /* This frame's address at the first and the last level: the stack a
+     * level of the nest takes (the callback's frames and this one's). */
+    char here;
+    if (levels == 0) outermost_frame = (uintptr_t)&here;
+    innermost_frame = (uintptr_t)&here;
     levels++;
     int64_t token = lib.token();
     if (first_token == 0) first_token = token;
@@ -87,6 +93,10 @@ static void nest(int depth) {
     const fixture_stats_t *b = &args.before, *r = &args.after_return;
 
     printf("depth=%d\nlevels=%ld\nseconds=%.3f\n", depth, levels, elapsed);
+    if (levels > 1) {
+        printf("stack_bytes_per_level=%lu\n",
+               (unsigned long)((outermost_frame - innermost_frame) / (uintptr_t)(levels - 1)));
+    }
     printf("binds_during=%" PRIu64 "\nbound_during=%" PRIu64 "\n", innermost.binds - b->binds,
            innermost.contexts_bound - b->contexts_bound);
     printf("releases_at_return=%" PRIu64 "\nreleases_at_exit=%" PRIu64 "\n",
