@@ -48,6 +48,24 @@ pub fn derive_c_enum(input: TokenStream) -> TokenStream {
     derive::c_enum(input.into()).into()
 }
 
+/// Marks a function of the runtime's call path: `#[inline(always)]`, but
+/// not in a `dev` build or at `opt-level = 0` (`cfg(callgate_unoptimized)`,
+/// set by the runtime's build script), where forcing it inline would give
+/// each nested callback's frame every inlined function's locals. For the
+/// runtime's own code. Not public API.
+#[doc(hidden)]
+#[proc_macro_attribute]
+pub fn hot_path(args: TokenStream, item: TokenStream) -> TokenStream {
+    let args = proc_macro2::TokenStream::from(args);
+    let item = proc_macro2::TokenStream::from(item);
+    if !args.is_empty() {
+        return syn::Error::new_spanned(args, "#[hot_path] takes no arguments")
+            .to_compile_error()
+            .into();
+    }
+    quote::quote!(#[cfg_attr(not(callgate_unoptimized), inline(always))] #item).into()
+}
+
 /// Records the C declarations of `extern "C"` fns exported by hand, for
 /// `callgate-header`; `callgate::export_error_api!` uses it. Not public API.
 #[doc(hidden)]

@@ -17,7 +17,7 @@ fn misaligned(name: &'static str, align: usize) -> Failure {
     Failure::new(format!("argument `{name}` is not aligned to {align} bytes"))
 }
 
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 fn check<T>(p: *const T, name: &'static str) -> Result<(), Failure> {
     if p.is_null() {
         return Err(null(name));
@@ -33,7 +33,7 @@ fn check<T>(p: *const T, name: &'static str) -> Result<(), Failure> {
 /// # Safety
 ///
 /// A non-null, aligned `p` must point to a valid `T` that nothing mutates for `'a`.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub unsafe fn ref_arg<'a, T>(p: *const T, name: &'static str) -> Result<&'a T, Failure> {
     check(p, name)?;
     // SAFETY: non-null and aligned (checked); valid for 'a (caller obligation).
@@ -46,7 +46,7 @@ pub unsafe fn ref_arg<'a, T>(p: *const T, name: &'static str) -> Result<&'a T, F
 ///
 /// A non-null, aligned `p` must point to a valid `T` that nothing else
 /// accesses for `'a`.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub unsafe fn mut_arg<'a, T>(p: *mut T, name: &'static str) -> Result<&'a mut T, Failure> {
     check(p, name)?;
     // SAFETY: non-null and aligned (checked); exclusive for 'a (caller obligation).
@@ -58,7 +58,7 @@ pub unsafe fn mut_arg<'a, T>(p: *mut T, name: &'static str) -> Result<&'a mut T,
 /// # Safety
 ///
 /// As [`ref_arg`] when `p` is non-null.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub unsafe fn opt_ref_arg<'a, T>(
     p: *const T,
     name: &'static str,
@@ -75,7 +75,7 @@ pub unsafe fn opt_ref_arg<'a, T>(
 /// # Safety
 ///
 /// As [`mut_arg`] when `p` is non-null.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub unsafe fn opt_mut_arg<'a, T>(
     p: *mut T,
     name: &'static str,
@@ -93,7 +93,7 @@ pub unsafe fn opt_mut_arg<'a, T>(
 ///
 /// A non-null `p` must point to a NUL-terminated string that stays
 /// unchanged for `'a`.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub unsafe fn cstr_arg<'a>(p: *const c_char, name: &'static str) -> Result<&'a CStr, Failure> {
     if p.is_null() {
         return Err(null(name));
@@ -107,7 +107,7 @@ pub unsafe fn cstr_arg<'a>(p: *const c_char, name: &'static str) -> Result<&'a C
 /// # Safety
 ///
 /// As [`cstr_arg`] when `p` is non-null.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub unsafe fn opt_cstr_arg<'a>(
     p: *const c_char,
     name: &'static str,
@@ -124,7 +124,7 @@ pub unsafe fn opt_cstr_arg<'a>(
 /// # Safety
 ///
 /// As [`cstr_arg`].
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub unsafe fn str_arg<'a>(p: *const c_char, name: &'static str) -> Result<&'a str, Failure> {
     // SAFETY: forwarded caller obligation.
     let text = unsafe { cstr_arg(p, name) }?;
@@ -141,7 +141,7 @@ pub unsafe fn str_arg<'a>(p: *const c_char, name: &'static str) -> Result<&'a st
 /// # Safety
 ///
 /// As [`cstr_arg`] when `p` is non-null.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub unsafe fn opt_str_arg<'a>(
     p: *const c_char,
     name: &'static str,
@@ -169,7 +169,7 @@ impl Region {
     /// The `count` values of `T` from `first` (a pointer, a slice or an
     /// `OutBuf` argument, or user data of type `T`), by address only: nothing
     /// is read.
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     #[must_use]
     pub fn values<T>(first: *const T, count: usize, writable: bool, name: &'static str) -> Self {
         Region {
@@ -192,7 +192,7 @@ impl Region {
     ///
     /// A non-null `text` points to a NUL-terminated string, as the
     /// trampoline's contract says.
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     #[must_use]
     pub unsafe fn c_string(text: *const c_char, name: &'static str) -> Self {
         let len = if text.is_null() {

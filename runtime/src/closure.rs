@@ -88,7 +88,7 @@ pub trait Outcome {
 
 impl<T: CReturn> Outcome for T {
     type C = T;
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     fn into_c(self) -> Result<T, Failure> {
         Ok(self)
     }
@@ -96,7 +96,7 @@ impl<T: CReturn> Outcome for T {
 
 impl<T: CReturn, E: Display> Outcome for Result<T, E> {
     type C = T;
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     fn into_c(self) -> Result<T, Failure> {
         self.map_err(|error| Failure::from_display(&error))
     }

@@ -169,7 +169,7 @@ impl Context {
     /// # Safety
     ///
     /// The caller is the context's owner.
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     pub(crate) unsafe fn per_call(&self) -> bool {
         self.per_call.get()
     }
@@ -209,7 +209,7 @@ impl Context {
     ///
     /// The caller is the context's owner, inside the call that entered at
     /// `depth` with `anchor` (so its anchor holds its token).
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     pub(crate) unsafe fn local<T: Local>(
         &self,
         key: &LocalKey<T>,

@@ -160,7 +160,7 @@ impl Gate {
     }
 
     /// True when every init has finished successfully: the fast path.
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     pub(crate) fn is_ready(&self) -> bool {
         // Acquire: pairs with the Release in `finish` (module docs).
         self.state.load(Ordering::Acquire) == 0

@@ -27,7 +27,7 @@ macro_rules! rarely_taken_here {
 pub(crate) use rarely_taken_here;
 
 /// [`rarely_taken_here!`] as a function.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(crate) fn rarely_taken() {
     rarely_taken_here!();
 }

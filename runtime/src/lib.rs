@@ -139,6 +139,11 @@
 // compiled, for their models.
 #![cfg_attr(callgate_loom, allow(dead_code))]
 
+/// `#[hot_path]` marks the call path's functions: forced inline, but not in
+/// a `dev` build (the one rule, in `callgate_macros::hot_path`).
+#[macro_use]
+extern crate callgate_macros;
+
 /// Defines the hidden assembly function `$name` that makes one call on a
 /// stack aligned to 16 bytes, for callers that cannot promise the ABI's
 /// alignment (the TLS descriptor's call from `asm!` blocks, a key

@@ -60,7 +60,7 @@ impl<'a, T> OutBuf<'a, T> {
     /// # Safety
     ///
     /// As `slice::mut_slice_arg`, for uninitialised elements.
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     unsafe fn from_c(
         p: *mut T,
         len: usize,
@@ -116,13 +116,13 @@ impl<'a, T> OutBuf<'a, T> {
     }
 
     /// Room left for content.
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     fn room(&self) -> usize {
         self.limit - self.written
     }
 
     /// Puts the NUL after the content of a text buffer.
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     fn terminate(&mut self) {
         if self.text {
             if let Some(slot) = self.buf.get_mut(self.written) {
@@ -218,7 +218,7 @@ impl<T> fmt::Debug for OutBuf<'_, T> {
 ///
 /// When `p` is non-null, aligned and `len` elements fit in memory, `p` must
 /// be valid for writing `len` `T`s, which nothing else accesses for `'a`.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub unsafe fn out_buf_arg<'a, T>(
     p: *mut T,
     len: usize,
@@ -234,7 +234,7 @@ pub unsafe fn out_buf_arg<'a, T>(
 /// # Safety
 ///
 /// As [`out_buf_arg`].
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub unsafe fn out_text_arg<'a>(
     p: *mut c_char,
     len: usize,

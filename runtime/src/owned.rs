@@ -82,7 +82,7 @@ impl Owned for CString {
 impl OwnedValue for CString {
     type Raw = *mut c_char;
     const NULL: *mut c_char = core::ptr::null_mut();
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     fn into_raw(self) -> *mut c_char {
         CString::into_raw(self)
     }
@@ -107,7 +107,7 @@ impl<T> Owned for Box<T> {
 impl<T> OwnedValue for Box<T> {
     type Raw = *mut T;
     const NULL: *mut T = core::ptr::null_mut();
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     fn into_raw(self) -> *mut T {
         Box::into_raw(self)
     }
@@ -131,7 +131,7 @@ impl<T> Owned for Box<[T]> {
 
 impl<T> OwnedSlice for Box<[T]> {
     type Elem = T;
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     fn into_raw_parts(self) -> (*mut T, usize) {
         if self.is_empty() {
             // Nothing to free: an empty boxed slice has no allocation.
@@ -148,7 +148,7 @@ impl<T> Owned for Vec<T> {
 
 impl<T> OwnedSlice for Vec<T> {
     type Elem = T;
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     fn into_raw_parts(self) -> (*mut T, usize) {
         self.into_boxed_slice().into_raw_parts()
     }
@@ -161,7 +161,7 @@ impl<O: Owned> Owned for Option<O> {
 impl<O: OwnedValue> OwnedValue for Option<O> {
     type Raw = O::Raw;
     const NULL: O::Raw = O::NULL;
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     fn into_raw(self) -> O::Raw {
         match self {
             Some(value) => value.into_raw(),
@@ -172,7 +172,7 @@ impl<O: OwnedValue> OwnedValue for Option<O> {
 
 impl<O: OwnedSlice> OwnedSlice for Option<O> {
     type Elem = O::Elem;
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     fn into_raw_parts(self) -> (*mut O::Elem, usize) {
         match self {
             Some(value) => value.into_raw_parts(),
@@ -182,14 +182,14 @@ impl<O: OwnedSlice> OwnedSlice for Option<O> {
 }
 
 /// The pointer C receives for an owned result.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub fn owned_value<T: OwnedValue>(value: T) -> T::Raw {
     value.into_raw()
 }
 
 /// The pointer C receives for an owned array; its length goes to
 /// `*result_len`.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub fn owned_slice<T: OwnedSlice>(value: T, result_len: &mut usize) -> *mut T::Elem {
     let (ptr, len) = value.into_raw_parts();
     *result_len = len;
@@ -203,7 +203,7 @@ pub fn owned_slice<T: OwnedSlice>(value: T, result_len: &mut usize) -> *mut T::E
 ///
 /// A non-null, aligned `p` must be valid for writing a `usize` that nothing
 /// else accesses for `'a`.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub unsafe fn result_len_arg<'a>(
     p: *mut usize,
     name: &'static str,

@@ -59,7 +59,7 @@ fn not_utf8(name: &'static str, error: core::str::Utf8Error) -> Failure {
 /// The pointer to build a `len`-element slice from: `p` itself, or a
 /// dangling one for `(NULL, 0)`; a failure for anything else that
 /// `slice::from_raw_parts` would not accept.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(crate) fn checked_start<T>(
     p: *const T,
     len: usize,
@@ -92,7 +92,7 @@ pub(crate) fn checked_start<T>(
 ///
 /// When `p` is non-null, aligned and `len` elements fit in memory, `p` must
 /// point to `len` initialised `T`s that nothing mutates for `'a`.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub unsafe fn slice_arg<'a, T>(
     p: *const T,
     len: usize,
@@ -110,7 +110,7 @@ pub unsafe fn slice_arg<'a, T>(
 /// # Safety
 ///
 /// As [`slice_arg`], and nothing else accesses the elements for `'a`.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub unsafe fn mut_slice_arg<'a, T>(
     p: *mut T,
     len: usize,
@@ -127,7 +127,7 @@ pub unsafe fn mut_slice_arg<'a, T>(
 /// # Safety
 ///
 /// As [`slice_arg`].
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub unsafe fn opt_slice_arg<'a, T>(
     p: *const T,
     len: usize,
@@ -146,7 +146,7 @@ pub unsafe fn opt_slice_arg<'a, T>(
 /// # Safety
 ///
 /// As [`mut_slice_arg`].
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub unsafe fn opt_mut_slice_arg<'a, T>(
     p: *mut T,
     len: usize,
@@ -165,7 +165,7 @@ pub unsafe fn opt_mut_slice_arg<'a, T>(
 /// # Safety
 ///
 /// As [`slice_arg`] for `len` bytes.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub unsafe fn str_len_arg<'a>(
     p: *const c_char,
     len: usize,
@@ -182,7 +182,7 @@ pub unsafe fn str_len_arg<'a>(
 /// # Safety
 ///
 /// As [`str_len_arg`].
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub unsafe fn opt_str_len_arg<'a>(
     p: *const c_char,
     len: usize,
@@ -198,7 +198,7 @@ pub unsafe fn opt_str_len_arg<'a>(
 /// The `usize` length held by the integer parameter `name` that a
 /// `#[len = name]` attribute points at; a negative value (or one that does
 /// not fit in `usize`) is a failure naming the parameter.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub fn len_arg<L>(len: L, name: &'static str) -> Result<usize, Failure>
 where
     L: TryInto<usize> + Copy + Display,

@@ -66,13 +66,13 @@ use crate::sync::{AtomicU64, Ordering};
 pub(crate) struct Anchor(UnsafeCell<MaybeUninit<u64>>);
 
 impl Anchor {
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     pub(crate) const fn new() -> Anchor {
         Anchor(UnsafeCell::new(MaybeUninit::uninit()))
     }
 
     /// Writes `token` into the anchor and returns the mark that finds it.
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     pub(crate) fn mark(&self, token: u64) -> Mark {
         let word = self.0.get().cast::<u64>();
         // SAFETY: `word` points to this anchor's own word. A plain write:
@@ -97,7 +97,7 @@ impl Anchor {
     /// # Safety
     ///
     /// [`mark`](Anchor::mark) wrote the anchor (its call entered).
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     pub(crate) unsafe fn holder_mark(&self) -> Mark {
         // SAFETY: `mark` wrote the word (caller obligation).
         let mark = unsafe { self.current_mark() };
@@ -118,7 +118,7 @@ impl Anchor {
     /// # Safety
     ///
     /// [`mark`](Anchor::mark) wrote the anchor (its call entered).
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     pub(crate) unsafe fn current_mark(&self) -> Mark {
         let word = self.0.get().cast::<u64>();
         Mark {

@@ -97,7 +97,7 @@ pub(crate) fn id() -> usize {
 /// A per-call context found with no call running on it is kept as a
 /// bound one first ([`keep_for_interrupted_call`]): the call that attached
 /// it was interrupted, and it alone may release it.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(crate) fn current() -> Option<&'static ContextNode> {
     let node = serving()?;
     // SAFETY: `node` serves this thread, its owner.
@@ -116,7 +116,7 @@ pub(crate) fn in_call() -> bool {
 }
 
 /// The context serving this thread, if any, as the slot holds it.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 fn serving() -> Option<&'static ContextNode> {
     let node = tls::get();
     if !serves(node) {
@@ -153,7 +153,7 @@ unsafe fn keep_for_interrupted_call(node: &'static ContextNode) {
 /// `serves` says so. A raw value, so that the fast path's one compare is
 /// its only check (an `Option<&_>` adds a null check the compiler does not
 /// see is implied).
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(crate) fn slot() -> *const ContextNode {
     tls::get()
 }
@@ -161,7 +161,7 @@ pub(crate) fn slot() -> *const ContextNode {
 /// True when the slot's `value` is a context serving the thread: then it
 /// is a node of `CONTEXTS` that only this thread uses, and freed only when
 /// the library is unloaded (the contract of `tls::set`).
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(crate) fn serves(value: *const ContextNode) -> bool {
     if CACHES {
         // One signed compare: null, `EXITED` and the cached values (their
@@ -205,7 +205,7 @@ fn tagged(node: &'static ContextNode) -> *const ContextNode {
 /// signal handler that ran since `value` was read may have replaced it.
 /// Its last attachment was per call on this very thread: its fields
 /// already say so, and its exit hook is armed.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(crate) fn take_cached(slot: &Slot, value: *const ContextNode) -> Option<&'static ContextNode> {
     cached(value)?;
     // SAFETY: a tagged slot value caches a node of `CONTEXTS` for this
@@ -228,7 +228,7 @@ pub(crate) fn take_cached(slot: &Slot, value: *const ContextNode) -> Option<&'st
 ///
 /// As for `release`: `node` serves the calling thread, which gives it up,
 /// and no call runs on it.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(crate) unsafe fn release_cached(slot: &Slot, node: &'static ContextNode) {
     // SAFETY: this thread owns `node` (caller obligation).
     let plain = unsafe { !node.value.after_exit() && !node.value.locals.has_values() };

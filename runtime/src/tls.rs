@@ -68,7 +68,7 @@ mod imp;
 mod no_offset;
 
 /// The calling thread's slot: null until the thread stores something.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(crate) fn get() -> *const ContextNode {
     imp::get()
 }
@@ -80,7 +80,7 @@ pub(crate) fn get() -> *const ContextNode {
 /// `value` is null, the `EXITED` marker of `thread`, a node of
 /// `CONTEXTS` that serves the calling thread, or one cached for it (tagged
 /// by `thread`): `thread` dereferences every other value it reads.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(crate) unsafe fn set(value: *const ContextNode) {
     imp::set(value);
 }
@@ -121,14 +121,14 @@ impl Slot {
     /// through the descriptor (one call) where the slot is in dynamic TLS;
     /// or, where the target has no such offset, at no cost. `None` while
     /// the gate is not known to be open: the fast path is closed.
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     pub(crate) fn fast(gate_open: impl FnOnce() -> bool) -> Option<Slot> {
         imp::fast_at(gate_open).map(Slot::new)
     }
 
     /// As [`fast`](Slot::fast), but never with a call: `None` also where
     /// the slot is in dynamic TLS.
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     pub(crate) fn without_call(gate_open: impl FnOnce() -> bool) -> Option<Slot> {
         imp::without_call_at(gate_open).map(Slot::new)
     }
@@ -138,12 +138,12 @@ impl Slot {
     /// `None` otherwise, and always on other targets. For a cold path that
     /// would otherwise reach the slot through the descriptor on each of
     /// its accesses.
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     pub(crate) fn dynamic(gate_skipped: bool) -> Option<Slot> {
         imp::dynamic_at(gate_skipped).map(Slot::new)
     }
 
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     fn new(at: imp::SlotAt) -> Slot {
         Slot {
             at,
@@ -152,7 +152,7 @@ impl Slot {
     }
 
     /// The slot's value (as [`get`]).
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     pub(crate) fn get(&self) -> *const ContextNode {
         imp::get_at(&self.at)
     }
@@ -162,7 +162,7 @@ impl Slot {
     /// # Safety
     ///
     /// As for [`set`].
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     pub(crate) unsafe fn set(&self, value: *const ContextNode) {
         imp::set_at(&self.at, value);
     }
@@ -178,7 +178,7 @@ impl Slot {
     ///
     /// Every slot value with its top bit set is, with that bit cleared, a
     /// value the caller may [`set`] at this point.
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     pub(crate) unsafe fn untag(&self, seen: *const ContextNode) -> Option<*const ContextNode> {
         imp::untag_at(&self.at, seen)
     }
@@ -211,7 +211,7 @@ impl FastGate {
     }
 
     /// True when [`open`](FastGate::open) has something to do.
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     pub(crate) fn is_shut() -> bool {
         imp::fast_gate_shut()
     }

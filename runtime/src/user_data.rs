@@ -272,7 +272,7 @@ impl<T: Send + ?Sized> ExclusiveUserData for T {}
 /// # Safety
 ///
 /// A non-null, aligned `p` points to a live `T` that nothing mutates for `'a`.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub unsafe fn user_data_ref<'a, T: SharedUserData>(
     p: *mut c_void,
     name: &'static str,
@@ -286,7 +286,7 @@ pub unsafe fn user_data_ref<'a, T: SharedUserData>(
 /// # Safety
 ///
 /// A non-null, aligned `p` points to a live `T` nothing else accesses for `'a`.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub unsafe fn user_data_mut<'a, T: ExclusiveUserData>(
     p: *mut c_void,
     name: &'static str,
@@ -300,7 +300,7 @@ pub unsafe fn user_data_mut<'a, T: ExclusiveUserData>(
 /// # Safety
 ///
 /// As [`user_data_ref`] when `p` is non-null.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub unsafe fn opt_user_data_ref<'a, T: SharedUserData>(
     p: *mut c_void,
     name: &'static str,
@@ -314,7 +314,7 @@ pub unsafe fn opt_user_data_ref<'a, T: SharedUserData>(
 /// # Safety
 ///
 /// As [`user_data_mut`] when `p` is non-null.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub unsafe fn opt_user_data_mut<'a, T: ExclusiveUserData>(
     p: *mut c_void,
     name: &'static str,

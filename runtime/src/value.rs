@@ -156,7 +156,7 @@ impl<T: CValue> CArg for T {
 
     const TAKES_EVERY_VALUE: bool = true;
 
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     fn from_c(raw: T, _name: &'static str) -> Result<T, Failure> {
         Ok(raw)
     }
@@ -201,7 +201,7 @@ pub struct Stored<T>(PhantomData<T>);
 
 impl<T> Stored<T> {
     #[doc(hidden)]
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     #[must_use]
     pub const fn new() -> Self {
         Stored(PhantomData)
@@ -224,7 +224,7 @@ pub trait CheckedStored<T> {
 }
 
 impl<T: CArg> CheckedStored<T> for Stored<T> {
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     unsafe fn check(&self, first: *const T, len: usize, name: &'static str) -> Result<(), Failure> {
         const {
             assert!(
@@ -264,7 +264,7 @@ pub trait UncheckedStored<T> {
 }
 
 impl<T> UncheckedStored<T> for &Stored<T> {
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     unsafe fn check(&self, _: *const T, _: usize, _: &'static str) -> Result<(), Failure> {
         Ok(())
     }

@@ -14,21 +14,21 @@ use crate::last_error;
 use crate::settings::{self, PanicMode};
 
 /// Wraps a plain return value for [`call`](super::call)'s body.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub fn ok<T>(value: T) -> Result<T, Failure> {
     Ok(value)
 }
 
 /// Turns the callback's `Result` into [`call`](super::call)'s body result;
 /// the error's `Display` text becomes the last error.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub fn from_result<T, E: Display>(result: Result<T, E>) -> Result<T, Failure> {
     result.map_err(|error| Failure::from_display(&error))
 }
 
 /// Runs the body under `catch_unwind`, with the guard that names the
 /// callback if a foreign unwind reaches a landing pad here.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(super) fn run<R>(
     site: &Site,
     frame: &Frame,
@@ -46,7 +46,7 @@ pub(super) fn run<R>(
 /// is still this thread's, runs `leave` (which may release it) and turns
 /// the outcome into the call's result. One `match`, so the value of a
 /// successful call goes straight out.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(super) fn conclude<R>(
     site: &Site,
     node: &ContextNode,
@@ -89,7 +89,7 @@ struct ForeignUnwind<'a>(&'a Site);
 impl Drop for ForeignUnwind<'_> {
     // Inline, so the landing pad names the site directly and the fast path
     // spends no store keeping the guard in memory.
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     fn drop(&mut self) {
         foreign_unwind(self.0);
     }

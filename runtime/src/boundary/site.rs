@@ -41,7 +41,7 @@ pub struct Site {
 impl Site {
     /// True when a call from this site may go on: it skips the gate, or
     /// the gate is open.
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     pub(super) fn passes_gate(&self) -> bool {
         self.gate == GatePolicy::Skip || init::GATE.is_ready()
     }
@@ -64,7 +64,7 @@ impl Frame {
     /// running callbacks: the address of the context serving it, which
     /// serves one thread at a time and the same one through the call and
     /// every call nested in it.
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     pub(crate) fn thread_mark(&self) -> usize {
         core::ptr::from_ref(self.node).addr()
     }
@@ -72,7 +72,7 @@ impl Frame {
     /// This call's mark, for something it takes and may keep past its
     /// frame (a `Closure::new` turn) to record it by (see
     /// [`marked_call_is_gone`]).
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     pub(crate) fn mark(&self) -> Mark {
         // SAFETY: frames exist only inside `call`, for a call that entered
         // with `anchor`, which lives until the call returns (see `local`).
@@ -82,7 +82,7 @@ impl Frame {
     /// This thread's `T` for a `#[local]` parameter, found through `key`
     /// (the callback's own), or an error if an outer call on this thread is
     /// already using it.
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     pub fn local<T: Local>(&self, key: &LocalKey<T>) -> Result<LocalRef<'_, T>, Failure> {
         // SAFETY: frames exist only inside `call` on the thread the context
         // serves (`Frame` is neither `Send` nor `Sync`), for a call that

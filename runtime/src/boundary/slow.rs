@@ -57,7 +57,7 @@ pub(super) extern "C" fn call_cold<R>(
 /// True when the slot, reached without a call, holds null: the calling
 /// thread is not bound. False where that read is not made: the fast path
 /// is closed, or the slot is in dynamic TLS.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 fn slot_read_null(site: &Site) -> bool {
     Slot::without_call(|| site.passes_gate()).is_some_and(|slot| slot.get().is_null())
 }
@@ -71,7 +71,7 @@ fn slot_read_null(site: &Site) -> bool {
 /// Inlined into [`call_cold`] in an optimised build; out of line at
 /// `opt-level = 0`, where `call_cold`'s frame would otherwise hold this
 /// path's, and every nested call would carry it.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 #[allow(improper_ctypes_definitions, reason = "called from Rust only")]
 extern "C" fn call_unbound<R>(
     site: &Site,
@@ -247,7 +247,7 @@ pub(super) extern "C" fn call_local_cold<R, T: Local>(
 
 /// [`call_slow`] for a callback with one `#[local]` parameter: the body
 /// looks the value up as [`Frame::local`] does.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 fn call_slow_local<R, T: Local>(
     site: &Site,
     key: &'static LocalKey<T>,
@@ -269,7 +269,7 @@ fn call_slow_local<R, T: Local>(
 /// thread exits. `None` where the thread is attached per call (its
 /// context goes back to the pool when the outermost call returns), after
 /// its exit hook ran, or cannot be bound now (the gate is shut).
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(crate) fn bound_context(site: &Site) -> Option<&'static ContextNode> {
     let mut value = thread::slot();
     if value.is_null() && site.attach == AttachMode::Bound {

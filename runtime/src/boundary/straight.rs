@@ -32,7 +32,7 @@ use crate::tls::Slot;
 /// body panics. The failure's message becomes the thread's last error.
 /// `site` lives as long as the call: a trampoline's is a `static`, a
 /// closure's is in the closure's allocation.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub fn call<R>(
     site: &Site,
     on_error: impl FnOnce() -> R,
@@ -90,7 +90,7 @@ pub fn call<R>(
 /// The thread's slot value as the fast path sees it, and the slot where
 /// it reached it ([`Slot::fast`]): null (never [`thread::serves`]) and
 /// `None` while the fast path is closed.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 fn fast_slot(site: &Site) -> (*const ContextNode, Option<Slot>) {
     let slot = Slot::fast(|| site.passes_gate());
     (slot.as_ref().map_or(core::ptr::null(), Slot::get), slot)
@@ -104,7 +104,7 @@ fn fast_slot(site: &Site) -> (*const ContextNode, Option<Slot>) {
 ///
 /// `node` serves the calling thread (a slot value that `thread::serves`
 /// accepts); `anchor` is in the frame of the trampoline making the call.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(super) unsafe fn bound_on<R>(
     site: &Site,
     node: &'static ContextNode,
@@ -134,7 +134,7 @@ pub(super) unsafe fn bound_on<R>(
 /// `node` serves the calling thread, which took it from its cache for this
 /// call; `anchor` is in the frame of the trampoline making the call;
 /// `release` gives `node` up as `thread::release_cached` does.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(super) unsafe fn per_call_on<R>(
     site: &Site,
     node: &'static ContextNode,
@@ -165,7 +165,7 @@ pub(super) unsafe fn per_call_on<R>(
 ///
 /// `node` serves the calling thread, and the calling trampoline's call
 /// entered it with `Context::enter_outermost` and has not left it.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 unsafe fn outermost<R>(
     site: &Site,
     node: &'static ContextNode,
@@ -205,7 +205,7 @@ unsafe fn outermost<R>(
 /// holds — goes to the slow path, which looks it up as [`Frame::local`]
 /// does. A miss never returns into the fast path, so the trampoline keeps
 /// nothing in registers across a call there.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub fn call_local<R, T: Local>(
     site: &Site,
     key: &'static LocalKey<T>,
@@ -226,7 +226,7 @@ pub fn call_local<R, T: Local>(
 /// # Safety
 ///
 /// `anchor` is in the frame of the trampoline making the call.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 #[allow(clippy::too_many_arguments, reason = "call_local's, passed on")]
 unsafe fn local_on<R, T: Local>(
     site: &Site,

@@ -199,7 +199,7 @@ fn dropped_with_panic(name: &str, payload: Box<dyn core::any::Any + Send>) {
 /// # Safety
 ///
 /// `header` belongs to a live closure: its owner still holds a reference.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(super) unsafe fn retain(header: NonNull<Header>) {
     // SAFETY: live (caller obligation).
     let refs = unsafe { &(*header.as_ptr()).refs };
@@ -217,7 +217,7 @@ pub(super) unsafe fn retain(header: NonNull<Header>) {
 ///
 /// The caller owns one reference to the live closure of `header`, and uses
 /// neither the reference nor the closure afterwards.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(super) unsafe fn release(header: NonNull<Header>) {
     // SAFETY: live until this decrement (caller obligation).
     let refs = unsafe { &(*header.as_ptr()).refs };

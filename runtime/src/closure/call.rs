@@ -48,7 +48,7 @@ type ReturnOf<B, Args> = <<B as Invoke<Args>>::Out as Outcome>::C;
 /// `data` is the data pointer of a live closure whose body is a `B` and
 /// whose result is `ReturnOf<B, Args>`; for a once closure, this is its one
 /// call.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 unsafe fn run<B: Invoke<Args>, Args>(data: *mut c_void, args: Args) -> ReturnOf<B, Args> {
     let header = NonNull::new(data.cast::<Header>()).unwrap_or_else(|| null_data());
     // SAFETY: a live `Shared<B, ReturnOf<B, Args>>` (caller obligation),
@@ -134,7 +134,7 @@ pub(super) struct Once<F> {
 }
 
 impl<F> Once<F> {
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     fn take(&self) -> Result<F, Failure> {
         // SAFETY: a once closure has one call: a second one aborts before
         // it gets here (`hold` gives up the owner's reference for the
@@ -184,7 +184,7 @@ macro_rules! arity {
         {
             type Out = O;
             const HOLD: Hold = Hold::Counted;
-            #[cfg_attr(not(callgate_unoptimized), inline(always))]
+            #[hot_path]
             unsafe fn invoke(
                 &self,
                 frame: &Frame,
@@ -202,7 +202,7 @@ macro_rules! arity {
         {
             type Out = O;
             const HOLD: Hold = Hold::Announced;
-            #[cfg_attr(not(callgate_unoptimized), inline(always))]
+            #[hot_path]
             unsafe fn invoke(
                 &self,
                 _: &Frame,
@@ -219,7 +219,7 @@ macro_rules! arity {
         {
             type Out = O;
             const HOLD: Hold = Hold::Owner;
-            #[cfg_attr(not(callgate_unoptimized), inline(always))]
+            #[hot_path]
             unsafe fn invoke(
                 &self,
                 _: &Frame,

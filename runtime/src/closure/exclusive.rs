@@ -69,7 +69,7 @@ impl<F> Exclusive<F> {
     ///
     /// The call holds a reference to the closure of `header`, whose body
     /// this is.
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     pub(super) unsafe fn with<O>(
         &self,
         frame: &Frame,
@@ -159,7 +159,7 @@ unsafe fn turn_holder_is_gone(holder: Mark) -> bool {
 struct EndTurn<'a, F>(&'a Exclusive<F>);
 
 impl<F> Drop for EndTurn<'_, F> {
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     fn drop(&mut self) {
         // SAFETY: an `EndTurn` is made only by `Exclusive::with` on the
         // thread whose `begin` just returned `Ok`, and dropped once (if

@@ -70,7 +70,7 @@ pub(super) enum Held {
 ///
 /// `header` belongs to a live closure, whose calls hold it by `hold`, and
 /// `site` is its site.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(super) unsafe fn hold(header: NonNull<Header>, site: &Site, hold: Hold) -> Option<Held> {
     match hold {
         Hold::Owner => {
@@ -119,7 +119,7 @@ pub(super) unsafe fn hold(header: NonNull<Header>, site: &Site, hold: Hold) -> O
 ///
 /// `held` is what the call of the closure of `header` on this thread
 /// held, and the call returned: it uses the closure no more.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(super) unsafe fn unhold(header: NonNull<Header>, held: Held) {
     match held {
         // SAFETY: the call's reference (caller obligation).

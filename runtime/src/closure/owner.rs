@@ -40,7 +40,7 @@ pub(super) const CALLED: u32 = 2;
 ///
 /// `header` is the header of a closure from `allocate`, alive or kept by
 /// [`tombstones`](super::tombstones).
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(super) unsafe fn give_up_owner(header: NonNull<Header>, by: u32) {
     // SAFETY: alive or kept (caller obligation).
     let owner = unsafe { &(*header.as_ptr()).owner };

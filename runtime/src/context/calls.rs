@@ -17,7 +17,7 @@ impl Context {
     /// # Safety
     ///
     /// As for [`enter`](Context::enter).
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     pub(crate) unsafe fn enter_outermost(&self, anchor: &Anchor) -> bool {
         // SAFETY: owning thread (caller obligation).
         if !unsafe { self.is_idle() } {
@@ -34,7 +34,7 @@ impl Context {
     /// # Safety
     ///
     /// The caller is the context's owner.
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     pub(crate) unsafe fn is_idle(&self) -> bool {
         // The whole word: the held index is 0 whenever the depth is.
         self.running.entry() == 0
@@ -47,7 +47,7 @@ impl Context {
     ///
     /// As for `enter_outermost`, and [`is_idle`](Context::is_idle) is
     /// true.
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     pub(crate) unsafe fn enter_idle(&self, anchor: &Anchor) {
         // SAFETY: forwarded caller obligations; index 0 holds nothing.
         unsafe { self.enter_idle_holding(anchor, holding(0)) };
@@ -61,7 +61,7 @@ impl Context {
     ///
     /// As for `enter_idle`; `entry` is `holding(0)` or `holding` the index
     /// of a value of this context that is free.
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     pub(crate) unsafe fn enter_idle_holding(&self, anchor: &Anchor, entry: u64) {
         debug_assert_eq!(self.running.entry(), 0);
         debug_assert_eq!(entry as u32, 1, "an outermost call's entry word");
@@ -72,7 +72,7 @@ impl Context {
     /// Records the call whose anchor is `anchor` as the outermost one, with
     /// the current outermost token: two stores the compiler may drop (see
     /// [`Running`](super::running::Running)).
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     pub(super) fn mark_outermost(&self, anchor: &Anchor) {
         let token = self.outer_token.get();
         self.running.set_outer(anchor.mark(token).address());
@@ -140,7 +140,7 @@ impl Context {
     /// - The caller is the context's owner.
     /// - The returning call entered with `enter_outermost` and has not
     ///   left yet.
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     pub(crate) unsafe fn leave_outermost(&self) {
         // Depth 0, no `ADVANCED`, and the call's hold ends.
         self.running.set_idle();
@@ -158,7 +158,7 @@ impl Context {
     /// - The caller is the context's owner.
     /// - `anchor` is in the frame of the call that is starting and lives
     ///   until that call leaves.
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     pub(crate) unsafe fn enter(&self, anchor: &Anchor) -> u32 {
         // SAFETY: owning thread (caller obligation).
         let recorded = unsafe { self.depth() };
@@ -179,7 +179,7 @@ impl Context {
     }
 
     /// Sets the depth, keeping the held index and [`ADVANCED`].
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     fn set_depth(&self, depth: u32) {
         self.running
             .set_entry(self.running.entry() & !u64::from(DEPTH) | u64::from(depth));
@@ -206,7 +206,7 @@ impl Context {
     /// - The caller is the context's owner.
     /// - `start` is what the `enter` of the call that is returning gave,
     ///   and that call has not left yet.
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     pub(crate) unsafe fn leave(&self, start: u32) -> bool {
         // SAFETY: owning thread (caller obligation).
         let depth = unsafe { self.depth() };

@@ -13,7 +13,7 @@ impl Counter {
     }
 
     /// Counts one more; returns the count before.
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     pub(crate) fn bump(&self) -> u64 {
         // Relaxed: a statistic with a single writer (the owning thread), so
         // load + store cannot lose an update; readers only need atomicity.

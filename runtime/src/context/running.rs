@@ -33,7 +33,7 @@ impl Running {
         Running(UnsafeCell::new([0; 2]))
     }
 
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     pub(super) fn entry(&self) -> u64 {
         // SAFETY: only the context's owner reaches `Running` (the
         // `Context` methods that do are `unsafe`, their callers vouch for
@@ -41,26 +41,26 @@ impl Running {
         unsafe { (*self.0.get())[0] }
     }
 
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     pub(super) fn set_entry(&self, entry: u64) {
         // SAFETY: as in `entry`.
         unsafe { (*self.0.get())[0] = entry };
     }
 
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     pub(super) fn outer(&self) -> usize {
         // SAFETY: as in `entry`.
         unsafe { (*self.0.get())[1] as usize }
     }
 
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     pub(super) fn set_outer(&self, address: usize) {
         // SAFETY: as in `entry`.
         unsafe { (*self.0.get())[1] = address as u64 };
     }
 
     /// No call running: both words 0, in one 16-byte store.
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     pub(super) fn set_idle(&self) {
         // SAFETY: as in `entry`.
         unsafe { *self.0.get() = [0; 2] };

@@ -65,7 +65,7 @@ pub(crate) fn exit_hook_ready() -> bool {
 /// Always inlined: a thread's first call runs it inside `bind_first`,
 /// whose page it then shares (see `boundary::slow::bind_first`), and the
 /// compiler alone does not always inline it.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(crate) fn register_exit_hook(node: &'static ContextNode) {
     let Some(key) = key() else {
         unreachable!("a thread was bound without an exit hook")

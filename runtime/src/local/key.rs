@@ -44,14 +44,14 @@ impl<T> LocalKey<T> {
 
     /// The entry word that holds `T`'s value ([`holding`] its index), or 0
     /// before the index is looked up.
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     pub(super) fn entry(&self) -> u64 {
         // Relaxed: a plain number (module docs).
         self.entry.load(Ordering::Relaxed)
     }
 
     /// `T`'s index, or 0 before it is looked up.
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     pub(super) fn looked_up(&self) -> u32 {
         held_in(self.entry())
     }
@@ -81,7 +81,7 @@ pub(crate) const fn holding(index: u32) -> u64 {
 }
 
 /// The index of the value an entry word holds, or 0.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(crate) const fn held_in(entry: u64) -> u32 {
     (entry >> 32) as u32
 }

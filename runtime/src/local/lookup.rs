@@ -44,7 +44,7 @@ impl Locals {
     ///
     /// As for `get`, and no call is running on the context (so none holds
     /// a value): the value is for the call that starts on it next.
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     pub(crate) unsafe fn get_ready<T: Local>(&self, key: &LocalKey<T>) -> Option<(u64, *mut T)> {
         let entry = key.entry();
         // The remembered value is bound and, as no call runs, `READY`
@@ -76,7 +76,7 @@ impl Locals {
     ///
     /// `head` is a live slot or a sentinel of this context, on its owning
     /// thread.
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     unsafe fn is_free(head: *mut Head, index: u32, held: u32) -> bool {
         // SAFETY: caller obligation.
         unsafe { (*head).state == READY && index != held }
@@ -97,7 +97,7 @@ impl Locals {
     /// Only the thread that owns the context may call this, from the
     /// running call marked `caller` (its anchor holds the token), with the
     /// `held` index its entry word records.
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     pub(crate) unsafe fn get<T: Local>(
         &self,
         key: &LocalKey<T>,
@@ -211,7 +211,7 @@ impl Locals {
     ///
     /// `head` is a live slot of this context, on its owning thread, and no
     /// reference to its head exists.
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     unsafe fn hold(&self, head: *mut Head, depth: u32, caller: Holder) {
         // SAFETY: caller obligation.
         unsafe {

@@ -94,7 +94,7 @@ impl<T> Slot<T> {
     /// # Safety
     ///
     /// `head` is the head of a live `Slot<T>`.
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     pub(super) unsafe fn value_at(head: *mut Head) -> *mut T {
         // SAFETY: a live slot of `T` (caller obligation); no reference is
         // made.

@@ -85,7 +85,7 @@ impl Hazard {
     /// - `object` is a non-zero multiple of 4, of an object that stays
     ///   alive until a [`Retirement`] of it has read this word, and that
     ///   is not retired before the announcement (see the module docs).
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     pub(crate) unsafe fn announce(&self, object: usize, flags: usize) -> bool {
         debug_assert!(object != 0 && object & FLAGS == 0 && flags & !MARKED == 0);
         // Relaxed: only this thread stores a non-zero value (retirements
@@ -110,7 +110,7 @@ impl Hazard {
     ///
     /// The caller is the thread the word belongs to, done with what it
     /// announced (its call returned, or is certainly gone).
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     pub(crate) unsafe fn withdraw(&self) -> usize {
         // AcqRel: see "Atomic orderings" in the module docs.
         self.word.swap(0, Ordering::AcqRel)
@@ -118,14 +118,14 @@ impl Hazard {
 
     /// True when `withdrawn`, a value [`withdraw`](Hazard::withdraw)
     /// returned, says a retirement waits for the call.
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     pub(crate) fn deferred(withdrawn: usize) -> bool {
         withdrawn & DEFERRED != 0
     }
 
     /// The object's address in `withdrawn`, a value
     /// [`withdraw`](Hazard::withdraw) returned (0 for none).
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     pub(crate) fn object(withdrawn: usize) -> usize {
         withdrawn & !FLAGS
     }

@@ -131,7 +131,7 @@ impl Turn {
     /// `take_back`, `took_over` and `waiting` run, and the error is made,
     /// in the out-of-line slow path, so that the fast path has one call in
     /// it, to that path.
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     pub(crate) fn begin_noting_wait<E, W>(
         &self,
         me: usize,
@@ -302,7 +302,7 @@ impl Turn {
     /// [`begin_noting_wait`](Turn::begin_noting_wait) returned `Ok`, and it
     /// has not called `end` since. (Ending another thread's turn would let
     /// two threads use what the turn guards.)
-    #[cfg_attr(not(callgate_unoptimized), inline(always))]
+    #[hot_path]
     pub(crate) unsafe fn end(&self) {
         // Relaxed: only ANNOTATED is looked at, which never changes.
         let annotated = self.state.load(Ordering::Relaxed) & ANNOTATED != 0;

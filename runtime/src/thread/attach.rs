@@ -43,7 +43,7 @@ pub(crate) fn attach(attach: AttachMode) -> &'static ContextNode {
 /// [`attach`]'s take from the cache, which reaches the slot anew: the
 /// context that the slot's `value` caches, by claiming the slot for it;
 /// `None` when `value` caches none, or the slot no longer holds `value`.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(super) fn claim_cached(value: *const ContextNode) -> Option<&'static ContextNode> {
     let node = cached(value)?;
     // Its last attachment was per call on this very thread: its fields
@@ -147,7 +147,7 @@ pub(crate) unsafe fn bind_unbound() -> Option<&'static ContextNode> {
 /// True when an attach serves the calling thread per call whatever its
 /// callback asks: the platform has no exit hook, no exit hook reaches the
 /// thread (`after_exit`), or the settings ask for it.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 fn per_call_only(after_exit: bool) -> bool {
     !hooks::HAS_THREAD_EXIT_HOOK || after_exit || settings::current().attach == AttachMode::PerCall
 }
@@ -163,7 +163,7 @@ fn per_call_only(after_exit: bool) -> bool {
 /// This thread owns `node`, which no callback runs on yet; `seen` is a
 /// value the slot held since this thread last called into the runtime,
 /// and `new_thread` is false only if `node` came from the slot's cache.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 unsafe fn bind(
     node: &'static ContextNode,
     seen: *const ContextNode,

@@ -17,7 +17,7 @@ use crate::tls;
 /// - The call that is returning entered `node` with `Context::enter`,
 ///   which returned `start`, and has not left it yet.
 /// - The caller does not use `node` afterwards: it may have been released.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(crate) unsafe fn leave(node: &'static ContextNode, start: u32) {
     // SAFETY: `node` serves this thread, and this pairs with the `enter` of
     // the returning call (caller obligations).

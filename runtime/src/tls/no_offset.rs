@@ -8,35 +8,35 @@ use crate::context::ContextNode;
 /// [`set`](super::set) reach it again.
 pub(crate) struct SlotAt;
 
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(crate) fn fast_at(gate_open: impl FnOnce() -> bool) -> Option<SlotAt> {
     without_call_at(gate_open)
 }
 
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(crate) fn without_call_at(gate_open: impl FnOnce() -> bool) -> Option<SlotAt> {
     gate_open().then_some(SlotAt)
 }
 
 /// No dynamic TLS to reach the slot in differently.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(crate) fn dynamic_at(_gate_skipped: bool) -> Option<SlotAt> {
     None
 }
 
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(crate) fn get_at(_at: &SlotAt) -> *const ContextNode {
     super::imp::get()
 }
 
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(crate) fn set_at(_at: &SlotAt, value: *const ContextNode) {
     super::imp::set(value);
 }
 
 /// A claim of the slot from `seen`: one instruction where the target's
 /// claim is (see `claim`).
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(crate) fn untag_at(_at: &SlotAt, seen: *const ContextNode) -> Option<*const ContextNode> {
     const TOP_BIT: usize = 1 << (usize::BITS - 1);
     if seen.addr() & TOP_BIT == 0 {
@@ -52,7 +52,7 @@ pub(crate) fn open_fast_gate() {}
 pub(crate) fn close_fast_gate() {}
 
 /// Nothing to open.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(crate) fn fast_gate_shut() -> bool {
     false
 }

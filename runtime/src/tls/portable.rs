@@ -17,13 +17,13 @@ thread_local! {
     static CURRENT: AtomicPtr<ContextNode> = const { AtomicPtr::new(core::ptr::null_mut()) };
 }
 
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(super) fn get() -> *const ContextNode {
     // Relaxed: see "Atomic orderings".
     CURRENT.with(|current| current.load(Ordering::Relaxed))
 }
 
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(super) fn set(value: *const ContextNode) {
     // Relaxed: see "Atomic orderings".
     CURRENT.with(|current| current.store(value.cast_mut(), Ordering::Relaxed));
@@ -46,7 +46,7 @@ pub(super) fn claim(
 /// time (a per-call attach from the cache claims the slot on its fast
 /// path here). Miri, which runs no assembly, takes the other one.
 #[cfg(all(target_arch = "x86_64", not(miri)))]
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 fn compare_exchange(
     slot: &AtomicPtr<ContextNode>,
     expected: *const ContextNode,
@@ -76,7 +76,7 @@ fn compare_exchange(
 /// taking a signal in between clears the exclusive monitor, so the store
 /// fails and the loop reads what the handler left.
 #[cfg(not(all(target_arch = "x86_64", not(miri))))]
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 fn compare_exchange(
     slot: &AtomicPtr<ContextNode>,
     expected: *const ContextNode,

@@ -172,12 +172,12 @@ macro_rules! with_slot_offset {
 
 /// At the static offset while it is recorded (no call), else through the
 /// descriptor.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(super) fn get() -> *const ContextNode {
     get_static().unwrap_or_else(get_described)
 }
 
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 fn get_described() -> *const ContextNode {
     let value: *const ContextNode;
     // SAFETY: reads this thread's 8-byte slot: the descriptor's resolver
@@ -196,14 +196,14 @@ fn get_described() -> *const ContextNode {
 }
 
 /// At the static offset while it is recorded, else through the descriptor.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(super) fn set(value: *const ContextNode) {
     if !set_static(value) {
         set_described(value);
     }
 }
 
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 fn set_described(value: *const ContextNode) {
     // SAFETY: writes this thread's slot (see `get_described`); only this thread
     // ever accesses it. `value` is an input in a register other than
@@ -272,7 +272,7 @@ pub(super) fn claim(
 /// The slot the fast paths' way (`tls::Slot::fast`): at the static offset
 /// while it is recorded, else through the descriptor while
 /// [`descriptor_open`]. Both stand for the open gate.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(super) fn fast_at(_gate_open: impl FnOnce() -> bool) -> Option<SlotAt> {
     let at_static = static_at();
     if at_static.is_none() && descriptor_open() {
@@ -283,7 +283,7 @@ pub(super) fn fast_at(_gate_open: impl FnOnce() -> bool) -> Option<SlotAt> {
 
 /// At the static offset while it is recorded, which stands for the open
 /// gate.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(super) fn without_call_at(_gate_open: impl FnOnce() -> bool) -> Option<SlotAt> {
     static_at()
 }
@@ -291,7 +291,7 @@ pub(super) fn without_call_at(_gate_open: impl FnOnce() -> bool) -> Option<SlotA
 /// Through the descriptor where the slot has no static offset
 /// ([`static_missing`]) and the gate is open ([`descriptor_open`]) or
 /// skipped.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(super) fn dynamic_at(gate_skipped: bool) -> Option<SlotAt> {
     if descriptor_open() || (gate_skipped && static_missing()) {
         slot_at()
@@ -311,7 +311,7 @@ pub(super) struct SlotAt(NonZeroIsize);
 
 /// The calling thread's slot through the descriptor: one call. (`None`
 /// if the resolver returned 0, which no TLS variable's offset is.)
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 fn slot_at() -> Option<SlotAt> {
     let offset: isize;
     // SAFETY: the descriptor sequence alone: its resolver returns the
@@ -335,7 +335,7 @@ fn slot_at() -> Option<SlotAt> {
 }
 
 /// The slot at `at` (see [`SlotAt`]).
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(super) fn get_at(at: &SlotAt) -> *const ContextNode {
     // SAFETY: `at` holds the slot's offset for the thread that made it,
     // which its owner (`tls::ThreadSlot`, neither `Send` nor `Sync`) is.
@@ -344,14 +344,14 @@ pub(super) fn get_at(at: &SlotAt) -> *const ContextNode {
 
 /// [`clear_top_bit_at`] at `at` (see [`SlotAt`]): whatever the slot holds
 /// then, not only `_seen`.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(super) fn untag_at(at: &SlotAt, _seen: *const ContextNode) -> Option<*const ContextNode> {
     // SAFETY: as in `get_at`.
     unsafe { clear_top_bit_at(at.0.get()) }
 }
 
 /// Stores `value` in the slot at `at` (see [`SlotAt`]).
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(super) fn set_at(at: &SlotAt, value: *const ContextNode) {
     // SAFETY: as in `get_at`.
     unsafe { write_at(at.0.get(), value) }
@@ -363,7 +363,7 @@ pub(super) fn set_at(at: &SlotAt, value: *const ContextNode) {
 ///
 /// `offset` is the calling thread's slot's offset: the recorded static
 /// offset, or one the descriptor returned on this thread.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 unsafe fn read_at(offset: isize) -> *const ContextNode {
     let value: *const ContextNode;
     // SAFETY: `offset` is the calling thread's 8-byte slot (caller
@@ -388,7 +388,7 @@ unsafe fn read_at(offset: isize) -> *const ContextNode {
 /// # Safety
 ///
 /// As for [`read_at`].
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 unsafe fn clear_top_bit_at(offset: isize) -> Option<*const ContextNode> {
     let was_set: u8;
     let value: *const ContextNode;
@@ -414,7 +414,7 @@ unsafe fn clear_top_bit_at(offset: isize) -> Option<*const ContextNode> {
 /// # Safety
 ///
 /// As for [`read_at`].
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 unsafe fn write_at(offset: isize, value: *const ContextNode) {
     // SAFETY: `offset` is the calling thread's slot (caller obligation),
     // which only this thread accesses.

@@ -49,7 +49,7 @@ static INDEX: AtomicU32 = AtomicU32::new(TLS_OUT_OF_INDEXES);
 /// # Safety
 ///
 /// `offset` is the offset of a pointer-sized, pointer-aligned TEB field.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 unsafe fn teb_read(offset: usize) -> *const c_void {
     let value: *const c_void;
     // SAFETY: on x64 Windows `gs` points to the calling thread's TEB, and
@@ -65,7 +65,7 @@ unsafe fn teb_read(offset: usize) -> *const c_void {
     value
 }
 
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(super) fn get() -> *const ContextNode {
     // Acquire: see "Atomic orderings".
     let index = INDEX.load(Ordering::Acquire);
@@ -93,7 +93,7 @@ fn get_slow(index: u32) -> *const ContextNode {
     unsafe { *expansion.add((index - TLS_SLOTS_COUNT) as usize) }
 }
 
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(super) fn set(value: *const ContextNode) {
     // SAFETY: `index()` is a live index, never freed.
     if unsafe { TlsSetValue(index(), value.cast()) } == 0 {

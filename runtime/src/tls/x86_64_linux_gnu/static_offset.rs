@@ -95,21 +95,21 @@ macro_rules! load_hidden_word {
 /// offset (`__callgate_descriptor_open`, module docs): a call that finds
 /// the static word 0 can read the slot through the descriptor without
 /// looking at the gate.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(super) fn descriptor_open() -> bool {
     load_hidden_word!("__callgate_descriptor_open") != 0
 }
 
 /// `__callgate_static_offset`: the slot's static offset, or 0 while the
 /// fast path is closed.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(super) fn recorded_offset() -> isize {
     load_hidden_word!("__callgate_static_offset")
 }
 
 /// The calling thread's slot, read at the static offset; `None` while that
 /// offset is not recorded (the fast path is closed).
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(super) fn get_static() -> Option<*const ContextNode> {
     static_at().map(|at| get_at(&at))
 }
@@ -117,7 +117,7 @@ pub(super) fn get_static() -> Option<*const ContextNode> {
 /// The calling thread's slot at the static offset (see [`SlotAt`]);
 /// `None` while that offset is not recorded (the fast path is closed, or
 /// the slot is in dynamic TLS).
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(super) fn static_at() -> Option<SlotAt> {
     let offset = recorded_offset();
     if offset == 0 {
@@ -134,7 +134,7 @@ pub(super) fn static_at() -> Option<SlotAt> {
 
 /// Stores `value` in the calling thread's slot through the static
 /// offset; false (nothing stored) if the fast path is closed.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(super) fn set_static(value: *const ContextNode) -> bool {
     static_at().map(|at| set_at(&at, value)).is_some()
 }
@@ -162,13 +162,13 @@ macro_rules! hidden_word {
 }
 
 /// `__callgate_static_offset` as an atomic.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 fn static_word() -> &'static AtomicIsize {
     hidden_word!("__callgate_static_offset")
 }
 
 /// `__callgate_descriptor_open` as an atomic.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 fn descriptor_word() -> &'static AtomicIsize {
     hidden_word!("__callgate_descriptor_open")
 }
@@ -201,7 +201,7 @@ pub(crate) fn open_fast_gate() {
 }
 
 /// True when [`open_fast_gate`] has something to do: both words are 0.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(crate) fn fast_gate_shut() -> bool {
     // Relaxed: a hint; `open_fast_gate` decides under `SeqCst`.
     static_word().load(Ordering::Relaxed) == 0 && descriptor_word().load(Ordering::Relaxed) == 0
@@ -210,7 +210,7 @@ pub(crate) fn fast_gate_shut() -> bool {
 /// True once the probe found that the slot has no static offset (it is in
 /// dynamic TLS, or the resolver is another one): every access goes
 /// through the descriptor for as long as the library is loaded.
-#[cfg_attr(not(callgate_unoptimized), inline(always))]
+#[hot_path]
 pub(super) fn static_missing() -> bool {
     // Relaxed: a hint, as in `fast_gate_shut`; the probe's result does not
     // change while the library is loaded, and a caller that reads 0 here
