@@ -304,8 +304,10 @@ const ROWS: &[Row] = &[
         guards: "that what `cargo publish` would upload builds",
         needs: &[],
         commands: &[
-            "rm -rf \"${CARGO_HOME:-$HOME/.cargo}\"/registry/src/*/callgate-{macros-,header-,}0.1.0",
-            "cargo package -p callgate-macros -p callgate -p callgate-header --quiet",
+            // Cargo reuses a registry crate's build whatever its sources:
+            // this version's extracted sources and builds go first.
+            "rm -rf \"${CARGO_HOME:-$HOME/.cargo}\"/registry/src/*/callgate-{macros-,header-,}0.1.0 target/package-verify/debug/.fingerprint/callgate-* target/package-verify/debug/deps/*callgate*",
+            "cargo package -p callgate-macros -p callgate -p callgate-header --target-dir target/package-verify --quiet",
         ],
     },
 ];
