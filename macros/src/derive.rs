@@ -10,7 +10,7 @@ use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 use syn::{Attribute, Data, DeriveInput, Fields, Ident, Meta, Token};
 
-use crate::fail;
+use crate::{fail, type_record};
 
 /// The integer reprs an enum C passes may have (not 128-bit: no C type).
 const INTEGER_REPRS: [&str; 10] = [
@@ -68,18 +68,24 @@ pub(crate) fn c_value(input: TokenStream) -> TokenStream {
         )
         .to_compile_error();
     }
+    let record = match type_record::c_value(&input, data, &reprs, &quote!(::callgate::__private)) {
+        Ok(record) => record,
+        Err(error) => return error.to_compile_error(),
+    };
     let ident = &input.ident;
     let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
     let mut predicates: Vec<TokenStream> = where_clause
         .map(|clause| clause.predicates.iter().map(|p| quote!(#p)).collect())
         .unwrap_or_default();
-    // One bound per field, spanned at its type, so a field that is not a
-    // `CValue` is reported there, by name.
+    // One bound per field (on an array's element: the array takes every
+    // bit pattern when it does), spanned at its type, so a field that is
+    // not a `CValue` is reported there, by name.
     predicates.extend(data.fields.iter().map(|field| {
-        let ty = &field.ty;
+        let ty = type_record::array_element(&field.ty);
         quote_spanned!(ty.span()=> #ty: ::callgate::CValue)
     }));
     quote! {
+        #record
         // SAFETY: the struct has C's layout (`repr(C)` or `repr(transparent)`)
         // and every field takes every bit pattern (the bounds below), so
         // every bit pattern of the struct, its padding aside, is a valid value.
@@ -153,10 +159,14 @@ pub(crate) fn c_enum(input: TokenStream) -> TokenStream {
              integer type up to 64 bits, or `#[repr(C)]` for C's `int`)",
         ));
     }
+    let rt = quote!(::callgate::__private);
+    let record = type_record::c_enum(&input, data, integer, &rt);
+    errors.extend(record.as_ref().err().cloned());
     if let Some(error) = fail::combine(errors) {
         return error.to_compile_error();
     }
 
+    let record = record.unwrap_or_default();
     let ident = &input.ident;
     let name = ident.unraw().to_string();
     let raw = match integer {
@@ -176,6 +186,7 @@ pub(crate) fn c_enum(input: TokenStream) -> TokenStream {
     let name_ident = Ident::new("__callgate_name", Span::mixed_site());
     quote! {
         #size_check
+        #record
         impl ::callgate::__private::CArg for #ident {
             type Raw = #raw;
 

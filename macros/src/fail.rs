@@ -13,7 +13,7 @@ pub(crate) fn soft(item: TokenStream, error: syn::Error) -> TokenStream {
     tokens
 }
 
-/// The user's fn with the `#[local]`, `#[len]` and `#[user_data]` helper
+/// The user's fn with the `#[local]`, `#[len]`, `#[user_data]` and `#[void]` helper
 /// attributes and a C-variadic `...` removed: rustc would report them too
 /// ("cannot find attribute `local`", "only foreign functions may be
 /// C-variadic") and bury the real error.
@@ -25,7 +25,7 @@ pub(crate) fn soft_fn(item: &ItemFn, error: syn::Error) -> TokenStream {
     for input in &mut item.sig.inputs {
         if let FnArg::Typed(param) = input {
             param.attrs.retain(|attr| {
-                !["local", "len", "user_data"]
+                !["local", "len", "user_data", "void"]
                     .iter()
                     .any(|helper| attr.path().is_ident(helper))
             });

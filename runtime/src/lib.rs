@@ -188,6 +188,8 @@ pub mod closure;
 #[cfg(not(callgate_loom))]
 pub mod env;
 #[cfg(not(callgate_loom))]
+mod record;
+#[cfg(not(callgate_loom))]
 mod table;
 
 // The boundary: one call from C, and its arguments.

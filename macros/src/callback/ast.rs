@@ -25,6 +25,8 @@ pub(crate) struct Param<'a> {
     pub len: Option<&'a Attribute>,
     /// The `#[user_data]` helper attribute.
     pub user_data: Option<&'a Attribute>,
+    /// The `#[void]` helper attribute.
+    pub void: Option<&'a Attribute>,
     /// Any other attribute: rejected.
     pub other_attrs: Vec<&'a Attribute>,
     pub kind: Kind<'a>,
@@ -43,10 +45,12 @@ pub(crate) enum Binding<'a> {
 pub(crate) enum Kind<'a> {
     /// Passed through unchanged: C sees the Rust type.
     Value,
-    /// `&T`, `&mut T`, `Option<&T>`, `Option<&mut T>`: a pointer to `elem`.
+    /// `&T`, `&mut T`, `Option<&T>`, `Option<&mut T>`: a pointer to `elem`;
+    /// `void` for a `#[void]` parameter, which C declares as `void *`.
     Ref {
         mutable: bool,
         nullable: bool,
+        void: bool,
         elem: &'a Type,
     },
     /// `&CStr` or `Option<&CStr>`: `const char *`.
@@ -165,6 +169,7 @@ impl<'a> Callback<'a> {
                     let mut local = None;
                     let mut len = None;
                     let mut user_data = None;
+                    let mut void = None;
                     let mut other_attrs = Vec::new();
                     for attr in &typed.attrs {
                         if attr.path().is_ident("local") && local.is_none() {
@@ -173,22 +178,28 @@ impl<'a> Callback<'a> {
                             len = Some(attr);
                         } else if attr.path().is_ident("user_data") && user_data.is_none() {
                             user_data = Some(attr);
+                        } else if attr.path().is_ident("void") && void.is_none() {
+                            void = Some(attr);
                         } else {
                             other_attrs.push(attr);
                         }
                     }
                     let ty = &*typed.ty;
-                    let kind = match (local, mut_ref(ty)) {
+                    let mut kind = match (local, mut_ref(ty)) {
                         (Some(_), Some(elem)) => Kind::Local { elem },
                         _ if user_data.is_some() => user_data_kind(ty),
                         _ => classify(ty, len.map(len_of)),
                     };
+                    if let (Some(_), Kind::Ref { void, .. }) = (void, &mut kind) {
+                        *void = true;
+                    }
                     params.push(Param {
                         binding,
                         ty,
                         local,
                         len,
                         user_data,
+                        void,
                         other_attrs,
                         kind,
                     });
@@ -253,9 +264,15 @@ fn len_of(attr: &Attribute) -> Len<'_> {
 fn classify<'a>(ty: &'a Type, len: Option<Len<'a>>) -> Kind<'a> {
     if let Some(inner) = generic_arg(ty, "Option") {
         return match classify(inner, len) {
-            Kind::Ref { mutable, elem, .. } => Kind::Ref {
+            Kind::Ref {
+                mutable,
+                void,
+                elem,
+                ..
+            } => Kind::Ref {
                 mutable,
                 nullable: true,
+                void,
                 elem,
             },
             Kind::CStr { .. } => Kind::CStr { nullable: true },
@@ -310,6 +327,7 @@ fn classify<'a>(ty: &'a Type, len: Option<Len<'a>>) -> Kind<'a> {
             Kind::Ref {
                 mutable,
                 nullable: false,
+                void: false,
                 elem,
             }
         }
