@@ -39,6 +39,7 @@ pub(crate) fn owners(
             }
         }
     }
+    deleters.sort_by(|(a, _), (b, _)| a.name.cmp(&b.name));
     out.push_str(&format!(
         "#ifdef __cplusplus\n#include <memory>\n\n\
          /* C++ owners of the results the library hands over: each function below returns\n \

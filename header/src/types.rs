@@ -316,3 +316,6 @@ pub(crate) fn is_c_identifier(name: &str) -> bool {
         .is_some_and(|first| first == '_' || first.is_ascii_alphabetic())
         && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
 }
+
+#[cfg(test)]
+mod tests;

@@ -111,7 +111,7 @@ pub(crate) fn c_enum(
         name,
         signature,
         types: String::new(),
-        docs,
+        docs: docs.trim_end_matches(MEMBER_SEPARATOR).to_owned(),
         free: String::new(),
         holes,
     };
@@ -243,7 +243,7 @@ pub(crate) fn c_value(
             name,
             signature,
             types: uses.to_field(),
-            docs,
+            docs: docs.trim_end_matches(MEMBER_SEPARATOR).to_owned(),
             free: String::new(),
             holes: uses.holes.take().unwrap_or_default(),
         }

@@ -14,11 +14,11 @@ pub use crate::init::{arm_init, run_init, start_init};
 pub use crate::last_error::{last_error_length, last_error_message};
 pub use crate::local::{LocalKey, LocalRef};
 pub use crate::out_buf::{out_buf_arg, out_text_arg};
-pub use crate::record::{RecordPiece, record_bytes, record_len};
 pub use crate::owned::{
     FreeFn, FreeValue, Frees, Owned, OwnedSlice, OwnedValue, check_free, clear_result_len,
     free_slice, free_value, owned_slice, owned_value, result_len_arg,
 };
+pub use crate::record::{RecordPiece, record_bytes, record_len};
 /// How a callback attaches its thread (`attach = …`): the public
 /// [`AttachMode`](crate::AttachMode), under the name generated code uses.
 pub use crate::settings::AttachMode as Attach;

@@ -57,7 +57,7 @@ pub unsafe extern "C" fn by_key(
         9,
         0x1644743,
         *b"callgate\0\0\0\0",
-        *b"\0callgate-decl\x001\0local\0by_key\0int @(const void *a, const void *b, void *order)\0\0C: `int by_key(const void *a, const void *b, void *order);`\0callgate-end\0\0\0\0",
+        *b"\0callgate-decl\x002\0local\0by_key\0int @(const void *a, const void *b, void *order)\0\0C: `int by_key(const void *a, const void *b, void *order);`\0\0callgate-end\0\0\0",
     );
     let __callgate_on_error = || -> c_int { 0 };
     ::callgate::__private::call(
