@@ -26,6 +26,8 @@ use crate::record::{HOLE, Record};
 struct TypeOptions {
     skip_header: bool,
     prefix: Option<LitStr>,
+    /// The prefix is reported already: the names made with it are not.
+    prefix_error: bool,
 }
 
 /// The record of a `#[derive(CEnum)]` enum whose C type is the integer
@@ -67,7 +69,8 @@ pub(crate) fn c_enum(
             Some(rename) => rename,
             None => &variant.ident,
         };
-        if let Some(problem) = c_name_problem(&constant) {
+        let reported = rename.is_none() && options.prefix_error;
+        if let Some(problem) = c_name_problem(&constant).filter(|_| !reported) {
             errors.push(syn::Error::new_spanned(
                 blame,
                 format!(
@@ -276,11 +279,11 @@ fn type_options(attrs: &[Attribute], is_enum: bool, errors: &mut Vec<syn::Error>
                 meta.value()?.parse::<syn::Path>()?;
             } else {
                 let valid = if is_enum {
-                    "`skip_header`, `prefix = \"...\"` and `crate = path`"
+                    "are `skip_header` and `prefix = \"...\"`"
                 } else {
-                    "`skip_header` and `crate = path`"
+                    "is `skip_header`"
                 };
-                return Err(meta.error(format!("unknown #[callgate] option; valid are {valid}")));
+                return Err(meta.error(format!("unknown #[callgate] option; valid {valid}")));
             }
             Ok(())
         });
@@ -298,6 +301,7 @@ fn type_options(attrs: &[Attribute], is_enum: bool, errors: &mut Vec<syn::Error>
                 "#[callgate(prefix = \"...\")] starts C identifiers: letters, digits and `_`, \
                  not a digit first",
             ));
+            options.prefix_error = true;
         }
     }
     options

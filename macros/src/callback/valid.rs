@@ -286,6 +286,8 @@ fn void(param: &Param, attr: &Attribute, errors: &mut Vec<syn::Error>) -> bool {
     }
     let message = match param.kind {
         Kind::Ref { void: true, .. } => None,
+        // Reported above.
+        _ if errors.len() > before => None,
         Kind::CStr { .. } | Kind::Str { .. } | Kind::StrLen { .. } => Some(
             "C passes a string as `const char *`, not `void *`: remove `#[void]` (`&CStr` and \
              `&str` are `const char *` already)",
