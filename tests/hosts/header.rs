@@ -5,6 +5,8 @@
 //!
 //! The fixture is built on first use (`host::fixture`).
 
+mod install;
+
 use crate::host;
 
 use std::collections::BTreeSet;

@@ -169,17 +169,25 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--debug" => parsed.debug = true,
             "build" if task.is_none() => task = Some(Task::Build),
             "install" if task.is_none() => task = Some(Task::Install),
-            "check" if task.is_none() => {
-                let header = value("check")?;
-                task = Some(Task::Check(header.into()));
-            }
+            "check" if task.is_none() => task = Some(Task::Check(PathBuf::new())),
             other if other.starts_with('-') => {
                 return Err(fail(format!("unknown option `{other}`")));
+            }
+            header if task == Some(Task::Check(PathBuf::new())) => {
+                task = Some(Task::Check(header.into()));
             }
             other => return Err(fail(format!("unexpected `{other}`"))),
         }
     }
-    parsed.task = task.ok_or_else(|| fail("no command given".to_owned()))?;
+    parsed.task = match task {
+        None => return Err(fail("no command given".to_owned())),
+        Some(Task::Check(header)) if header.as_os_str().is_empty() => {
+            return Err(fail(
+                "check needs the header to compare: `check HEADER`".to_owned(),
+            ));
+        }
+        Some(task) => task,
+    };
     Ok(parsed)
 }
 
@@ -211,7 +219,7 @@ mod tests {
         assert_eq!(install.cargo.forwarded, ["--features", "a"]);
         assert!(install.header.cxx_owners);
 
-        let check = args(&["check", "include/shapes.h", "--release"]).unwrap();
+        let check = args(&["check", "--release", "include/shapes.h"]).unwrap();
         assert_eq!(check.task, Task::Check(PathBuf::from("include/shapes.h")));
         assert!(check.cargo.release);
 
@@ -229,7 +237,7 @@ mod tests {
         assert!(
             args(&["check"])
                 .unwrap_err()
-                .starts_with("check needs a value")
+                .starts_with("check needs the header")
         );
     }
 }
