@@ -4,8 +4,9 @@
 //! file); its C program builds with `cc -std=c11 -Wall -Wextra -Werror
 //! -pedantic $(pkg-config --cflags --libs shapes)` and nothing else, and
 //! runs; its C++ program builds with `g++ -std=c++17` against the same
-//! header, using the owners. `cargo callgate check` tells the committed
-//! header from a stale one.
+//! header, using the owners. `cargo callgate build` makes the same files
+//! beside the built library, and `cargo callgate check` tells the
+//! committed header from a stale one.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -210,6 +211,56 @@ fn a_cpp_program_uses_the_owners() {
          $(pkg-config --cflags --libs shapes) -o $BINARY",
         "shapes from C++: ok",
     );
+}
+
+#[test]
+fn build_writes_the_header_and_pkg_config_beside_the_library() {
+    let output = cargo_callgate(&["build", "-p", PACKAGE])
+        .output()
+        .expect("run cargo callgate build");
+    succeeded("cargo callgate build", &output);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let out_dir = stderr
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("Written "))
+        .map(|header| {
+            Path::new(header)
+                .parent()
+                .expect("a directory")
+                .to_path_buf()
+        })
+        .unwrap_or_else(|| panic!("no file written:\n{stderr}"));
+    for file in ["shapes.h", "shapes-uninstalled.pc", "libshapes.so.0.1"] {
+        assert!(
+            out_dir.join(file).exists(),
+            "no {file} in {}",
+            out_dir.display()
+        );
+    }
+    // pkg-config prefers `shapes-uninstalled.pc`: a program builds against
+    // the build directory, and runs with the library found there.
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("shapes-programs");
+    std::fs::create_dir_all(&dir).expect("create the test directory");
+    let binary = dir.join("demo-uninstalled");
+    let output = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "cc -std=c11 -Wall -Wextra -Werror -pedantic {} $(pkg-config --cflags --libs shapes) \
+             -o {}",
+            example("c/demo.c").display(),
+            binary.display()
+        ))
+        .env("PKG_CONFIG_PATH", &out_dir)
+        .output()
+        .expect("run sh");
+    succeeded("compiling demo.c against the build directory", &output);
+    let outcome = host::run(
+        Command::new(&binary)
+            .env("LD_LIBRARY_PATH", &out_dir)
+            .env_remove("CALLGATE"),
+        std::time::Duration::from_secs(60),
+    );
+    assert!(outcome.status.success(), "{outcome}");
 }
 
 #[test]

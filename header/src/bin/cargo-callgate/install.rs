@@ -132,6 +132,29 @@ pub fn install(built: &Built, header: &str, layout: &Layout) -> Result<Vec<PathB
     Ok(made)
 }
 
+/// Beside a built shared library, the link its soname names
+/// (`libNAME.so.0.1 -> libNAME.so`), so that a program linked against the
+/// build directory finds the library there at run time; `None` where the
+/// library has no soname.
+pub fn soname_link(built: &Built) -> Result<Option<PathBuf>, String> {
+    let Some(cdylib) = &built.cdylib else {
+        return Ok(None);
+    };
+    let file = cdylib
+        .file_name()
+        .and_then(|f| f.to_str())
+        .unwrap_or_default();
+    let (name, version) = (&built.package.lib_name, built.package.soname_version());
+    let soname = if file.ends_with(".so") {
+        format!("lib{name}.so.{version}")
+    } else if file.ends_with(".dylib") {
+        format!("lib{name}.{version}.dylib")
+    } else {
+        return Ok(None);
+    };
+    link(file, &cdylib.with_file_name(soname)).map(Some)
+}
+
 pub fn write(path: &Path, text: &str) -> Result<PathBuf, String> {
     std::fs::write(path, text)
         .map_err(|error| format!("cannot write {}: {error}", path.display()))?;

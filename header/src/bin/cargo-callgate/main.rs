@@ -30,8 +30,8 @@ usage: cargo callgate build [OPTIONS]
        cargo callgate --version
 
 build    builds the package's cdylib and staticlib (`cargo rustc`; the shared
-         library with a versioned soname), writes its C header NAME.h and its
-         pkg-config file NAME-uninstalled.pc beside them
+         library with a versioned soname, linked under that name), writes its
+         C header NAME.h and its pkg-config file NAME-uninstalled.pc beside them
 install  builds in release (unless --debug), then installs under the prefix
          (default /usr/local): lib/ (the library, its soname and links),
          include/NAME/NAME.h and lib/pkgconfig/NAME.pc
@@ -102,10 +102,11 @@ fn run() -> Result<ExitCode, String> {
         Task::Build => {
             let out = built.out_dir();
             let pc = install::pkg_config(&built, out, "${prefix}", "${prefix}");
-            let written = [
+            let mut written = vec![
                 install::write(&header_path, &header)?,
                 install::write(&out.join(format!("{name}-uninstalled.pc")), &pc)?,
             ];
+            written.extend(install::soname_link(&built)?);
             for path in written {
                 eprintln!("     Written {}", path.display());
             }
