@@ -41,6 +41,12 @@ pub(crate) fn c_enum(
 ) -> syn::Result<TokenStream> {
     let mut errors = Vec::new();
     let options = type_options(&input.attrs, true, &mut errors);
+    if options.skip_header {
+        return match fail::combine(errors) {
+            Some(error) => Err(error),
+            None => Ok(TokenStream::new()),
+        };
+    }
     let ident = &input.ident;
     let name = ident.unraw().to_string();
     type_name(ident, &mut errors);
@@ -105,9 +111,6 @@ pub(crate) fn c_enum(
     }
     if let Some(error) = fail::combine(errors) {
         return Err(error);
-    }
-    if options.skip_header {
-        return Ok(TokenStream::new());
     }
     let record = Record {
         kind: format::ENUM,
