@@ -1,11 +1,13 @@
 //! The declaration records the macros write are the records
 //! `callgate-header` reads: callbacks and an error API compiled into this
 //! test binary are read back from the binary's own file, and each one's
-//! ELF note holds, byte for byte, what `Declaration::to_record` writes.
-//! Callbacks with C and C++ keywords for names give a header that compiles
-//! as C11, C2x and C++20.
+//! ELF note holds, byte for byte, what `Declaration::to_record` writes;
+//! so do the records of the derives, their discriminants and array lengths
+//! evaluated by the compiler. Callbacks with C and C++ keywords for names
+//! give a header that compiles as C11, C2x and C++20.
 
-use std::ffi::{CStr, c_void};
+use std::ffi::{CStr, c_int, c_void};
+use std::marker::PhantomData;
 use std::path::Path;
 use std::process::Command;
 
@@ -72,17 +74,76 @@ fn header_records_compiled_out() {}
 
 callgate::export_error_api!(header_records);
 
+/// How to draw.
+#[derive(Clone, Copy, callgate::CEnum)]
+#[repr(u8)]
+pub enum HeaderRecordsMode {
+    /// The default.
+    Fast,
+    Slow = 4,
+    #[callgate(rename = "HEADER_RECORDS_CAREFUL")]
+    Thorough = 1 << 4,
+}
+
+/// A value of `u64` beyond `int`.
+#[derive(Clone, Copy, callgate::CEnum)]
+#[repr(u64)]
+#[callgate(prefix = "HR_BIG_")]
+pub enum HeaderRecordsBig {
+    Huge = u64::MAX,
+    Small = 1,
+}
+
+const ROWS: usize = 2;
+
+/// A box of cells.
+#[derive(Clone, Copy, callgate::CValue)]
+#[repr(C)]
+pub struct HeaderRecordsBox {
+    /// Its corner.
+    pub corner: Point,
+    pub size: HeaderRecordsMeters,
+    pub cells: [[u8; 3]; ROWS],
+    pub next: *const HeaderRecordsBox,
+    pub done: Option<extern "C" fn(class: i32)>,
+    pub unit: PhantomData<u8>,
+}
+
+/// A length.
+#[derive(Clone, Copy, callgate::CValue)]
+#[repr(transparent)]
+pub struct HeaderRecordsMeters(pub f64);
+
+/// Orders two points through `qsort_r`, by `axis`.
+#[c_callback(local, on_panic = 0)]
+fn header_records_compare(#[void] a: &Point, #[void] b: &Point, #[user_data] axis: &u8) -> c_int {
+    let (a, b) = if *axis == 0 { (a.x, b.x) } else { (a.y, b.y) };
+    a.total_cmp(&b) as c_int
+}
+
+/// Takes the derived types by value.
+#[c_callback(on_error = 0.0)]
+fn header_records_area(shape: HeaderRecordsBox, mode: HeaderRecordsMode) -> f64 {
+    let _ = mode;
+    shape.size.0 * shape.size.0
+}
+
 /// This test binary's declarations, the ones of this file.
 fn declarations() -> (Vec<u8>, Vec<Declaration>) {
     // Referenced so that the `local` callbacks and the table are compiled in.
     let _ = header_records_local as extern "C" fn(*const c_void);
+    let _ = header_records_compare
+        as unsafe extern "C" fn(*const c_void, *const c_void, *mut c_void) -> c_int;
     let _ = &header_records_table;
     let exe = std::env::current_exe().expect("the test binary's path");
     let bytes = std::fs::read(&exe).expect("read the test binary");
     let declarations = extract(&bytes)
         .expect("the test binary's records are readable")
         .into_iter()
-        .filter(|declaration| declaration.name().starts_with("header_records_"))
+        .filter(|declaration| {
+            let name = declaration.name();
+            name.starts_with("header_records_") || name.starts_with("HeaderRecords")
+        })
         .collect();
     (bytes, declarations)
 }
@@ -101,8 +162,14 @@ fn reads_the_records_the_macros_write() {
     assert_eq!(
         names,
         [
+            "HeaderRecordsBig",
+            "HeaderRecordsBox",
+            "HeaderRecordsMeters",
+            "HeaderRecordsMode",
+            "header_records_area",
             "header_records_callback",
             "header_records_clear_last_error",
+            "header_records_compare",
             "header_records_counting",
             "header_records_last_error_length",
             "header_records_last_error_message",
@@ -193,6 +260,147 @@ fn reads_the_records_the_macros_write() {
     );
 }
 
+#[test]
+fn reads_the_records_the_derives_write() {
+    let (_, found) = declarations();
+    let mode = find(&found, "HeaderRecordsMode");
+    assert_eq!(mode.kind(), Kind::Enum);
+    assert_eq!(mode.enum_repr(), Some("uint8_t"));
+    assert_eq!(mode.docs(), "How to draw.");
+    let constants: Vec<(&str, &str, &str)> = mode
+        .members()
+        .iter()
+        .map(|member| (member.declaration, member.value, member.docs))
+        .collect();
+    assert_eq!(
+        constants,
+        [
+            ("HEADER_RECORDS_MODE_FAST", "0", "The default."),
+            ("HEADER_RECORDS_MODE_SLOW", "4", ""),
+            ("HEADER_RECORDS_CAREFUL", "16", ""),
+        ]
+    );
+    let big = find(&found, "HeaderRecordsBig");
+    let constants: Vec<(&str, &str)> = big
+        .members()
+        .iter()
+        .map(|member| (member.declaration, member.value))
+        .collect();
+    assert_eq!(
+        constants,
+        [
+            ("HR_BIG_HUGE", "18446744073709551615"),
+            ("HR_BIG_SMALL", "1")
+        ]
+    );
+
+    let shape = find(&found, "HeaderRecordsBox");
+    assert_eq!(shape.kind(), Kind::Struct);
+    let fields: Vec<(&str, &str)> = shape
+        .members()
+        .iter()
+        .map(|member| (member.declaration, member.docs))
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            ("Point corner", "Its corner."),
+            ("HeaderRecordsMeters size", ""),
+            ("uint8_t cells[2][3]", ""),
+            ("const HeaderRecordsBox *next", ""),
+            ("void (*done)(int32_t class_)", ""),
+        ]
+    );
+    let uses: Vec<(&str, bool)> = shape
+        .rust_types()
+        .iter()
+        .map(|ty| (ty.name(), ty.by_value()))
+        .collect();
+    assert_eq!(
+        uses,
+        [
+            ("HeaderRecordsBox", false),
+            ("HeaderRecordsMeters", true),
+            ("Point", true)
+        ]
+    );
+    let meters = find(&found, "HeaderRecordsMeters");
+    assert_eq!(meters.kind(), Kind::Typedef);
+    assert_eq!(
+        meters.pointer_typedef(),
+        "typedef double HeaderRecordsMeters;\n"
+    );
+
+    let compare = find(&found, "header_records_compare");
+    assert_eq!(
+        compare.pointer_typedef(),
+        "typedef int (*header_records_compare_fn)(const void *a, const void *b, void *axis)"
+    );
+    assert!(compare.rust_types().is_empty());
+}
+
+#[test]
+fn the_derived_types_compile_as_c_and_cpp() {
+    let (bytes, mut found) = declarations();
+    let point = extract(&bytes).expect("the test binary's records are readable");
+    found.extend(
+        point
+            .into_iter()
+            .filter(|declaration| declaration.name() == "Point"),
+    );
+    let header = render(&found, &HeaderOptions::new("RECORDS_H")).expect("a header");
+    assert!(
+        header.contains("typedef double HeaderRecordsMeters;\n"),
+        "{header}"
+    );
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("header-records-types");
+    std::fs::create_dir_all(&dir).expect("create the test directory");
+    std::fs::write(dir.join("records.h"), &header).expect("write the header");
+    let source = dir.join("records.c");
+    // The layout C sees is Rust's.
+    let layout = format!(
+        "#include <assert.h>\n#include <stddef.h>\n#include \"records.h\"\n\
+         static_assert(sizeof(HeaderRecordsMode) == 1, \"a byte\");\n\
+         static_assert(HEADER_RECORDS_CAREFUL == 16, \"evaluated\");\n\
+         static_assert(sizeof(HeaderRecordsBox) == {}, \"size\");\n\
+         static_assert(offsetof(HeaderRecordsBox, cells) == {}, \"cells\");\n\
+         static_assert(offsetof(HeaderRecordsBox, done) == {}, \"done\");\n",
+        size_of::<HeaderRecordsBox>(),
+        std::mem::offset_of!(HeaderRecordsBox, cells),
+        std::mem::offset_of!(HeaderRecordsBox, done),
+    );
+    std::fs::write(&source, layout).expect("write the C file");
+    let c = [
+        "-std=c11",
+        "-Wall",
+        "-Wextra",
+        "-Werror",
+        "-pedantic",
+        "-fsyntax-only",
+    ];
+    let cpp = [
+        "-x",
+        "c++",
+        "-std=c++17",
+        "-Wall",
+        "-Wextra",
+        "-Werror",
+        "-fsyntax-only",
+    ];
+    for (compiler, flags) in [("cc", &c[..]), ("c++", &cpp[..])] {
+        let output = Command::new(compiler)
+            .args(flags)
+            .arg(&source)
+            .output()
+            .unwrap_or_else(|error| panic!("cannot run `{compiler}`: {error}"));
+        assert!(
+            output.status.success(),
+            "`{compiler}` rejects the header:\n{}\n--- header\n{header}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}
+
 /// The ELF note `format` describes, holding `record`.
 fn note(record: &[u8]) -> Vec<u8> {
     let padded = |bytes: &mut Vec<u8>| bytes.resize(bytes.len().div_ceil(4) * 4, 0);
@@ -215,7 +423,7 @@ fn note(record: &[u8]) -> Vec<u8> {
 #[test]
 fn each_note_holds_the_record_byte_for_byte() {
     let (bytes, found) = declarations();
-    assert_eq!(found.len(), 9, "{found:#?}");
+    assert_eq!(found.len(), 15, "{found:#?}");
     for declaration in &found {
         let note = note(&declaration.to_record());
         assert!(

@@ -1,4 +1,4 @@
-//! The declaration record format: what `#[c_callback]` and
+//! The declaration record format: what `#[c_callback]`, the derives and
 //! `export_error_api!` write into a library, and what `callgate-header`
 //! reads back.
 //!
@@ -8,20 +8,27 @@
 //! elsewhere). The record is NUL-terminated fields between two markers:
 //!
 //! ```text
-//! \0callgate-decl\0 VERSION\0 KIND\0 NAME\0 SIGNATURE\0 TYPES\0 DOCS\0 callgate-end\0
+//! \0callgate-decl\0 VERSION\0 KIND\0 NAME\0 SIGNATURE\0 TYPES\0 DOCS\0 FREE\0 callgate-end\0
 //! ```
 //!
 //! - `VERSION`: [`VERSION`] in decimal;
-//! - `KIND`: [`EXPORT`], [`LOCAL`] or [`TABLE`];
-//! - `NAME`: the exported symbol, or the `local` callback's name;
+//! - `KIND`: [`EXPORT`], [`LOCAL`] or [`TABLE`] for a function or a table,
+//!   [`ENUM`], [`STRUCT`] or [`TYPEDEF`] for a type defined in Rust;
+//! - `NAME`: the exported symbol, the `local` callback's name, or the
+//!   type's name;
 //! - `SIGNATURE`: the C declaration with [`NAME_SLOT`] where the name goes,
 //!   e.g. `int32_t @(const char *text)`, its parameter names already ones
 //!   C and C++ accept (see [`is_reserved`]); for a [`TABLE`], the struct
-//!   type's name and then its fields, separated by [`TYPE_SEPARATOR`];
+//!   type's name and then its fields, separated by [`TYPE_SEPARATOR`]; for
+//!   a type, as each kind says;
 //! - `TYPES`: the types defined in Rust that the signature names, sorted by
 //!   name and separated by [`TYPE_SEPARATOR`], each prefixed with
 //!   [`BEHIND_POINTER`] when C only sees it behind pointers;
-//! - `DOCS`: the doc comment's lines, joined by `\n`.
+//! - `DOCS`: the doc comment's lines, joined by `\n`; for an [`ENUM`] or a
+//!   [`STRUCT`], the type's and then each member's, separated by
+//!   [`MEMBER_SEPARATOR`];
+//! - `FREE`: for a function that returns an owned result, the exported
+//!   function that frees it; empty otherwise.
 //!
 //! No field contains a NUL. A reader meeting another `VERSION` reports it
 //! rather than guessing.
@@ -50,7 +57,7 @@ pub const END: &[u8] = b"callgate-end\0";
 pub const FIELD_END: u8 = 0;
 
 /// The format version this file describes.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// `KIND` of an exported function: the header declares its prototype and
 /// its function-pointer type.
@@ -67,6 +74,29 @@ pub const LOCAL: &str = "local";
 /// callback's function-pointer type (in C, a field name [`is_reserved`]
 /// reports takes a trailing `_`); `TYPES` is empty.
 pub const TABLE: &str = "table";
+
+/// `KIND` of a `#[derive(CEnum)]` enum: the header defines `NAME` as the
+/// integer of its `repr` and names each variant's value. `SIGNATURE` is
+/// that integer's C type (`uint8_t`, `int`), then one `CONSTANT=VALUE` per
+/// variant (`MODE_FAST=0`, the value in decimal), separated by
+/// [`MEMBER_SEPARATOR`]; `TYPES` is empty.
+pub const ENUM: &str = "enum";
+
+/// `KIND` of a `#[derive(CValue)]` `#[repr(C)]` struct: the header defines
+/// it. `SIGNATURE` is the C declaration of each field, in order, separated
+/// by [`MEMBER_SEPARATOR`] (`double x`, `uint8_t bytes[16]`,
+/// `void (*done)(int32_t)`), field names as for parameters.
+pub const STRUCT: &str = "struct";
+
+/// `KIND` of a `#[derive(CValue)]` `#[repr(transparent)]` struct: the
+/// header defines it as its field's type. `SIGNATURE` is that declaration
+/// with [`NAME_SLOT`] for the name (`double @`).
+pub const TYPEDEF: &str = "typedef";
+
+/// Separates the members of an [`ENUM`] or a [`STRUCT`] in `SIGNATURE`,
+/// and their docs in `DOCS`: the ASCII unit separator, which neither C nor
+/// a doc comment holds (the writer drops it from docs).
+pub const MEMBER_SEPARATOR: char = '\u{1f}';
 
 /// Stands for the declarator in `SIGNATURE`: the header writes the name
 /// there for the prototype, `(*name_fn)` for the function-pointer typedef.

@@ -56,6 +56,18 @@ pub enum Error {
         /// The second.
         second: String,
     },
+    /// Types defined in Rust name each other in a way no order of C
+    /// declarations can express: typedefs of pointers to each other.
+    TypeCycle {
+        /// The types of the cycle.
+        names: Vec<String>,
+    },
+    /// [`HeaderOptions::cxx_owners`](crate::HeaderOptions::cxx_owners)
+    /// names no namespace C++ accepts.
+    CxxNamespace {
+        /// The namespace asked for.
+        namespace: String,
+    },
 }
 
 impl fmt::Display for Error {
@@ -94,6 +106,17 @@ impl fmt::Display for Error {
                 f,
                 "the header would declare `{name}` twice:\n    {first}\n    {second}\nrename one \
                  of them (`export = \"...\"` renames an exported callback)"
+            ),
+            Error::TypeCycle { names } => write!(
+                f,
+                "the types {} point to each other through typedefs, which C cannot declare: \
+                 make one of them a `#[repr(C)]` struct",
+                names.join(", ")
+            ),
+            Error::CxxNamespace { namespace } => write!(
+                f,
+                "`{namespace}` cannot be the namespace of the C++ owners: choose an identifier \
+                 that is not a C or C++ keyword"
             ),
         }
     }
@@ -174,7 +197,7 @@ fn record(bytes: &[u8], offset: usize) -> Result<Option<(Declaration, usize)>, E
     }
     cursor += digits + 1;
     let malformed = |problem| Error::Malformed { offset, problem };
-    let mut fields = [""; 5];
+    let mut fields = [""; 6];
     for field in &mut fields {
         let length = bytes[cursor..]
             .iter()
@@ -187,26 +210,13 @@ fn record(bytes: &[u8], offset: usize) -> Result<Option<(Declaration, usize)>, E
     if !bytes[cursor..].starts_with(format::END) {
         return Err(malformed("the end marker is missing"));
     }
-    let [kind, name, signature, types, docs] = fields;
-    let kind = match kind {
-        format::EXPORT => Kind::Export,
-        format::LOCAL => Kind::LocalCallback,
-        format::TABLE => Kind::Table,
-        _ => return Err(malformed("unknown kind")),
-    };
+    let [kind, name, signature, types, docs, free] = fields;
+    let kind = Kind::from_field(kind).ok_or(malformed("unknown kind"))?;
     if name.is_empty() {
         return Err(malformed("the name is empty"));
     }
-    if kind == Kind::Table {
-        if signature.split(format::TYPE_SEPARATOR).any(str::is_empty)
-            || signature.split(format::TYPE_SEPARATOR).count() < 2
-        {
-            return Err(malformed(
-                "a table needs a type name and at least one field",
-            ));
-        }
-    } else if signature.matches(format::NAME_SLOT).count() != 1 {
-        return Err(malformed("the signature has no single name slot"));
+    if let Some(problem) = signature_problem(kind, signature) {
+        return Err(malformed(problem));
     }
     let mut types: Vec<RustType> = types
         .split(format::TYPE_SEPARATOR)
@@ -229,6 +239,39 @@ fn record(bytes: &[u8], offset: usize) -> Result<Option<(Declaration, usize)>, E
         signature: signature.to_owned(),
         types,
         docs: docs.to_owned(),
+        free: free.to_owned(),
     };
     Ok(Some((declaration, cursor + format::END.len())))
+}
+
+/// What is wrong with the `SIGNATURE` of a record of kind `kind`, if
+/// anything.
+fn signature_problem(kind: Kind, signature: &str) -> Option<&'static str> {
+    let members: Vec<&str> = signature.split(format::MEMBER_SEPARATOR).collect();
+    match kind {
+        Kind::Table => {
+            let words: Vec<&str> = signature.split(format::TYPE_SEPARATOR).collect();
+            (words.len() < 2 || words.contains(&""))
+                .then_some("a table needs a type name and at least one field")
+        }
+        Kind::Enum => {
+            let constant = |member: &&str| {
+                member.split_once('=').is_some_and(|(name, value)| {
+                    let digits = value.strip_prefix('-').unwrap_or(value);
+                    !name.is_empty()
+                        && !digits.is_empty()
+                        && digits.bytes().all(|byte| byte.is_ascii_digit())
+                })
+            };
+            (members.len() < 2 || members[0].is_empty() || !members[1..].iter().all(constant))
+                .then_some("an enum needs its integer type and `NAME=VALUE` constants")
+        }
+        Kind::Struct => members
+            .contains(&"")
+            .then_some("a struct needs at least one field, each declared"),
+        Kind::Export | Kind::LocalCallback | Kind::Typedef => {
+            (signature.matches(format::NAME_SLOT).count() != 1)
+                .then_some("the signature has no single name slot")
+        }
+    }
 }

@@ -4,11 +4,13 @@
 use crate::declaration::{Declaration, Kind, RustType};
 use crate::{Error, HeaderOptions, extract, format, render};
 
-/// A record's bytes, from its fields as given.
-fn record_bytes(version: u32, fields: [&str; 5]) -> Vec<u8> {
+/// A record's bytes, from its fields as given; the fields left out are
+/// empty.
+fn record_bytes(version: u32, fields: &[&str]) -> Vec<u8> {
     let mut bytes = format::START.to_vec();
     let version = version.to_string();
-    for field in std::iter::once(version.as_str()).chain(fields) {
+    let fields = fields.iter().copied().chain(std::iter::repeat(""));
+    for field in std::iter::once(version.as_str()).chain(fields.take(6)) {
         bytes.extend_from_slice(field.as_bytes());
         bytes.push(format::FIELD_END);
     }
@@ -16,30 +18,29 @@ fn record_bytes(version: u32, fields: [&str; 5]) -> Vec<u8> {
     bytes
 }
 
+/// A record of the current version.
+fn record(fields: &[&str]) -> Vec<u8> {
+    record_bytes(format::VERSION, fields)
+}
+
 fn parse_record() -> Vec<u8> {
-    record_bytes(
-        1,
-        [
-            "export",
-            "parse",
-            "int32_t @(const char *text, const Point *at, Session *session)",
-            "*Point *Session",
-            "Parses `text`.\n\nReturns -1 on error. A */ comment.",
-        ],
-    )
+    record(&[
+        "export",
+        "parse",
+        "int32_t @(const char *text, const Point *at, Session *session)",
+        "*Point *Session",
+        "Parses `text`.\n\nReturns -1 on error. A */ comment.",
+    ])
 }
 
 fn compare_record() -> Vec<u8> {
-    record_bytes(
-        1,
-        [
-            "local",
-            "compare",
-            "int @(const void *a, const void *b)",
-            "",
-            "",
-        ],
-    )
+    record(&[
+        "local",
+        "compare",
+        "int @(const void *a, const void *b)",
+        "",
+        "",
+    ])
 }
 
 #[test]
@@ -84,12 +85,12 @@ fn no_records_is_no_declarations() {
 
 #[test]
 fn reports_newer_and_broken_records() {
-    let newer = record_bytes(2, ["export", "f", "void @(void)", "", ""]);
+    let newer = record_bytes(format::VERSION + 1, &["export", "f", "void @(void)"]);
     assert_eq!(
         extract(&newer),
         Err(Error::UnsupportedVersion {
             offset: 0,
-            version: 2
+            version: format::VERSION + 1
         })
     );
     let mut cut = parse_record();
@@ -103,7 +104,7 @@ fn reports_newer_and_broken_records() {
             problem: "it is cut off"
         })
     );
-    let unknown = record_bytes(1, ["struct", "f", "void @(void)", "", ""]);
+    let unknown = record(&["union", "f", "void @(void)", "", ""]);
     assert!(matches!(
         extract(&unknown),
         Err(Error::Malformed {
@@ -125,11 +126,8 @@ fn reports_newer_and_broken_records() {
 
 #[test]
 fn conflicting_declarations_are_an_error() {
-    let mut library = record_bytes(1, ["export", "f", "void @(int32_t a)", "", ""]);
-    library.extend(record_bytes(
-        1,
-        ["export", "f", "void @(int64_t a)", "", ""],
-    ));
+    let mut library = record(&["export", "f", "void @(int32_t a)", "", ""]);
+    library.extend(record(&["export", "f", "void @(int64_t a)", "", ""]));
     let error = extract(&library).expect_err("a conflict");
     assert_eq!(
         error.to_string(),
@@ -214,19 +212,13 @@ typedef int32_t (MY_LIB_CALL *parse_fn)(const char *text, const Point *at, Sessi
 
 #[test]
 fn by_value_types_and_odd_names() {
-    let mut library = record_bytes(
-        1,
-        ["export", "make", "Point @(double x, double y)", "Point", ""],
-    );
-    library.extend(record_bytes(
-        1,
-        ["export", "odd.name", "void @(void)", "", ""],
-    ));
+    let mut library = record(&["export", "make", "Point @(double x, double y)", "Point", ""]);
+    library.extend(record(&["export", "odd.name", "void @(void)", "", ""]));
     let header = render(&extract(&library).unwrap(), &HeaderOptions::new("9")).unwrap();
     assert!(header.contains("#ifndef _9\n"), "{header}");
     assert!(header.contains(
-        "typedef struct Point Point; /* passed by value: define struct Point before calling (an \
-         enum: typedef Point to its repr's integer in the prelude) */"
+        "typedef struct Point Point; /* passed by value, but the library records no definition \
+         (a type alias?): define it in the prelude */"
     ));
     assert!(header.contains("_9_API Point _9_CALL make(double x, double y);\n"));
     assert!(header.contains("/* `odd.name` is not a C identifier"));
@@ -250,12 +242,13 @@ fn records_round_trip() {
             },
         ],
         docs: "Makes a point.\n\nNever fails.".to_owned(),
+        free: String::new(),
     };
     let record = declaration.to_record();
     assert_eq!(
         record,
-        b"\0callgate-decl\x001\0export\0make\0Point @(const char *name, Session *session)\0\
-          Point *Session\0Makes a point.\n\nNever fails.\0callgate-end\0"
+        b"\0callgate-decl\x002\0export\0make\0Point @(const char *name, Session *session)\0\
+          Point *Session\0Makes a point.\n\nNever fails.\0\0callgate-end\0"
     );
     assert_eq!(extract(&record), Ok(vec![declaration]));
 
@@ -271,11 +264,8 @@ fn records_round_trip() {
 fn two_items_with_one_c_name_are_refused() {
     // `local` callback `x` has the pointer type `x_fn`: an exported `x_fn`
     // would make the header declare `x_fn` twice.
-    let mut library = record_bytes(1, ["local", "x", "void @(int32_t a)", "", ""]);
-    library.extend(record_bytes(
-        1,
-        ["export", "x_fn", "int32_t @(void)", "", ""],
-    ));
+    let mut library = record(&["local", "x", "void @(int32_t a)", "", ""]);
+    library.extend(record(&["export", "x_fn", "int32_t @(void)", "", ""]));
     let declarations = extract(&library).expect("different names: no conflict");
     let error = render(&declarations, &HeaderOptions::new("X_H")).expect_err("a clash");
     assert_eq!(
@@ -287,11 +277,8 @@ fn two_items_with_one_c_name_are_refused() {
     );
 
     // A type defined in Rust and a function of its name.
-    let mut library = record_bytes(1, ["export", "open", "Session *@(void)", "*Session", ""]);
-    library.extend(record_bytes(
-        1,
-        ["export", "Session", "void @(void)", "", ""],
-    ));
+    let mut library = record(&["export", "open", "Session *@(void)", "*Session", ""]);
+    library.extend(record(&["export", "Session", "void @(void)", "", ""]));
     let declarations = extract(&library).unwrap();
     assert_eq!(
         render(&declarations, &HeaderOptions::new("S_H")),
@@ -308,16 +295,8 @@ fn two_items_with_one_c_name_are_refused() {
 
     // Two different declarations of one name, which `extract` would have
     // refused, are refused here too.
-    let f32 = extract(&record_bytes(
-        1,
-        ["export", "f", "void @(int32_t a)", "", ""],
-    ))
-    .unwrap();
-    let f64 = extract(&record_bytes(
-        1,
-        ["export", "f", "void @(int64_t a)", "", ""],
-    ))
-    .unwrap();
+    let f32 = extract(&record(&["export", "f", "void @(int32_t a)", "", ""])).unwrap();
+    let f64 = extract(&record(&["export", "f", "void @(int64_t a)", "", ""])).unwrap();
     let both: Vec<Declaration> = f32.into_iter().chain(f64).collect();
     assert!(matches!(
         render(&both, &HeaderOptions::new("F_H")),
@@ -326,16 +305,13 @@ fn two_items_with_one_c_name_are_refused() {
 }
 
 fn table_record() -> Vec<u8> {
-    record_bytes(
-        1,
-        [
-            "table",
-            "mylib_callbacks",
-            "MylibCallbacks compare",
-            "",
-            "What the host registers.",
-        ],
-    )
+    record(&[
+        "table",
+        "mylib_callbacks",
+        "MylibCallbacks compare",
+        "",
+        "What the host registers.",
+    ])
 }
 
 #[test]
@@ -382,7 +358,7 @@ T_API extern const MylibCallbacks mylib_callbacks;
         })
     );
     // A table without fields is malformed.
-    let empty = record_bytes(1, ["table", "t", "Type", "", ""]);
+    let empty = record(&["table", "t", "Type", "", ""]);
     assert!(matches!(
         extract(&empty),
         Err(Error::Malformed {
@@ -398,18 +374,12 @@ fn names_c_or_cpp_cannot_use_are_escaped_or_not_declared() {
     // signatures as recorded, escapes a table's field `and`, and declares
     // no symbol C or C++ cannot name: a keyword, a name reserved for the
     // compiler, a macro of the header.
-    let mut library = record_bytes(1, ["export", "f", "int32_t @(int32_t not_)", "", ""]);
-    library.extend(record_bytes(
-        1,
-        ["export", "class", "void @(int32_t not_)", "", ""],
-    ));
-    library.extend(record_bytes(
-        1,
-        ["export", "_Float128", "void @(void)", "", ""],
-    ));
-    library.extend(record_bytes(1, ["export", "K_API", "void @(void)", "", ""]));
-    library.extend(record_bytes(1, ["local", "and", "void @(void)", "", ""]));
-    library.extend(record_bytes(1, ["table", "xor", "Table and", "", ""]));
+    let mut library = record(&["export", "f", "int32_t @(int32_t not_)", "", ""]);
+    library.extend(record(&["export", "class", "void @(int32_t not_)", "", ""]));
+    library.extend(record(&["export", "_Float128", "void @(void)", "", ""]));
+    library.extend(record(&["export", "K_API", "void @(void)", "", ""]));
+    library.extend(record(&["local", "and", "void @(void)", "", ""]));
+    library.extend(record(&["table", "xor", "Table and", "", ""]));
     let found = extract(&library).expect("valid records");
     let f = found.iter().find(|d| d.name() == "f").expect("f");
     assert_eq!(f.prototype().as_deref(), Some("int32_t f(int32_t not_)"));

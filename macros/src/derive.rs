@@ -11,7 +11,7 @@ use syn::spanned::Spanned;
 use syn::{Attribute, Data, DeriveInput, Fields, Ident, Meta, Token};
 
 use crate::args::{self, Arg};
-use crate::fail;
+use crate::{fail, type_record};
 
 /// The integer reprs an enum C passes may have (not 128-bit: no C type).
 const INTEGER_REPRS: [&str; 10] = [
@@ -52,13 +52,8 @@ fn krate(attrs: &[Attribute], derive: &str) -> syn::Result<TokenStream> {
         };
         for Arg { key, value } in args::parse(tokens, "callgate", &mut errors) {
             if key != "crate" {
-                errors.push(syn::Error::new(
-                    key.span(),
-                    format!(
-                        "unknown #[callgate] option `{key}`; `#[derive({derive})]` takes \
-                         `crate = path`"
-                    ),
-                ));
+                // The header's options: `type_record` reads them, and
+                // reports an unknown one.
                 continue;
             }
             match args::plain_path(value.as_ref()) {
@@ -136,19 +131,25 @@ pub(crate) fn c_value(input: TokenStream) -> TokenStream {
         )
         .to_compile_error();
     }
+    let record = match type_record::c_value(&input, data, &reprs, &quote!(#krate::__private)) {
+        Ok(record) => record,
+        Err(error) => return error.to_compile_error(),
+    };
     let ident = &input.ident;
     let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
     let mut predicates: Vec<TokenStream> = where_clause
         .map(|clause| clause.predicates.iter().map(|p| quote!(#p)).collect())
         .unwrap_or_default();
-    // One bound per field, spanned at its type, so a field that is not a
-    // `CValue` is reported there, by name.
+    // One bound per field (on an array's element: the array takes every
+    // bit pattern when it does), spanned at its type, so a field that is
+    // not a `CValue` is reported there, by name.
     predicates.extend(data.fields.iter().map(|field| {
-        let ty = &field.ty;
+        let ty = type_record::array_element(&field.ty);
         let krate = respan(&krate, ty.span());
         quote_spanned!(ty.span()=> #ty: #krate::CValue)
     }));
     quote! {
+        #record
         // SAFETY: the struct has C's layout (`repr(C)` or `repr(transparent)`)
         // and every field takes every bit pattern (the bounds below), so
         // every bit pattern of the struct, its padding aside, is a valid value.
@@ -226,10 +227,14 @@ pub(crate) fn c_enum(input: TokenStream) -> TokenStream {
              integer type up to 64 bits, or `#[repr(C)]` for C's `int`)",
         ));
     }
+    let rt = quote!(#krate::__private);
+    let record = type_record::c_enum(&input, data, integer, &rt);
+    errors.extend(record.as_ref().err().cloned());
     if let Some(error) = fail::combine(errors) {
         return error.to_compile_error();
     }
 
+    let record = record.unwrap_or_default();
     let ident = &input.ident;
     let name = ident.unraw().to_string();
     let raw = match integer {
@@ -249,6 +254,7 @@ pub(crate) fn c_enum(input: TokenStream) -> TokenStream {
     let name_ident = Ident::new("__callgate_name", Span::mixed_site());
     quote! {
         #size_check
+        #record
         impl #krate::__private::CArg for #ident {
             type Raw = #raw;
 

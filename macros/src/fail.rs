@@ -13,8 +13,8 @@ pub(crate) fn soft(item: TokenStream, error: syn::Error) -> TokenStream {
     tokens
 }
 
-/// The user's fn with the `#[local]`, `#[len]` and `#[user_data]` helper
-/// attributes and a C-variadic `...` removed, and the elided lifetimes of a
+/// The user's fn with the `#[local]`, `#[len]`, `#[user_data]` and `#[void]`
+/// helper attributes and a C-variadic `...` removed, and the elided lifetimes of a
 /// return type that has none to borrow from made `'static`: rustc would
 /// report them too ("cannot find attribute `local`", "only foreign
 /// functions may be C-variadic", "missing lifetime specifier" with a
@@ -44,7 +44,7 @@ pub(crate) fn soft_fn(item: &ItemFn, error: syn::Error) -> TokenStream {
     for input in &mut item.sig.inputs {
         if let FnArg::Typed(param) = input {
             param.attrs.retain(|attr| {
-                !["local", "len", "user_data"]
+                !["local", "len", "user_data", "void"]
                     .iter()
                     .any(|helper| attr.path().is_ident(helper))
             });

@@ -18,6 +18,7 @@ mod init;
 mod record;
 mod table;
 mod targets;
+mod type_record;
 
 use proc_macro::TokenStream;
 
@@ -31,7 +32,8 @@ pub fn c_callback(args: TokenStream, item: TokenStream) -> TokenStream {
 }
 
 /// Implements `callgate::CValue` for a `#[repr(C)]` or `#[repr(transparent)]`
-/// struct whose fields are all `CValue`s, so C may pass it by value.
+/// struct whose fields are all `CValue`s, so C may pass it by value, and
+/// records its C definition for `callgate-header`.
 ///
 /// Use it as `callgate::CValue`; its documentation is on the trait.
 #[proc_macro_derive(CValue, attributes(callgate))]
@@ -40,7 +42,8 @@ pub fn derive_c_value(input: TokenStream) -> TokenStream {
 }
 
 /// Lets C pass a fieldless enum by value as the integer of its `repr`,
-/// checked against the variants at every call.
+/// checked against the variants at every call, and records its C
+/// definition for `callgate-header`.
 ///
 /// Use it as `callgate::CEnum`; its documentation is on that re-export.
 #[proc_macro_derive(CEnum, attributes(callgate))]

@@ -143,6 +143,8 @@ fn expand(table: &Table, fields: &[Ident]) -> TokenStream {
         signature,
         types: String::new(),
         docs: decl::docs(attrs),
+        free: String::new(),
+        holes: Vec::new(),
     };
     let note = record.note_static(&rt);
     let cfgs: Vec<&Attribute> = attrs

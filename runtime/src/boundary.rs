@@ -31,6 +31,7 @@ mod site;
 mod slow;
 mod straight;
 
+pub(crate) use outcome::quiet_panics_if_asked;
 pub use outcome::{from_result, ok};
 pub(crate) use site::marked_call_is_gone;
 pub use site::{Frame, OnFailure, Site};

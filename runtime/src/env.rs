@@ -120,6 +120,7 @@ pub unsafe fn set_var<K: AsRef<OsStr>, V: AsRef<OsStr>>(key: K, value: V) {
     // SAFETY: the caller upholds `std::env::set_var`'s contract.
     unsafe { std::env::set_var(key, value) };
     settings::reload(Some(value));
+    crate::boundary::quiet_panics_if_asked();
 }
 
 /// Removes the environment variable `key`, like [`std::env::remove_var`];

@@ -192,6 +192,7 @@ cfg_if::cfg_if! {
         pub mod __private;
         pub mod closure;
         pub mod env;
+        mod record;
         mod table;
 
         // The boundary: one call from C, and its arguments.

@@ -18,6 +18,7 @@ pub use crate::owned::{
     FreeValue, Frees, Owned, OwnedSlice, OwnedValue, clear_result_len, free_slice, free_value,
     owned_slice, owned_value, result_len_arg,
 };
+pub use crate::record::{RecordPiece, record_bytes, record_len};
 /// How a callback attaches its thread (`attach = …`): the public
 /// [`AttachMode`](crate::AttachMode), under the name generated code uses.
 pub use crate::settings::AttachMode as Attach;

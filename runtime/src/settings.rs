@@ -4,10 +4,8 @@
 //! `GODEBUG`: `attach=bound|per_call`, `panic=catch|quiet|abort`. Unknown
 //! keys and values are reported once on standard error and ignored.
 //!
-//! `panic=quiet` needs a panic hook, installed the first time the settings
-//! ask for it and kept: it stays silent for a panic on a thread that is
-//! inside a callback while `panic=quiet` is in force, and hands every other
-//! panic to the hook it replaced.
+//! `panic=quiet` needs a panic hook, which the boundary installs once the
+//! settings ask for it (`boundary::quiet_panics_if_asked`).
 //!
 //! The value is read on first use and cached; [`crate::env`] updates the
 //! cache when the program sets, removes or clears the variable through it.
@@ -140,16 +138,10 @@ fn load() -> Settings {
     // Relaxed: see `current`. Only `UNREAD` is replaced, so when
     // `env::set_var` stored settings while we were reading, its newer value
     // wins whichever order the two reached the cache in.
-    let settings =
-        match CURRENT.compare_exchange(UNREAD, read.encode(), Ordering::Relaxed, Ordering::Relaxed)
-        {
-            Ok(_) => read,
-            Err(bits) => Settings::decode(bits),
-        };
-    if settings.panic == PanicMode::Quiet {
-        install_quiet_hook();
+    match CURRENT.compare_exchange(UNREAD, read.encode(), Ordering::Relaxed, Ordering::Relaxed) {
+        Ok(_) => read,
+        Err(bits) => Settings::decode(bits),
     }
-    settings
 }
 
 /// Re-reads the settings from `value` (the value of `CALLGATE`, or `None`
@@ -158,31 +150,7 @@ pub(crate) fn reload(value: Option<&OsStr>) -> Settings {
     let settings = parse_and_report(value);
     // Relaxed: see `current`.
     CURRENT.store(settings.encode(), Ordering::Relaxed);
-    if settings.panic == PanicMode::Quiet {
-        install_quiet_hook();
-    }
     settings
-}
-
-/// Installs the panic hook of `panic=quiet`, once (module docs). It reads
-/// the settings at each panic, so a later `panic=catch` prints again.
-#[cold]
-fn install_quiet_hook() {
-    static INSTALLED: std::sync::Once = std::sync::Once::new();
-    // A panicking thread cannot replace the hook (`set_hook` would panic):
-    // the settings read during an unwind leave it to a later read.
-    if std::thread::panicking() {
-        return;
-    }
-    INSTALLED.call_once(|| {
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            let caught_quietly = current().panic == PanicMode::Quiet && crate::thread::in_call();
-            if !caught_quietly {
-                previous(info);
-            }
-        }));
-    });
 }
 
 /// Returns the settings to their defaults, as if `CALLGATE` were unset.

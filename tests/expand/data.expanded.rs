@@ -61,7 +61,7 @@ pub unsafe extern "C" fn scale(
         9,
         0x1644743,
         *b"callgate\0\0\0\0",
-        *b"\0callgate-decl\x001\0export\0scale\0int64_t @(const double *values, double *out, uint32_t count, const char *unit, size_t unit_len, char *text, size_t text_len)\0\0Scales `values` into `out` (`count` of each) and describes them.\0callgate-end\0\0\0",
+        *b"\0callgate-decl\x002\0export\0scale\0int64_t @(const double *values, double *out, uint32_t count, const char *unit, size_t unit_len, char *text, size_t text_len)\0\0Scales `values` into `out` (`count` of each) and describes them.\0\0callgate-end\0\0",
     );
     #[allow(dead_code)]
     const _: () = {
@@ -198,11 +198,11 @@ pub unsafe extern "C" fn name(
         ),
         unsafe(link_section = ".note.callgate")
     )]
-    static __CALLGATE_DECL: ::callgate::__private::DeclNote<12, 172> = ::callgate::__private::DeclNote::new(
+    static __CALLGATE_DECL: ::callgate::__private::DeclNote<12, 188> = ::callgate::__private::DeclNote::new(
         9,
         0x1644743,
         *b"callgate\0\0\0\0",
-        *b"\0callgate-decl\x001\0export\0name\0char *@(const uint8_t *bytes, size_t bytes_len)\0\0`name`, owned by C until it frees it.\n\nFree the result with `data_string_free`.\0callgate-end\0\0",
+        *b"\0callgate-decl\x002\0export\0name\0char *@(const uint8_t *bytes, size_t bytes_len)\0\0`name`, owned by C until it frees it.\n\nFree the result with `data_string_free`.\0data_string_free\0callgate-end\0",
     );
     const _: () = <data_string_free as ::callgate::__private::Frees<
         <Option<CString> as ::callgate::__private::Owned>::Freed,
@@ -280,11 +280,11 @@ pub unsafe extern "C" fn repeat(
         ),
         unsafe(link_section = ".note.callgate")
     )]
-    static __CALLGATE_DECL: ::callgate::__private::DeclNote<12, 252> = ::callgate::__private::DeclNote::new(
+    static __CALLGATE_DECL: ::callgate::__private::DeclNote<12, 268> = ::callgate::__private::DeclNote::new(
         9,
         0x1644743,
         *b"callgate\0\0\0\0",
-        *b"\0callgate-decl\x001\0export\0repeat\0uint8_t *@(uint8_t byte, size_t count, size_t *result_len)\0\0`count` copies of `byte`, owned by C until it frees them.\n\nIts length is stored in `*result_len`; free it with\n`data_bytes_free(result, length)`.\0callgate-end\0\0\0",
+        *b"\0callgate-decl\x002\0export\0repeat\0uint8_t *@(uint8_t byte, size_t count, size_t *result_len)\0\0`count` copies of `byte`, owned by C until it frees them.\n\nIts length is stored in `*result_len`; free it with\n`data_bytes_free(result, length)`.\0data_bytes_free\0callgate-end\0\0\0",
     );
     const _: () = <data_bytes_free as ::callgate::__private::Frees<
         <Vec<u8> as ::callgate::__private::Owned>::Freed,

@@ -64,11 +64,11 @@ pub unsafe extern "C" fn parse(
         ),
         unsafe(link_section = ".note.callgate")
     )]
-    static __CALLGATE_DECL: ::callgate::__private::DeclNote<12, 236> = ::callgate::__private::DeclNote::new(
+    static __CALLGATE_DECL: ::callgate::__private::DeclNote<12, 240> = ::callgate::__private::DeclNote::new(
         9,
         0x1644743,
         *b"callgate\0\0\0\0",
-        *b"\0callgate-decl\x001\0export\0parse\0int32_t @(const char *text, double *out, const char *unit)\0\0Parses `text` into `*out`, using this thread's scratch buffer.\n\nC: `int32_t parse(const char *text, double *out, const char *unit);`\0callgate-end\0",
+        *b"\0callgate-decl\x002\0export\0parse\0int32_t @(const char *text, double *out, const char *unit)\0\0Parses `text` into `*out`, using this thread's scratch buffer.\n\nC: `int32_t parse(const char *text, double *out, const char *unit);`\0\0callgate-end\0\0\0\0",
     );
     let __callgate_on_error = || -> i32 { -1 };
     let __callgate_on_panic = || -> i32 { -2 };

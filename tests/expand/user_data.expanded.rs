@@ -70,7 +70,7 @@ pub unsafe extern "C" fn by_key(
         9,
         0x1644743,
         *b"callgate\0\0\0\0",
-        *b"\0callgate-decl\x001\0local\0by_key\0int @(const void *a, const void *b, void *order)\0\0C: `int by_key(const void *a, const void *b, void *order);`\0callgate-end\0\0\0\0",
+        *b"\0callgate-decl\x002\0local\0by_key\0int @(const void *a, const void *b, void *order)\0\0C: `int by_key(const void *a, const void *b, void *order);`\0\0callgate-end\0\0\0",
     );
     let __callgate_on_error = || -> c_int { 0 };
     ::callgate::__private::call(
@@ -141,11 +141,11 @@ pub unsafe extern "C" fn count_args(
         ),
         unsafe(link_section = ".note.callgate")
     )]
-    static __CALLGATE_DECL: ::callgate::__private::DeclNote<12, 216> = ::callgate::__private::DeclNote::new(
+    static __CALLGATE_DECL: ::callgate::__private::DeclNote<12, 220> = ::callgate::__private::DeclNote::new(
         9,
         0x1644743,
         *b"callgate\0\0\0\0",
-        *b"\0callgate-decl\x001\0local\0count_args\0void @(sqlite3_context *ctx, int argc, sqlite3_value **args)\0*sqlite3_context *sqlite3_value\0C: `void count_args(sqlite3_context *ctx, int argc, sqlite3_value **args);`\0callgate-end\0",
+        *b"\0callgate-decl\x002\0local\0count_args\0void @(sqlite3_context *ctx, int argc, sqlite3_value **args)\0*sqlite3_context *sqlite3_value\0C: `void count_args(sqlite3_context *ctx, int argc, sqlite3_value **args);`\0\0callgate-end\0\0\0\0",
     );
     #[allow(dead_code)]
     const _: () = {

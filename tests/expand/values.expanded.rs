@@ -5,6 +5,40 @@ pub enum Mode {
     Read = -1,
     Write = 4,
 }
+const _: () = {
+    const __CALLGATE_PIECES: &[::callgate::__private::RecordPiece] = &[
+        ::callgate::__private::RecordPiece::Text(
+            b"\0callgate-decl\x002\0enum\0Mode\0int32_t\x1FMODE_READ=",
+        ),
+        ::callgate::__private::RecordPiece::Int((Mode::Read) as i128),
+        ::callgate::__private::RecordPiece::Text(b"\x1FMODE_WRITE="),
+        ::callgate::__private::RecordPiece::Int((Mode::Write) as i128),
+        ::callgate::__private::RecordPiece::Text(b"\0\0\0\0callgate-end\0"),
+    ];
+    #[used]
+    #[cfg_attr(
+        any(
+            target_os = "linux",
+            target_os = "android",
+            target_os = "freebsd",
+            target_os = "netbsd",
+            target_os = "openbsd",
+            target_os = "dragonfly",
+            target_os = "illumos",
+            target_os = "solaris",
+        ),
+        unsafe(link_section = ".note.callgate")
+    )]
+    static __CALLGATE_DECL: ::callgate::__private::DeclNote<
+        12,
+        { ::callgate::__private::record_len(__CALLGATE_PIECES) },
+    > = ::callgate::__private::DeclNote::new(
+        9,
+        0x1644743,
+        *b"callgate\0\0\0\0",
+        ::callgate::__private::record_bytes(__CALLGATE_PIECES),
+    );
+};
 impl ::callgate::__private::CArg for Mode {
     type Raw = i32;
     #[inline(always)]
@@ -36,6 +70,28 @@ pub struct Span {
     pub start: u32,
     pub len: u32,
 }
+const _: () = {
+    #[used]
+    #[cfg_attr(
+        any(
+            target_os = "linux",
+            target_os = "android",
+            target_os = "freebsd",
+            target_os = "netbsd",
+            target_os = "openbsd",
+            target_os = "dragonfly",
+            target_os = "illumos",
+            target_os = "solaris",
+        ),
+        unsafe(link_section = ".note.callgate")
+    )]
+    static __CALLGATE_DECL: ::callgate::__private::DeclNote<12, 76> = ::callgate::__private::DeclNote::new(
+        9,
+        0x1644743,
+        *b"callgate\0\0\0\0",
+        *b"\0callgate-decl\x002\0struct\0Span\0uint32_t start\x1Fuint32_t len\0\0\0\0callgate-end\0\0\0\0",
+    );
+};
 unsafe impl ::callgate::CValue for Span
 where
     u32: ::callgate::CValue,
@@ -48,6 +104,28 @@ mod runtime {
 #[callgate(crate = runtime)]
 #[repr(transparent)]
 pub struct Flags(pub u32);
+const _: () = {
+    #[used]
+    #[cfg_attr(
+        any(
+            target_os = "linux",
+            target_os = "android",
+            target_os = "freebsd",
+            target_os = "netbsd",
+            target_os = "openbsd",
+            target_os = "dragonfly",
+            target_os = "illumos",
+            target_os = "solaris",
+        ),
+        unsafe(link_section = ".note.callgate")
+    )]
+    static __CALLGATE_DECL: runtime::__private::DeclNote<12, 60> = runtime::__private::DeclNote::new(
+        9,
+        0x1644743,
+        *b"callgate\0\0\0\0",
+        *b"\0callgate-decl\x002\0typedef\0Flags\0uint32_t @\0\0\0\0callgate-end\0\0\0",
+    );
+};
 unsafe impl runtime::CValue for Flags
 where
     u32: runtime::CValue,
@@ -89,7 +167,7 @@ pub extern "C" fn open(
         9,
         0x1644743,
         *b"callgate\0\0\0\0",
-        *b"\0callgate-decl\x001\0export\0open\0int32_t @(Mode mode, Span span, int32_t flags)\0Mode Span\0Opens `span` in `mode`; -1 for a mode C passed that is no `Mode`.\0callgate-end\0\0\0\0",
+        *b"\0callgate-decl\x002\0export\0open\0int32_t @(Mode mode, Span span, int32_t flags)\0Mode Span\0Opens `span` in `mode`; -1 for a mode C passed that is no `Mode`.\0\0callgate-end\0\0\0",
     );
     let __callgate_on_error = || -> i32 { -1 };
     ::callgate::__private::call(

@@ -5,6 +5,8 @@
 //!
 //! The fixture is built on first use (`host::fixture`).
 
+mod install;
+
 use crate::host;
 
 use std::collections::BTreeSet;
@@ -13,14 +15,12 @@ use std::process::Command;
 
 use callgate_header::{Declaration, HeaderOptions, Kind, extract, render};
 
-/// What C needs to know about the fixture's own types: `Reenter` is a type
-/// alias (a function pointer), `Pair` a `#[repr(C)]` struct the program
-/// builds, `Turn` and `Tier` enums C passes as the integers of their reprs.
+/// What C needs to know about the fixture's types that the library does
+/// not define: `Reenter` is a type alias (a function pointer). The header
+/// defines the others: `Pair`, a `#[repr(C)]` struct the program builds,
+/// and `Turn` and `Tier`, enums C passes as the integers of their reprs.
 const PRELUDE: &str = "\
 typedef int64_t (*Reenter)(int32_t depth);
-struct Pair { int64_t a; int64_t b; };
-typedef int32_t Turn;
-typedef uint8_t Tier;
 ";
 
 fn declarations() -> Vec<Declaration> {
@@ -40,8 +40,6 @@ fn options() -> HeaderOptions {
     HeaderOptions::new("FIXTURE_H")
         .with_prelude(PRELUDE)
         .with_defined_type("Reenter")
-        .with_defined_type("Turn")
-        .with_defined_type("Tier")
 }
 
 /// Writes the generated header into a fresh directory and returns it.
@@ -66,8 +64,13 @@ fn header_has_guards_and_a_stable_order() {
         "#define FIXTURE_API __declspec(dllimport)",
         "#define FIXTURE_CALL __cdecl",
         "typedef int64_t (*Reenter)(int32_t depth);",
-        "typedef struct Pair Pair; /* passed by value: define struct Pair before calling (an \
-         enum: typedef Pair to its repr's integer in the prelude) */",
+        "typedef struct Pair {",
+        "    int64_t a;",
+        "} Pair;",
+        "typedef int32_t Turn;",
+        "    TURN_BACK = -180,",
+        "    TURN_AROUND = 270",
+        "typedef uint8_t Tier;",
         "FIXTURE_API int32_t FIXTURE_CALL fixture_turn_index(Turn turn);",
         "extern \"C\" {",
         "FIXTURE_API size_t FIXTURE_CALL fixture_last_error_length(void);",
@@ -88,10 +91,11 @@ fn header_has_guards_and_a_stable_order() {
             "the header lacks `{line}`:\n{header}"
         );
     }
-    for defined in ["Reenter", "Turn", "Tier"] {
+    // Defined by the prelude or by the header: not forward-declared.
+    for defined in ["Reenter", "Turn", "Tier", "Pair"] {
         assert!(
-            !header.contains(&format!("typedef struct {defined}")),
-            "the prelude defines {defined}:\n{header}"
+            !header.contains(&format!("typedef struct {defined} {defined};")),
+            "{defined} is forward-declared:\n{header}"
         );
     }
     // Sorted by name, and the same whatever order the records come in.
@@ -216,6 +220,9 @@ int main(void) {
     pair.a = 40;
     pair.b = 2;
     CHECK(fixture_pair_sum(&pair) == 42);
+    CHECK(fixture_pair_swap(pair).b == 42);
+    CHECK(fixture_turn_index(TURN_RIGHT) == 4);
+    CHECK(fixture_tier_index(2, TIER_GOLD) == 23);
     CHECK(fixture_nest(3, reenter) == -1);
 
     fixture_clear_last_error();

@@ -159,16 +159,13 @@ pub fn host(name: &str) -> Command {
     command
 }
 
-/// What C needs to know about the fixture's own types to use its generated
-/// header: `Reenter` and `UnwindingReenter` are type aliases (function
-/// pointers), `Pair` a `#[repr(C)]` struct passed by value, `Turn` and
-/// `Tier` enums C passes as the integers of their reprs.
+/// What C needs to know about the fixture's types that its generated
+/// header does not define: `Reenter` and `UnwindingReenter` are type
+/// aliases (function pointers). The header defines `Pair`, `Turn` and
+/// `Tier` itself.
 const PRELUDE: &str = "\
 typedef int64_t (*Reenter)(int32_t depth);
 typedef int64_t (*UnwindingReenter)(int32_t depth);
-struct Pair { int64_t a; int64_t b; };
-typedef int32_t Turn;
-typedef uint8_t Tier;
 ";
 
 /// A command running the C program `tests/c/linked/NAME.c`, compiled with
@@ -192,9 +189,7 @@ pub fn linked(name: &str) -> Command {
         let options = HeaderOptions::new("FIXTURE_H")
             .with_prelude(PRELUDE)
             .with_defined_type("Reenter")
-            .with_defined_type("UnwindingReenter")
-            .with_defined_type("Turn")
-            .with_defined_type("Tier");
+            .with_defined_type("UnwindingReenter");
         std::fs::create_dir_all(&dir).expect("create the linked hosts' directory");
         std::fs::write(
             dir.join("fixture.h"),

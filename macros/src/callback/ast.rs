@@ -28,6 +28,8 @@ pub(crate) struct Param<'a> {
     /// `EXPR` of `#[user_data(from = EXPR)]`: the `void *` comes from an
     /// expression over the C parameters, not from a parameter of its own.
     pub user_data_from: Option<Expr>,
+    /// The `#[void]` helper attribute.
+    pub void: Option<&'a Attribute>,
     /// Any other attribute: rejected.
     pub other_attrs: Vec<&'a Attribute>,
     pub kind: Kind<'a>,
@@ -54,10 +56,12 @@ pub(crate) enum Binding<'a> {
 pub(crate) enum Kind<'a> {
     /// Passed through unchanged: C sees the Rust type.
     Value,
-    /// `&T`, `&mut T`, `Option<&T>`, `Option<&mut T>`: a pointer to `elem`.
+    /// `&T`, `&mut T`, `Option<&T>`, `Option<&mut T>`: a pointer to `elem`;
+    /// `void` for a `#[void]` parameter, which C declares as `void *`.
     Ref {
         mutable: bool,
         nullable: bool,
+        void: bool,
         elem: &'a Type,
     },
     /// `&CStr` or `Option<&CStr>`: `const char *`.
@@ -176,6 +180,7 @@ impl<'a> Callback<'a> {
                     let mut local = None;
                     let mut len = None;
                     let mut user_data = None;
+                    let mut void = None;
                     let mut other_attrs = Vec::new();
                     for attr in &typed.attrs {
                         if attr.path().is_ident("local") && local.is_none() {
@@ -184,17 +189,22 @@ impl<'a> Callback<'a> {
                             len = Some(attr);
                         } else if attr.path().is_ident("user_data") && user_data.is_none() {
                             user_data = Some(attr);
+                        } else if attr.path().is_ident("void") && void.is_none() {
+                            void = Some(attr);
                         } else {
                             other_attrs.push(attr);
                         }
                     }
                     let ty = &*typed.ty;
-                    let kind = match (local, mut_ref(ty)) {
+                    let mut kind = match (local, mut_ref(ty)) {
                         (Some(_), Some(elem)) => Kind::Local { elem },
                         _ if user_data.is_some() => user_data_kind(ty),
                         _ => classify(ty, len.map(len_of)),
                     };
                     let user_data_from = user_data.and_then(user_data_from);
+                    if let (Some(_), Kind::Ref { void, .. }) = (void, &mut kind) {
+                        *void = true;
+                    }
                     params.push(Param {
                         binding,
                         ty,
@@ -202,6 +212,7 @@ impl<'a> Callback<'a> {
                         len,
                         user_data,
                         user_data_from,
+                        void,
                         other_attrs,
                         kind,
                     });
@@ -276,9 +287,15 @@ pub(crate) fn user_data_from(attr: &Attribute) -> Option<Expr> {
 fn classify<'a>(ty: &'a Type, len: Option<Len<'a>>) -> Kind<'a> {
     if let Some(inner) = generic_arg(ty, "Option") {
         return match classify(inner, len) {
-            Kind::Ref { mutable, elem, .. } => Kind::Ref {
+            Kind::Ref {
+                mutable,
+                void,
+                elem,
+                ..
+            } => Kind::Ref {
                 mutable,
                 nullable: true,
+                void,
                 elem,
             },
             Kind::CStr { .. } => Kind::CStr { nullable: true },
@@ -333,6 +350,7 @@ fn classify<'a>(ty: &'a Type, len: Option<Len<'a>>) -> Kind<'a> {
             Kind::Ref {
                 mutable,
                 nullable: false,
+                void: false,
                 elem,
             }
         }

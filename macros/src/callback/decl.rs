@@ -11,7 +11,8 @@
 //! forward-declare them. Types from the `libc` crate keep their C names and
 //! are left to the system headers.
 
-use quote::ToTokens;
+use proc_macro2::TokenStream;
+use quote::{ToTokens, quote};
 use syn::ext::IdentExt;
 use syn::{
     Attribute, Expr, ExprLit, FnArg, Lit, Meta, Pat, ReturnType, Signature, Type, TypeBareFn,
@@ -35,12 +36,14 @@ pub(crate) fn record(callback: &Callback, options: &Options) -> Record {
     let mut types = TypeUses::default();
     let signature = signature(callback, &mut types);
     let mut docs = docs(&callback.item.attrs);
+    let mut free_name = String::new();
     if let (Some(owned), Some(free)) = (callback.owned, &options.free) {
         if !docs.is_empty() {
             docs.push_str("\n\n");
         }
         let free = free.segments.last().map(|s| s.ident.unraw().to_string());
         let free = free.unwrap_or_default();
+        free_name.clone_from(&free);
         docs.push_str(&match owned {
             Owned::Value(_) => format!("Free the result with `{free}`."),
             Owned::Slice { .. } => format!(
@@ -55,6 +58,8 @@ pub(crate) fn record(callback: &Callback, options: &Options) -> Record {
         signature,
         types: types.to_field(),
         docs,
+        free: free_name,
+        holes: Vec::new(),
     }
 }
 
@@ -92,6 +97,8 @@ pub(crate) fn export_record(name: String, sig: &Signature, attrs: &[Attribute]) 
         signature: function.declare(NAME_SLOT),
         types: types.to_field(),
         docs: docs(attrs),
+        free: String::new(),
+        holes: Vec::new(),
     }
 }
 
@@ -125,6 +132,8 @@ pub(crate) fn free_record(name: String, owned: Owned, attrs: &[Attribute]) -> Re
         signature,
         types: types.to_field(),
         docs,
+        free: String::new(),
+        holes: Vec::new(),
     }
 }
 
@@ -174,6 +183,11 @@ fn signature(callback: &Callback, types: &mut TypeUses) -> String {
                 elem,
                 ..
             } if is_pointer_array(elem) => CType::pointer(c_type(elem, types, true)),
+            Kind::Ref {
+                mutable,
+                void: true,
+                ..
+            } => CType::pointer(CType::named("void").qualified(!mutable)),
             Kind::Ref { mutable, elem, .. } | Kind::Slice { mutable, elem, .. } => {
                 CType::pointer(c_type(elem, types, true).qualified(!mutable))
             }
@@ -241,12 +255,30 @@ pub(crate) fn docs(attrs: &[Attribute]) -> String {
 /// The Rust-defined types a signature names, and whether C only ever sees
 /// them behind a pointer.
 #[derive(Default)]
-struct TypeUses {
+pub(crate) struct TypeUses {
     /// `(name, by_value)`, in order of first use.
     uses: Vec<(String, bool)>,
+    /// Where array lengths the macro cannot read (`[u8; NAME_LEN]`) go:
+    /// `Some` for a record the compiler finishes (see `record::HOLE`),
+    /// `None` to write them as they are spelled.
+    pub holes: Option<Vec<TokenStream>>,
+    /// Count a type a function pointer's signature names as behind a
+    /// pointer: a field of that function-pointer type needs only its
+    /// declaration, which a cycle of types may then run through.
+    through_functions: bool,
 }
 
 impl TypeUses {
+    /// The uses of a type's fields: array lengths the macro cannot read
+    /// are left to the compiler, as holes.
+    pub fn of_fields() -> TypeUses {
+        TypeUses {
+            uses: Vec::new(),
+            holes: Some(Vec::new()),
+            through_functions: true,
+        }
+    }
+
     fn add(&mut self, name: &str, behind_pointer: bool) {
         match self.uses.iter_mut().find(|(known, _)| known == name) {
             Some((_, by_value)) => *by_value |= !behind_pointer,
@@ -256,7 +288,7 @@ impl TypeUses {
 
     /// `Point *Session`: the names sorted, `*` marking a type only used
     /// behind pointers.
-    fn to_field(&self) -> String {
+    pub fn to_field(&self) -> String {
         let mut uses: Vec<&(String, bool)> = self.uses.iter().collect();
         uses.sort_by(|(a, _), (b, _)| a.cmp(b));
         let names: Vec<String> = uses
@@ -276,7 +308,7 @@ impl TypeUses {
 /// A C type, enough to write declarators: `const char *`, `int32_t (*)[4]`,
 /// `void (*)(int32_t)`. Parameter names are the Rust ones; [`CType::declare`]
 /// writes them as C accepts them (see [`parameter_names`]).
-enum CType {
+pub(crate) enum CType {
     Named {
         name: String,
         constant: bool,
@@ -334,7 +366,7 @@ impl CType {
 
     /// The C declaration of `declarator` (a name, or empty for a type name)
     /// with this type: C's inside-out declarator syntax.
-    fn declare(&self, declarator: &str) -> String {
+    pub fn declare(&self, declarator: &str) -> String {
         match self {
             CType::Named { name, constant } => {
                 let constant = if *constant { "const " } else { "" };
@@ -404,7 +436,7 @@ impl CType {
 /// then given more `_` while it is a type the list names (a parameter
 /// `size_t` hides the type from the parameters after it) or the name of
 /// an earlier parameter (`class_` after `class`).
-fn parameter_names(params: &[(Option<String>, CType)]) -> Vec<Option<String>> {
+pub(crate) fn parameter_names(params: &[(Option<String>, CType)]) -> Vec<Option<String>> {
     let mut types = Vec::new();
     for (_, ty) in params {
         ty.type_names(&mut types);
@@ -445,7 +477,7 @@ fn is_c_string(ty: &Type) -> bool {
 
 /// The C type of `ty`; `behind_pointer` when C reaches it through a pointer
 /// (it may then stay opaque).
-fn c_type(ty: &Type, types: &mut TypeUses, behind_pointer: bool) -> CType {
+pub(crate) fn c_type(ty: &Type, types: &mut TypeUses, behind_pointer: bool) -> CType {
     match peel(ty) {
         Type::Tuple(tuple) if tuple.elems.is_empty() => CType::named("void"),
         Type::Never(_) => CType::named("void"),
@@ -464,11 +496,18 @@ fn c_type(ty: &Type, types: &mut TypeUses, behind_pointer: bool) -> CType {
         },
         Type::Array(array) => CType::Array {
             of: Box::new(c_type(&array.elem, types, behind_pointer)),
-            len: match &array.len {
-                Expr::Lit(ExprLit {
-                    lit: Lit::Int(int), ..
-                }) => int.base10_digits().to_owned(),
-                other => other.to_token_stream().to_string(),
+            len: match (&array.len, &mut types.holes) {
+                (
+                    Expr::Lit(ExprLit {
+                        lit: Lit::Int(int), ..
+                    }),
+                    _,
+                ) => int.base10_digits().to_owned(),
+                (other, Some(holes)) => {
+                    holes.push(quote!(#other));
+                    crate::record::hole(holes.len() - 1)
+                }
+                (other, None) => other.to_token_stream().to_string(),
             },
         },
         Type::BareFn(function) => CType::pointer(bare_fn(function, types)),
@@ -480,9 +519,10 @@ fn c_type(ty: &Type, types: &mut TypeUses, behind_pointer: bool) -> CType {
 }
 
 fn bare_fn(function: &TypeBareFn, types: &mut TypeUses) -> CType {
+    let behind_pointer = types.through_functions;
     let ret = match &function.output {
         ReturnType::Default => CType::named("void"),
-        ReturnType::Type(_, ty) => c_type(ty, types, false),
+        ReturnType::Type(_, ty) => c_type(ty, types, behind_pointer),
     };
     let params = function
         .inputs
@@ -493,7 +533,7 @@ fn bare_fn(function: &TypeBareFn, types: &mut TypeUses) -> CType {
                 .as_ref()
                 .map(|(ident, _)| ident.unraw().to_string())
                 .filter(|name| name != "_");
-            (name, c_type(&arg.ty, types, false))
+            (name, c_type(&arg.ty, types, behind_pointer))
         })
         .collect();
     CType::Function {
@@ -538,7 +578,7 @@ fn path_type(path: &TypePath, ty: &Type, types: &mut TypeUses, behind_pointer: b
 }
 
 /// The C spelling of a Rust scalar or C-named type.
-fn scalar(ident: &str) -> Option<&'static str> {
+pub(crate) fn scalar(ident: &str) -> Option<&'static str> {
     Some(match ident {
         "i8" | "int8_t" => "int8_t",
         "i16" | "int16_t" => "int16_t",
@@ -587,7 +627,7 @@ fn scalar(ident: &str) -> Option<&'static str> {
 
 /// `name` as a C parameter name: with a trailing `_` if C or C++ code
 /// cannot use it ([`format::is_reserved`]: `class`, `_Bool`, `NULL`).
-fn c_identifier(name: &str) -> String {
+pub(crate) fn c_identifier(name: &str) -> String {
     if format::is_reserved(name) {
         format!("{name}_")
     } else {

@@ -403,6 +403,16 @@ fn c_params(param: &Param, name: &Ident, rt: &TokenStream) -> Vec<TokenStream> {
             ..
         } if is_pointer_array(elem) => quote_spanned!(span=> *mut #elem),
         Kind::Value if takes_every_value(param.ty) => param.ty.to_token_stream(),
+        Kind::Ref {
+            mutable: false,
+            void: true,
+            ..
+        } => quote_spanned!(span=> *const ::core::ffi::c_void),
+        Kind::Ref {
+            mutable: true,
+            void: true,
+            ..
+        } => quote_spanned!(span=> *mut ::core::ffi::c_void),
         Kind::Value => {
             let ty = param.ty;
             quote_spanned!(span=> <#ty as #rt::CArg>::Raw)
@@ -672,6 +682,14 @@ fn convert(
         }
     };
     let function = Ident::new(function, Span::call_site());
+    // A `#[void]` parameter's `void *` is a pointer to `elem`: typed here,
+    // then checked as any reference is.
+    let cast = match param.kind {
+        Kind::Ref {
+            void: true, elem, ..
+        } => quote_spanned!(elem.span()=> let #name = #name.cast::<#elem>();),
+        _ => TokenStream::new(),
+    };
     let stored = match param.kind {
         Kind::Ref { nullable, elem, .. } => check_stored(
             name,
@@ -687,6 +705,7 @@ fn convert(
     // contract is that each pointer is NULL or valid for the call; the
     // runtime checks NULL and alignment.
     quote! {
+        #cast
         let #name = unsafe { #rt::#function(#name, #label) }?;
         #stored
     }

@@ -150,9 +150,14 @@ fn params(callback: &Callback, errors: &mut Vec<syn::Error>) {
         for attr in &param.other_attrs {
             errors.push(syn::Error::new_spanned(
                 attr,
-                "#[c_callback] parameters take no attributes other than `#[local]`, `#[len]` and \
-                 `#[user_data]`",
+                "#[c_callback] parameters take no attributes other than `#[local]`, `#[len]`, \
+                 `#[user_data]` and `#[void]`",
             ));
+        }
+        if let Some(attr) = param.void {
+            if !void(param, attr, errors) {
+                continue;
+            }
         }
         if let Some(attr) = param.user_data {
             user_data(param, attr, has_user_data, errors);
@@ -252,6 +257,56 @@ fn user_data(param: &Param, attr: &Attribute, earlier: bool, errors: &mut Vec<sy
              with `callgate::UserData::ref_from_raw`",
         ));
     }
+}
+
+/// `#[void]` on `param`: a reference C passes as `void *` (an element of
+/// `qsort`'s array). False when it is misused, so that the parameter's
+/// other checks are skipped.
+fn void(param: &Param, attr: &Attribute, errors: &mut Vec<syn::Error>) -> bool {
+    let before = errors.len();
+    if !matches!(attr.meta, Meta::Path(_)) {
+        errors.push(syn::Error::new_spanned(
+            &attr.meta,
+            "`#[void]` takes no arguments; write `#[void]`",
+        ));
+    }
+    let other = [
+        (param.local, "`#[local]` (C does not pass it)"),
+        (
+            param.user_data,
+            "`#[user_data]` (C passes it back as given)",
+        ),
+        (param.len, "`#[len]` (a `void *` has no length)"),
+    ];
+    for (attr, what) in other {
+        if let Some(attr) = attr {
+            errors.push(syn::Error::new_spanned(
+                attr,
+                format!("a parameter is either `#[void]` or {what}; remove one"),
+            ));
+        }
+    }
+    let message = match param.kind {
+        Kind::Ref { void: true, .. } => None,
+        // Reported above.
+        _ if errors.len() > before => None,
+        Kind::CStr { .. } | Kind::Str { .. } | Kind::StrLen { .. } => Some(
+            "C passes a string as `const char *`, not `void *`: remove `#[void]` (`&CStr` and \
+             `&str` are `const char *` already)",
+        ),
+        Kind::Slice { .. } => Some(
+            "`#[void]` is one `void *` without a length: take `&T` for one element, or a slice \
+             without `#[void]` (a pointer and a length)",
+        ),
+        _ => Some(
+            "#[void] parameters are `&T`, `&mut T`, `Option<&T>` or `Option<&mut T>`: C passes \
+             a `const void *` (`void *` for `&mut`) to a `T`, as `qsort` passes its elements",
+        ),
+    };
+    if let Some(message) = message {
+        errors.push(syn::Error::new_spanned(param.ty, message));
+    }
+    errors.len() == before
 }
 
 /// `#[len]` or `#[len = count]` on `param`.

@@ -10,8 +10,8 @@ use super::site::{Frame, OnFailure, Site};
 use crate::context::ContextNode;
 use crate::diag;
 use crate::failure::{Failure, callback_name, payload_message};
-use crate::last_error;
 use crate::settings::{self, PanicMode};
+use crate::{last_error, thread};
 
 /// Wraps a plain return value for [`call`](super::call)'s body.
 #[hot_path]
@@ -140,4 +140,31 @@ fn panicked<R>(site: &Site, payload: Box<dyn Any + Send>, on_panic: impl FnOnce(
         callback_name(site.name)
     ));
     on_panic()
+}
+
+/// Installs the panic hook of `panic=quiet` once the settings ask for it
+/// (a thread's first call, and `callgate::env` reloading the settings, ask
+/// here): it keeps the message of a panic inside a callback off standard
+/// error. It reads the settings at each panic, so a later `panic=catch`
+/// prints again.
+#[cold]
+pub(crate) fn quiet_panics_if_asked() {
+    if settings::current().panic != PanicMode::Quiet {
+        return;
+    }
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    // A panicking thread cannot replace the hook (`set_hook` would panic):
+    // the settings read during an unwind leave it to a later read.
+    if std::thread::panicking() {
+        return;
+    }
+    INSTALLED.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let caught_quietly = settings::current().panic == PanicMode::Quiet && thread::in_call();
+            if !caught_quietly {
+                previous(info);
+            }
+        }));
+    });
 }

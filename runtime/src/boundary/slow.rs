@@ -13,7 +13,7 @@
 
 use core::marker::PhantomData;
 
-use super::outcome::{conclude, failed, run};
+use super::outcome::{self, conclude, failed, run};
 use super::site::{Frame, Site};
 use super::straight::{align_function, bound_on, per_call_on};
 use crate::context::ContextNode;
@@ -141,6 +141,7 @@ unsafe extern "C" fn bind_first(site: &Site) -> *const ContextNode {
         return core::ptr::null();
     }
     init::open_fast_path();
+    outcome::quiet_panics_if_asked();
     // SAFETY: the slot held null (caller obligation).
     unsafe { thread::bind_unbound() }.map_or(core::ptr::null(), core::ptr::from_ref)
 }
@@ -159,6 +160,7 @@ pub(super) extern "C" fn call_slow<R>(
     on_panic: impl FnOnce() -> R,
     body: impl FnOnce(&Frame) -> Result<R, Failure>,
 ) -> R {
+    outcome::quiet_panics_if_asked();
     let node = match thread::current() {
         // Bound, past the gate: a nested or abandoned call, a `#[local]`
         // value not ready, or a call before the fast path opened.

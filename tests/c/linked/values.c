@@ -1,6 +1,7 @@
 /* Parameters passed by value that C may pass invalid, from C, through the
  * header callgate generates from the fixture (tests/fixture, `values`
- * module): the `Turn` (`int32_t`) and `Tier` (`uint8_t`) enums are checked
+ * module): the `Turn` (`int32_t`) and `Tier` (`uint8_t`) enums, which the
+ * header defines with their constants (`TURN_BACK` …), are checked
  * against their variants at every call, and the `Pair` struct goes both
  * ways by value.
  *
@@ -20,9 +21,9 @@
 
 #define EXPECT_NO_ERROR() CHECK(fixture_last_error_length() == 0, "unexpected error: %s", last_error())
 
-/* Every variant arrives as itself. */
+/* Every variant arrives as itself, named by the header's constants. */
 static void valid_values(void) {
-    static const Turn turns[] = {-180, -90, 0, 90, 270};
+    static const Turn turns[] = {TURN_BACK, TURN_LEFT, TURN_AHEAD, TURN_RIGHT, TURN_AROUND};
     fixture_clear_last_error();
     for (int i = 0; i < 5; i++) {
         CHECK(fixture_turn_index(turns[i]) == i + 1, "turn %d", (int)turns[i]);

@@ -22,8 +22,11 @@ pub struct Sample {
 #[repr(transparent)]
 pub struct Handle(u32);
 
+// C cannot say `packed` portably, nor generics: a header's prelude defines
+// these.
 #[derive(Clone, Copy, CValue)]
 #[repr(C, packed)]
+#[callgate(skip_header)]
 pub struct Packed {
     pub tag: u8,
     pub value: u32,
@@ -31,6 +34,7 @@ pub struct Packed {
 
 #[derive(Clone, Copy, CValue)]
 #[repr(C)]
+#[callgate(skip_header)]
 pub struct Tagged<T: Copy> {
     pub tag: u32,
     pub value: T,
