@@ -29,7 +29,7 @@
 //!   the table says why the other two have one);
 //! - no call, and no jump out of the function;
 //! - one access relative to the thread pointer, the slot's load at its
-//!   static offset (`tls/x86_64_linux_gnu.rs`, `static_at`);
+//!   static offset (`tls/x86_64_linux_gnu/static_offset.rs`, `static_at`);
 //! - within the table's number of 64-byte lines (one for an `int (int)`
 //!   callback: `boundary::straight::align_to_fetch_line`);
 //! - through the slot's value, only the context's first 64 bytes (the

@@ -4,13 +4,17 @@
 //! Its shape is what keeps a call cheap, and the compiler keeps it only
 //! while these hold:
 //!
-//! - the straight line starts on a 64-byte boundary and fits in one
-//!   instruction-fetch line ([`align_to_fetch_line`]);
-//! - the trampoline sets up no frame on it: everything that needs one goes
-//!   to one out-of-line function, called from one place (`call_cold`,
+//! - the straight line starts on a 64-byte boundary and, for an
+//!   `int (int)` callback, fits in one instruction-fetch line
+//!   ([`align_to_fetch_line`]);
+//! - the trampoline sets up no frame on it where the body reaches nothing
+//!   that needs the call's records: everything that needs one goes to one
+//!   out-of-line function, called from one place (`call_cold`,
 //!   `call_local_cold`), whose only use of the trampoline's frame is the
 //!   anchor;
 //! - reaching the slot stands for the init gate ([`Slot::fast`]).
+//!
+//! `tests/codegen` checks these on the benchmark fixture's release build.
 
 use core::marker::PhantomData;
 

@@ -338,7 +338,7 @@ fn slot_at() -> Option<SlotAt> {
 #[hot_path]
 pub(super) fn get_at(at: &SlotAt) -> *const ContextNode {
     // SAFETY: `at` holds the slot's offset for the thread that made it,
-    // which its owner (`tls::ThreadSlot`, neither `Send` nor `Sync`) is.
+    // which its owner (`tls::Slot`, neither `Send` nor `Sync`) is.
     unsafe { read_at(at.0.get()) }
 }
 
