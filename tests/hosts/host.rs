@@ -257,6 +257,21 @@ pub fn rpath(dir: &Path) -> String {
     format!("-Wl,--disable-new-dtags,-rpath,{}", dir.display())
 }
 
+/// Whether `tool` runs on this machine. Where it does not, says `SKIPPED`
+/// for `test` and returns false, so that the test passes; but under CI
+/// (`CI=true`), which installs every tool, it fails.
+pub fn has_tool(tool: &str, test: &str, install: &str) -> bool {
+    if Command::new(tool).arg("--version").output().is_ok() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none_or(|ci| ci != "true"),
+        "{tool} is not installed"
+    );
+    eprintln!("SKIPPED: {test}: needs {tool} (install: {install})");
+    false
+}
+
 /// What a host run produced.
 #[derive(Debug)]
 pub struct Outcome {

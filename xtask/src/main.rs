@@ -47,7 +47,6 @@ struct Row {
 
 const CC: Need = Need::Tool("cc", "apt-get install build-essential");
 const CXX: Need = Need::Tool("c++", "apt-get install g++");
-const PKG_CONFIG: Need = Need::Tool("pkg-config", "apt-get install pkg-config");
 /// The toolchain name that stands for the workspace's `rust-version`,
 /// read from `Cargo.toml` (as `scripts/msrv.sh` reads it).
 const RUST_VERSION: &str = "rust-version";
@@ -101,7 +100,7 @@ const ROWS: &[Row] = &[
         name: "debug",
         build: "the workspace, debug",
         guards: "unit, integration, compile-fail and doc tests; the guide's examples and tutorial; the C hosts against the debug fixture; the fast paths' machine code in the release benchmark fixture (tests/codegen); a C library installed by `cargo callgate`",
-        needs: &[CC, CXX, PKG_CONFIG],
+        needs: &[CC, CXX],
         commands: &["cargo test --workspace"],
     },
     Row {
