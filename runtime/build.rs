@@ -7,8 +7,9 @@
 //! `opt-level = 0`: the call path's functions are then not
 //! `#[inline(always)]`. Unoptimised code gives every local of
 //! every inlined function a stack slot of its own for the whole call, so
-//! inlining them all made each nested callback take about 5 KiB of stack
-//! instead of under 2 KiB (see the guide's Known limits).
+//! inlining them all would make each nested callback's frame several
+//! times larger (the guide's Guarantees page gives the stack a level
+//! takes).
 
 use std::env;
 use std::process::Command;

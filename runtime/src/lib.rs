@@ -61,11 +61,14 @@
 //!    callgate = { git = "https://github.com/callgate-rs/callgate" }
 //!    ```
 //!
-//! 2. Write `#[c_callback]` functions, as above, and `cargo build`.
-//! 3. Write the C header from the built library with the `callgate-header`
-//!    tool: `callgate-header target/debug/libname.so -o name.h`. It reads
-//!    the declarations the attribute recorded in the library, so the
-//!    header matches what was compiled ([headers]).
+//! 2. Write `#[c_callback]` functions, as above.
+//! 3. Build the C library and its header in one command: `cargo callgate
+//!    build` (from `cargo install callgate-header`) writes `name.h` and a
+//!    pkg-config file beside `libname.so`; `cargo callgate install
+//!    --prefix DIR` installs them. The header is read from what the
+//!    attribute and the derives recorded in the library, so it matches
+//!    what was compiled ([headers]). `callgate-header
+//!    target/debug/libname.so -o name.h` writes the header alone.
 //! 4. Compile the C program against the header and link the library.
 //!
 //! The [tutorial] does this step by step, from `cargo new --lib` to a
@@ -250,9 +253,14 @@ mod valgrind;
 /// returns the callback's `on_error` fallback, with a last error naming
 /// the argument, the value and the valid values: ``argument `mode` is 7,
 /// which is not a `Mode` (expected 0, 1 or 4)``. Explicit, implicit and
-/// negative discriminants all work. Declare the type in C as the integer
-/// (`typedef int32_t Mode;`), not as a C `enum`, whose size the C compiler
-/// chooses.
+/// negative discriminants all work.
+///
+/// `callgate-header` defines the type in the library's header as the
+/// integer, with one constant per variant: `typedef int32_t Mode;` and
+/// `enum { MODE_READ = 0, MODE_WRITE = 4 };` (`#[callgate(prefix =
+/// "...")]` on the enum and `#[callgate(rename = "...")]` on a variant
+/// choose the names; `#[callgate(skip_header)]` leaves the type to the
+/// header's prelude). Not a C `enum`, whose size the C compiler chooses.
 ///
 /// Enums with fields, without a `repr` or generic are compile errors that
 /// say what to write instead; for a struct, derive
@@ -297,6 +305,11 @@ pub use callgate_macros::CEnum;
 /// structs without a C layout are compile errors that say what to write
 /// instead. `#[callgate(crate = path)]` on the struct names callgate
 /// through a re-export.
+///
+/// Fields may be arrays of `CValue`s. `callgate-header` defines the struct
+/// in the library's header, field for field; a struct C cannot describe
+/// (generic, `packed`, `align`, only `PhantomData`) is a compile error
+/// unless `#[callgate(skip_header)]` leaves it to the header's prelude.
 ///
 /// ```
 /// use callgate::{CValue, c_callback};

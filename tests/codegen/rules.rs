@@ -73,7 +73,7 @@ impl Rule {
             }
             Rule::ThreadPointer => {
                 "the fast path reads the slot with one load at its static offset (`static_at` in \
-                 tls/x86_64_linux_gnu.rs) and touches no other thread-local."
+                 tls/x86_64_linux_gnu/static_offset.rs) and touches no other thread-local."
             }
             Rule::Lines => {
                 "the straight line outgrew its instruction-fetch line: shorten it, or check that \
