@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use callgate_header::{HeaderOptions, extract, render};
 
 /// The header options' lines of a usage text.
-pub const HEADER_OPTIONS: &str = "\
-  --guard NAME        include guard (default: from the header's or library's name, e.g. FOO_H)
+pub const HEADER_OPTIONS: &str =
+    "  --guard NAME        include guard (default: from the header's or library's name, e.g. FOO_H)
   --prelude FILE      C text to put before the declarations (includes, type definitions)
   --defined TYPE      a Rust type the prelude defines: no forward declaration, no definition
   --cxx-owners        C++ owners of the owned results (`std::unique_ptr`), in a namespace
