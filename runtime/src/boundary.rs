@@ -18,13 +18,9 @@
 //! [`site`] holds what a trampoline hands in: its static [`Site`], and the
 //! [`Frame`] its body gets.
 //!
-//! The call path is `#[inline(always)]` and generic, so a trampoline
-//! compiles to its fast path inline; what only runs when something goes
-//! wrong is `#[cold]` and out of line. At `opt-level = 0`
-//! (`cfg(callgate_unoptimized)`, set by the build script) nothing is
-//! forced inline: unoptimised code keeps every inlined function's locals
-//! apart in the caller's frame, which would make a nested callback's
-//! frames several times larger.
+//! The call path is generic and `#[hot_path]`, so each trampoline compiles
+//! to its own fast path; what runs only when something goes wrong is
+//! `#[cold]` and out of line.
 
 mod outcome;
 mod site;

@@ -36,26 +36,22 @@ pub(crate) static CONTEXTS: FreeList<Context> = FreeList::new();
 /// owner only through the free list, whose Release/Acquire pair orders the
 /// previous owner's accesses before the next owner's.
 ///
-/// Each lives in a [`Node`] of [`CONTEXTS`], aligned to 128 bytes, so the
-/// counters two threads write on their fast paths never share a cache
-/// line. The fast paths rely on the field order (asserted below).
+/// Each lives in a [`Node`] of [`CONTEXTS`]; the fast paths rely on the
+/// field order (asserted below).
 #[repr(C)]
 pub(crate) struct Context {
-    // What a bound call touches comes first, in the node's first cache line.
+    // What a bound call touches: the node's first cache line.
     /// The entry word and the outermost call's anchor address ([`Running`]).
     running: Running,
     /// The outermost calls' token (see [`stack`](crate::stack)): calls
     /// that leave nothing behind share it, and it advances
-    /// ([`advance`](Context::advance)) wherever one may have. The fast path
-    /// only reads it: a count bumped by every call would make each call
-    /// wait for the last one's store.
+    /// ([`advance`](Context::advance)) wherever one may have.
     outer_token: Cell<u64>,
     /// The count of the last nested call's token (the count with
     /// [`NESTED_TOKEN`](nested::NESTED_TOKEN) set), or the start of its
     /// block ([`next_nested_count`](Context::next_nested_count)).
     nested_calls: Cell<u64>,
-    /// The `#[local]` values: the fast path of a callback with one
-    /// `#[local]` parameter reads their table, in this line too.
+    /// The `#[local]` values, whose table the `#[local]` fast path reads.
     pub(crate) locals: Locals,
     /// Release the context when the outermost call returns.
     per_call: Cell<bool>,
@@ -67,18 +63,14 @@ pub(crate) struct Context {
     /// stack of the thread ([`forget_deeper`](Context::forget_deeper)):
     /// the context stays with the thread until it exits.
     forgotten_may_resume: Cell<bool>,
-    // A bind, a per-call release and a thread's first call touch the
-    // second cache line too.
-    /// The free list's link, in the second line: the thread that pops the
-    /// context writes there as it binds anyway.
+    // What a bind and a per-call release touch: the second line.
     link: Link,
     pub(crate) binds: Counter,
     pub(crate) releases: Counter,
     /// [`outer_token`](Context::outer_token) and
     /// [`nested_calls`](Context::nested_calls) when the last thread served
-    /// gave the context up with all its calls over (it exited, is not in
-    /// this `fork` child, or judged every call it forgot gone): a call
-    /// whose token is at most these is over ([`Context::holder_is_gone`]).
+    /// gave the context up with all its calls over: a call whose token is
+    /// at most these is over ([`Context::holder_is_gone`]).
     calls_when_gone: Cell<(u64, u64)>,
     /// The `Closure::concurrent` a running call of the owner announced
     /// (see `closure`), or 0; a thread writes only its own.
@@ -95,11 +87,10 @@ pub(crate) struct Context {
     pub(crate) panics: Counter,
     pub(crate) errors: Counter,
     /// The `thread::id` of the owner while it releases the context's
-    /// `#[local]` values, or 0: the context has left the thread's slot
-    /// then, but not yet the thread, and a `fork` from a `Local::release`
-    /// must not hand it back in the child (see `thread::reclaim_orphans`).
+    /// `#[local]` values, or 0: a `fork` from a `Local::release` must not
+    /// hand the context back in the child (see `thread::reclaim_orphans`).
     releasing: Cell<usize>,
-    // What follows only cold paths touch.
+    // Cold.
     /// The last nested calls found certainly gone while recorded as
     /// running (see [`claim_gone`](Context::claim_gone)).
     gone: GoneCalls,
@@ -286,24 +277,19 @@ unsafe impl Pooled for Context {
     }
 }
 
-// What a bound call touches and the `#[local]` fast path's remembered value
-// and table (the first 32 bytes of `Locals`) share the node's first cache
-// line; the free list's link is in the second, with what a bind writes.
+// A bound call's fields and the first 32 bytes of `Locals` (what the
+// `#[local]` fast path reads) share the first cache line; what a bind
+// writes, the free list's link included, is in the second.
 const _: () = assert!(core::mem::offset_of!(ContextNode, value) == 0);
 const _: () = assert!(core::mem::offset_of!(Context, locals) + 32 <= 64);
 const _: () = assert!(core::mem::offset_of!(Context, link) >= 64);
 const _: () = assert!(core::mem::offset_of!(Context, binds) + 8 <= 128);
 const _: () = assert!(core::mem::offset_of!(Context, hazard) + 8 <= 128);
 
-/// Where in a 128-byte line pair no fast path of a context writes: the
-/// second word of [`Context::calls_when_gone`] in a node's first pair, a
-/// word of [`Context::held`] in its second. `tls` puts the word every call
-/// reads first at this offset of its own pair: x86-64 CPUs match a load
-/// against older pending stores by the low 12 bits of the address first
-/// ("4K aliasing"), so a call's store at that page offset would make the
-/// next call's load of the word wait.
-// Only the x86-64 glibc slot reads it; elsewhere only the assertions below
-// use it, which Rust 1.85 (the oldest this crate builds with) does not count.
+/// Where in a 128-byte line pair no fast path of a context writes. `tls`
+/// puts the word every call reads first at this offset of its own pair, so
+/// no call's store shares its page offset ("4K aliasing" on x86-64).
+// Rust 1.85 does not count the assertions below as a use.
 #[cfg_attr(
     not(all(
         target_arch = "x86_64",

@@ -2,14 +2,10 @@
 //! first call, the slot in dynamic TLS, and the slow path proper — the
 //! gate, an attach, a nested or abandoned call.
 //!
-//! The functions a trampoline calls here are `extern "C"`, so they cannot
-//! unwind (their bodies run under `catch_unwind`): the trampoline's call
-//! needs no landing pad and no unwind-table entry, and an unwind that is
-//! not a Rust panic (a forced unwind, a foreign exception) passes the
-//! trampoline's frame as it passes theirs, instead of meeting the abort
-//! that guards calls which may unwind. They are never called from C: their
-//! parameters are Rust values passed between Rust functions compiled
-//! together.
+//! The functions a trampoline calls here are `extern "C"` (never called
+//! from C), so they cannot unwind: the trampoline needs no landing pad, and
+//! a forced unwind or a foreign exception passes its frame rather than
+//! meeting the abort that guards calls which may unwind.
 
 use core::marker::PhantomData;
 
@@ -30,10 +26,9 @@ use crate::{init, stats, thread};
 /// [`call_unbound`]; else (a nested call, a per-call call with no context
 /// cached or with the fast path closed) [`call_slow`].
 ///
-/// The trampoline calls it from one place, so the compiler sets up the
-/// trampoline's frame on this path only. It only chooses, so that its own
-/// frame stays small in a debug build, where every nested call passes
-/// through it.
+/// Called from one place, so the trampoline sets up a frame on this path
+/// only. It only chooses, so its own frame stays small in a debug build,
+/// where every nested call passes through it.
 #[cold]
 #[inline(never)]
 #[allow(improper_ctypes_definitions, reason = "called from Rust only")]
@@ -68,9 +63,8 @@ fn slot_read_null(site: &Site) -> bool {
 /// null. Runs the bound or per-call fast path on what the slot holds, or
 /// on what [`bind_first`] binds; else the slow path.
 ///
-/// Inlined into [`call_cold`] in an optimised build; out of line at
-/// `opt-level = 0`, where `call_cold`'s frame would otherwise hold this
-/// path's, and every nested call would carry it.
+/// A function of its own so that, in a dev build, `call_cold`'s frame does
+/// not carry this path's.
 #[hot_path]
 #[allow(improper_ctypes_definitions, reason = "called from Rust only")]
 extern "C" fn call_unbound<R>(
@@ -115,19 +109,14 @@ extern "C" fn call_unbound<R>(
     call_slow(site, anchor, on_error, on_panic, body)
 }
 
-/// For [`call_unbound`], whose read of the slot found null: the context
-/// it binds to the calling thread now, for a call from `site` (a callback
-/// served on a bound thread) to run on as the bound fast path does. Null
-/// where the slow path has more to do: the gate is shut, or the thread
-/// would be served per call. (Where a nested call, a signal handler's,
-/// bound the thread since the read, it is that call's context, which
-/// `bound_on` runs on or sends to the slow path.)
+/// The context bound to the calling thread now, whose slot read null, for
+/// a call from a bound `site` to run on as the bound fast path does; null
+/// where the slow path has more to do (the gate is shut). A signal
+/// handler's call may have bound the thread since the read: then it is
+/// that call's context.
 ///
-/// A thread's first call then runs the trampoline, [`call_cold`], this
-/// and `pthread_setspecific` (or `FlsSetValue`), and no code besides:
-/// on a thread that just started, each further page of code would cost
-/// a TLB miss. Not generic, so one copy serves every callback, and
-/// aligned to 1 KiB, so that it does not straddle two pages.
+/// Not generic, so one copy serves every callback, and aligned to 1 KiB so
+/// it sits in one page: a new thread's first call touches few pages.
 ///
 /// # Safety
 ///
@@ -196,10 +185,9 @@ pub(super) extern "C" fn call_slow<R>(
     })
 }
 
-/// The slow start of a call: passes the gate, opens the fast path once
-/// the gate is open, and attaches the thread if it is not bound. The
-/// failure of a gate that stays shut is boxed, so the result fits in two
-/// registers.
+/// The slow start of a call: passes the gate, opens the fast path, and
+/// attaches the thread if it is not bound. The failure is boxed to keep the
+/// result small.
 #[cold]
 #[inline(never)]
 fn arrive(site: &Site) -> Result<&'static ContextNode, Box<Failure>> {
@@ -262,13 +250,11 @@ fn call_slow_local<R, T: Local>(
     })
 }
 
-/// The context bound to the calling thread, for a call from `site` about
-/// to start there (a closure's call, taking its hold before `call`): an
-/// unbound thread is bound first, as its first call would bind it
-/// ([`bind_first`]). The context returned stays with the thread until the
-/// thread exits. `None` where the thread is attached per call (its
-/// context goes back to the pool when the outermost call returns), after
-/// its exit hook ran, or cannot be bound now (the gate is shut).
+/// The context bound to the calling thread, binding it first as its first
+/// call would ([`bind_first`]), for a call from `site` about to start (a
+/// closure's, taking its hold before `call`). It stays with the thread
+/// until the thread exits. `None` where the thread is attached per call,
+/// its exit hook ran, or the gate is shut.
 #[hot_path]
 pub(crate) fn bound_context(site: &Site) -> Option<&'static ContextNode> {
     let mut value = thread::slot();

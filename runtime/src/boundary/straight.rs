@@ -63,9 +63,7 @@ pub fn call<R>(
         }
     } else if site.attach == AttachMode::PerCall && !bound.is_null() {
         // The per-call fast path: the context this thread's last per-call
-        // attach cached, taken and cached again without touching the free
-        // list. (Null caches nothing; testing it here keeps the cold call
-        // on the straight line's fall-through.)
+        // attach cached, taken and cached again without the free list.
         if let Some(slot) = &slot {
             if let Some(node) = thread::take_cached(slot, bound) {
                 let release = || {
@@ -200,11 +198,8 @@ unsafe fn outermost<R>(
 /// value of `key`'s type besides the frame.
 ///
 /// The fast path finds the value ready (it exists, is bound to the thread
-/// and no call holds it) before the call starts, and holds it for the
-/// call; anything else — a first use, `bind`, a value an outer call
-/// holds — goes to the slow path, which looks it up as [`Frame::local`]
-/// does. A miss never returns into the fast path, so the trampoline keeps
-/// nothing in registers across a call there.
+/// and no call holds it) and holds it for the call; anything else goes to
+/// the slow path, which looks it up as [`Frame::local`] does.
 #[hot_path]
 pub fn call_local<R, T: Local>(
     site: &Site,
@@ -279,14 +274,10 @@ unsafe fn local_on<R, T: Local>(
 /// The `#[local]` fast path's call on `node` with `value`, the free value
 /// whose index `entry` holds: enters, runs the call and leaves.
 ///
-/// `value` comes as a parameter so that the compiler knows nothing else
-/// the call does here reaches it: the context's stores that a body
-/// reaching nothing else cannot read (see `context::Running`) are then
-/// dropped as on the bound fast path.
-///
-/// `#[inline]`, not `inline(always)`: inlined before its callees, the body
-/// would still reach the value through `catch_unwind`'s data in memory,
-/// and the compiler could not tell that its accesses are the parameter's.
+/// `value` is a parameter, and this is `#[inline]` rather than
+/// `#[hot_path]` (inlined first, the body would reach the value through
+/// `catch_unwind`'s data), so the compiler sees the body reach only it and
+/// drops the context's dead stores as on the bound path (`context::Running`).
 ///
 /// # Safety
 ///
@@ -315,15 +306,12 @@ unsafe fn outermost_holding<R, T: Local>(
     unsafe { outermost(site, node, anchor, on_error, on_panic, body, || {}) }
 }
 
-/// Starts the function this is inlined into (a trampoline) on a 64-byte
-/// boundary where the build can, so that its straight line sits in one
-/// instruction-fetch line wherever the linker puts it.
+/// Starts the trampoline this is inlined into on a 64-byte boundary, so
+/// its straight line sits in one instruction-fetch line.
 ///
-/// It emits no instruction: it aligns *subsection 1* of the function's
-/// section, which gives the section (one per function) that alignment,
-/// and the padding lands in subsection 1, after the code, never executed.
-/// ELF x86-64 Linux only; elsewhere functions keep the compiler's
-/// alignment.
+/// It emits no instruction: aligning *subsection 1* aligns the function's
+/// own section, and the padding lands after the code. ELF x86-64 Linux
+/// only.
 #[inline(always)]
 fn align_to_fetch_line() {
     align_function::<6>();

@@ -10,9 +10,8 @@ use crate::stack::{Anchor, Mark};
 impl Context {
     /// The fast path of a bound thread: a callback with `anchor` in its
     /// frame starts on the owner if no call is recorded as running there,
-    /// and ends with [`leave_outermost`](Context::leave_outermost).
-    /// Otherwise returns false, doing nothing, and the caller takes
-    /// [`enter`](Context::enter).
+    /// and ends with [`leave_outermost`](Context::leave_outermost); else
+    /// false, and the caller takes [`enter`](Context::enter).
     ///
     /// # Safety
     ///
@@ -91,14 +90,11 @@ impl Context {
     /// `#[local]` lookup) may leave a mark behind that outlives it: the
     /// calls after it get a new token now, the running one's kept in
     /// [`running_token`](Context::running_token) with [`ADVANCED`] set.
-    /// Its leave then has nothing to check.
     ///
     /// # Safety
     ///
-    /// The caller is the context's owner, inside an outermost call that
-    /// is running (the depth is at least 1): at depth 0 the flag would
-    /// outlive every call and make the next outermost one's mark carry a
-    /// token that is not its own.
+    /// The caller is the context's owner, inside a running outermost call
+    /// (at depth 0 the flag would give the next call a token not its own).
     pub(super) unsafe fn advance_past_running(&self) {
         let entry = self.running.entry();
         debug_assert_ne!(entry as u32 & DEPTH, 0, "inside a call");
@@ -124,16 +120,10 @@ impl Context {
     }
 
     /// The call that [`enter_outermost`](Context::enter_outermost) started
-    /// returns. Unlike [`leave`](Context::leave), never a release: a
-    /// per-call context is in the slot only while the call that attached
-    /// it runs, which entered through `enter` (a signal handler's call
-    /// between that attach and `enter` leaves the release to it).
-    ///
-    /// Nothing to check either: a value an abandoned nested call holds in
-    /// its slot's state names this call's token, which advanced as that
-    /// call started or looked the value up
-    /// ([`advance_past_running`](Context::advance_past_running)), so later
-    /// lookups tell this call over (`Holder::is_gone`).
+    /// returns. Never a release: a per-call context's attaching call
+    /// entered through [`enter`](Context::enter). Nothing to check: what
+    /// an abandoned nested call left names a token that advanced
+    /// ([`advance_past_running`](Context::advance_past_running)).
     ///
     /// # Safety
     ///
@@ -149,9 +139,8 @@ impl Context {
     /// A callback starts on the owning thread, with `anchor` in its frame;
     /// returns the depth it starts at, which its `leave` restores.
     ///
-    /// The outermost call only records its mark. A call that starts while
-    /// others are recorded as running takes the cold path, which first
-    /// drops the recorded calls whose frames are provably gone.
+    /// A nested call takes the cold path, which first drops the recorded
+    /// calls whose frames are provably gone.
     ///
     /// # Safety
     ///
@@ -163,8 +152,7 @@ impl Context {
         // SAFETY: owning thread (caller obligation).
         let recorded = unsafe { self.depth() };
         let start = if recorded == 0 {
-            // Off the fast path, a token of its own whatever came before:
-            // the same margin as `leave`'s (see there).
+            // A token of its own: the same margin as `leave`'s.
             self.advance();
             self.mark_outermost(anchor);
             0
@@ -189,17 +177,14 @@ impl Context {
     /// the outermost one of a per-call attachment, to be released now.
     ///
     /// Restoring `start` rather than decrementing forgets the calls
-    /// recorded deeper: nested ones that were abandoned, or ones that
-    /// started later on another stack of the thread and are suspended
-    /// there ([`forget_deeper`](Context::forget_deeper)). What they hold
-    /// stays held until their holders are found gone (`Locals::get`).
-    /// A call that finds fewer calls recorded than its depth was forgotten
-    /// so (coroutines need not finish in the order they started): what is
-    /// recorded belongs to other calls, and it leaves it as it is.
+    /// recorded deeper: abandoned ones, or ones suspended on another stack
+    /// of the thread ([`forget_deeper`](Context::forget_deeper)); what they
+    /// hold stays held until found gone (`Locals::get`). A call that finds
+    /// fewer calls recorded than its depth was itself forgotten so
+    /// (coroutines end in any order), and leaves the record alone.
     ///
     /// The outermost call advances the token as it leaves: a margin the
-    /// token rules do not need (a forgotten call started inside this one,
-    /// which advanced it), free off the fast path.
+    /// token rules do not need, free off the fast path.
     ///
     /// # Safety
     ///
@@ -219,10 +204,8 @@ impl Context {
             unsafe { self.forget_deeper(start, depth) };
         }
         if start == 0 {
-            // No call runs any more: depth 0 and no `ADVANCED`; the held
-            // index is 0 (a call that entered through `enter` holds
-            // nothing through the word). The next outermost call gets a
-            // new token (a margin: see above).
+            // Depth 0, no `ADVANCED`; the held index is 0 already (a call
+            // that entered through `enter` holds nothing through the word).
             self.running
                 .set_entry(self.running.entry() & !u64::from(u32::MAX));
             self.advance();

@@ -2,9 +2,8 @@
 
 use crate::sync::{AtomicU64, Ordering};
 
-/// A per-thread counter: written only by the context's owner (a plain
-/// load + store, no read-modify-write, no shared cache line), read by
-/// `stats()` from any thread.
+/// A per-thread counter: written only by the context's owner, so a plain
+/// load and store; read by `stats()` from any thread.
 pub(crate) struct Counter(AtomicU64);
 
 impl Counter {

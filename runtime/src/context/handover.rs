@@ -7,13 +7,11 @@ use super::nested::NESTED_TOKEN;
 use crate::stack::Mark;
 
 impl Context {
-    /// True when the call marked `holder` (kept by something it took: a
-    /// `Closure::new` turn, see `Frame::mark`) certainly has no frame
-    /// left, seen from the owner's outermost running call: its token is
-    /// from before the context last changed hands
+    /// True when the call marked `holder` (see `Frame::mark`) certainly has
+    /// no frame left, seen from the owner's outermost running call: its
+    /// token is from before the context last changed hands
     /// ([`calls_when_gone`](Context::calls_when_gone)), or its mark tells
-    /// (`Mark::holder_is_gone`). A holder that may be suspended on another
-    /// stack is kept.
+    /// (`Mark::holder_is_gone`).
     ///
     /// # Safety
     ///
@@ -41,10 +39,9 @@ impl Context {
         self.forgotten_may_resume.get()
     }
 
-    /// True when the owner may be inside a call on the context, where it
-    /// may hold a `Closure::new` turn under the context's mark: a call is
-    /// recorded as running (or was abandoned and not yet found so), or one
-    /// that a `leave` forgot may resume on another stack.
+    /// True when the owner may be inside a call on the context (and so hold
+    /// a `Closure::new` turn under its mark): a call is recorded as
+    /// running, or a forgotten one may resume.
     ///
     /// # Safety
     ///
@@ -59,14 +56,8 @@ impl Context {
     /// The owning thread gives the context up, back to the free list:
     /// records its calls as over for the next owner, unless a call it
     /// forgot may still resume, and clears
-    /// [`forgotten_may_resume`](Context::forgotten_may_resume).
-    ///
-    /// They are over otherwise: its outermost call returned or it is
-    /// exiting, and each call forgotten on the way was judged gone by its
-    /// mark (a living thread whose forgotten call may resume keeps its
-    /// context: `thread::release`). So a turn stamped by one of them can
-    /// be taken back by the next owner's calls, whatever stack it was
-    /// abandoned on.
+    /// [`forgotten_may_resume`](Context::forgotten_may_resume). So the next
+    /// owner's calls can take back a turn one of them left behind.
     ///
     /// # Safety
     ///

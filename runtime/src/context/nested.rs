@@ -16,8 +16,8 @@ const NESTED_RESERVE: usize = 16;
 
 impl Context {
     /// Makes room for the marks of nested calls, once, when the context is
-    /// new: nested entries up to this depth then never allocate (a call
-    /// from a signal handler that interrupted malloc would deadlock on it).
+    /// new: a signal handler's call that interrupted malloc must not
+    /// allocate.
     ///
     /// # Safety
     ///
@@ -33,14 +33,9 @@ impl Context {
     ///
     /// The new anchor gets a nested token first, so a recorded call whose
     /// anchor was at the same address reads as overwritten. If no recorded
-    /// call is live, the new one becomes the outermost, with an outermost
-    /// token, and the gone outermost call's entry-word hold ends; holds in
-    /// slots' states are judged by their holders' marks (`Locals::get`).
-    ///
-    /// The calls recorded deeper than the first gone one are dropped with
-    /// it. On the thread's own stack they are gone too, but one that
-    /// started on another stack may be suspended there: each is judged by
-    /// its mark, as in [`forget_deeper`](Context::forget_deeper).
+    /// call is live, the new one becomes the outermost. The calls recorded
+    /// deeper than the first gone one are dropped with it, each judged by
+    /// its mark as in [`forget_deeper`](Context::forget_deeper).
     ///
     /// # Safety
     ///
@@ -83,20 +78,17 @@ impl Context {
         live
     }
 
-    /// Ends the hold of the `#[local]` value the outermost call holds
-    /// through the entry word, and clears
-    /// [`ADVANCED`](super::running::ADVANCED): that call is gone and the
-    /// one starting takes its place with the outermost token.
+    /// Ends the gone outermost call's entry-word hold and clears
+    /// [`ADVANCED`](super::running::ADVANCED): the starting call takes its
+    /// place.
     fn free_entry_hold(&self) {
         self.running
             .set_entry(self.running.entry() & u64::from(DEPTH));
     }
 
     /// The count of the next nested call's token: the one after the last,
-    /// from a new block when the context has none yet (its count is 0) or
-    /// used its block up (see `stack::nested_token_block`). Counts only
-    /// grow: the block's start becomes the last count. (Only
-    /// [`enter_nested`](Context::enter_nested) takes a count for good.)
+    /// or from a new block (`stack::nested_token_block`) when the context
+    /// has none or used its block up.
     fn next_nested_count(&self) -> u64 {
         let last = self.nested_calls.get();
         let next = last.wrapping_add(1);
@@ -109,12 +101,9 @@ impl Context {
     }
 
     /// The call that entered at `start` returns while `depth` calls are
-    /// recorded: the deeper ones are forgotten. One that started inside it
-    /// on another stack of the thread may be suspended there, and resume
-    /// once the context serves another thread. Unless every forgotten call
-    /// is certainly gone by its mark, seen from the returning call, the
-    /// context stays with the thread until it exits (a per-call release
-    /// keeps it bound instead: `thread::release`).
+    /// recorded: the deeper ones are forgotten. One may be suspended on
+    /// another stack of the thread, so unless each is certainly gone by its
+    /// mark, the context stays with the thread until it exits.
     ///
     /// # Safety
     ///
@@ -151,13 +140,10 @@ impl Context {
 
     /// True when `holder` (the mark a `Closure::new` turn keeps of the
     /// call that took it) is one of the last few nested calls this context
-    /// found gone while recorded as running
-    /// ([`GoneCalls`](crate::stack::GoneCalls)); forgotten then, so only
-    /// one call takes over what it held. Unlike
-    /// [`holder_is_gone`](Context::holder_is_gone) it holds at any depth:
-    /// a nested token names one call in the process, which never returned,
-    /// so a turn that still keeps its mark was not taken since (a call
-    /// that takes a turn ends it or keeps it under its own mark).
+    /// found gone ([`GoneCalls`](crate::stack::GoneCalls)); forgotten then,
+    /// so only one call takes over what it held. Valid at any depth, unlike
+    /// [`holder_is_gone`](Context::holder_is_gone): a nested token names
+    /// one call in the process.
     pub(crate) fn claim_gone(&self, holder: Mark) -> bool {
         holder.token() & NESTED_TOKEN != 0 && self.gone.claim(holder.token())
     }

@@ -19,12 +19,8 @@ use core::cell::UnsafeCell;
 ///   non-zero only while the depth is.
 ///
 /// The address is read only while the depth is non-zero. Since the leave
-/// overwrites both words, the compiler drops the outermost call's records
-/// (both words and the anchor's token) wherever nothing can read them
-/// before the leave: a body that calls nothing it cannot see and writes
-/// through no pointer that might reach the context. A `#[local]` value
-/// reaches the body as a `&mut T` (`boundary::straight::outermost_holding`), which
-/// reaches nothing else, so using it keeps them dead.
+/// overwrites both words, the compiler drops the call's records (both
+/// words and the anchor's token) wherever the body cannot read them.
 #[repr(C, align(16))]
 pub(super) struct Running(UnsafeCell<[u64; 2]>);
 
@@ -70,9 +66,7 @@ impl Running {
 /// The entry word's bit that says the outermost token moved past the
 /// running outermost call's, which `Context::running_token` keeps
 /// ([`advance_past_running`](super::Context::advance_past_running)). Set
-/// only while the depth is at least 1: every store that makes the depth 0
-/// clears it, and so does a call that takes a gone outermost call's place
-/// (`free_entry_hold`).
+/// only while the depth is at least 1 (`free_entry_hold` clears it too).
 pub(super) const ADVANCED: u32 = 1 << 31;
 
 /// The depth's bits of the entry word's low half.
