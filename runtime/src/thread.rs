@@ -2,23 +2,16 @@
 //! how a context comes to serve a thread and leaves it again.
 //!
 //! A thread's first call pops a context (or allocates one) and stores it in
-//! the thread's [`tls`] slot, which has no destructor — so the fast path is
-//! one thread-local load and works at any point of thread teardown — and
-//! arms the thread's exit hook ([`hooks`]: a pthread key's destructor, or
-//! on Windows a fiber-local-storage callback), which releases the context
-//! when the thread exits. A thread that calls back *after* that release
-//! (from another key's destructor, say) is served per call: it gets a
-//! context for the duration of the outermost call only, so nothing leaks.
+//! the thread's [`tls`] slot, and arms the thread's exit hook ([`hooks`]),
+//! which releases the context when the thread exits. The slot has no
+//! destructor, so it works at any point of thread teardown: a thread that
+//! calls back after its release is served per call, so nothing leaks. A
+//! per-call context stays [cached](CACHES) in the slot between calls.
 //!
-//! A per-call context released on a thread stays in that thread's slot,
-//! [cached](CACHES) for its next per-call attach, which then costs no
-//! atomic operation.
-//!
-//! Here: the slot's values, and the per-call fast path's take from the
-//! cache and release to it. `attach.rs`: binding a thread, on the slow
-//! path. `release.rs`: the release after an outermost per-call call, and
-//! at thread exit. `orphans.rs`: the contexts a `fork` left without a
-//! thread, and the pool at unload.
+//! Here: the slot's values and the per-call cache. `attach`: binding a
+//! thread. `release`: after a per-call call, and at thread exit.
+//! `orphans`: contexts a `fork` left without a thread, and the pool at
+//! unload.
 //!
 //! A context belongs to the thread it serves: the functions that act on it
 //! as its owner are `unsafe`, and their callers vouch that the context is
@@ -43,28 +36,20 @@ pub(crate) use orphans::reclaim_orphans;
 use release::release;
 pub(crate) use release::{leave, release_at_exit};
 
-/// The slot's value once the key destructor released the thread's bound
-/// context: the thread is exiting, so later calls are served per call.
-/// Also once a call returned on a thread that has no exit hook (the
-/// process had no pthread key left), which is served per call too. (The
-/// slot holds null, this marker, a context node serving the thread, or a
+/// The slot's value once the exit hook released the thread's context, or
+/// a call returned on a thread without an exit hook: later calls are served
+/// per call. (The slot holds null, this, a context serving the thread, or a
 /// [cached](CACHES) one.)
 const EXITED: *const ContextNode = ptr::without_provenance(1);
 
-/// A per-call context is not handed back to the free list when its
-/// outermost call returns: it stays in the slot, tagged as *cached* (no
-/// thread is bound, but the next per-call attach on this thread takes it
-/// without touching the free list). It counts as released. The key
-/// destructor hands it back when the thread exits, and a thread whose
-/// destructor ran never caches (its slot holds `EXITED`). Its `#[local]`
-/// values are released, but for any that a callback from a signal handler
-/// bound while the per-call fast path was caching it: those stay bound to
-/// this thread until the context leaves it (see `release_at_exit`).
+/// A per-call context stays in the slot when its outermost call returns,
+/// tagged as *cached*, for the thread's next per-call attach; it counts as
+/// released, and the exit hook hands it back. A thread whose hook ran
+/// never caches.
 ///
-/// The tag is the top bit, which no user-space address has on x86-64, so a
-/// cached value is negative as a signed number, as null and `EXITED` are
-/// at most 1: [`current`] stays one compare. Elsewhere (top-byte pointer
-/// tags exist on aarch64) nothing is cached.
+/// The tag is the top bit, which no user-space address has on x86-64, so
+/// [`serves`] stays one signed compare. Elsewhere (aarch64 has top-byte
+/// pointer tags) nothing is cached.
 const CACHES: bool =
     hooks::HAS_THREAD_EXIT_HOOK && cfg!(all(target_arch = "x86_64", target_pointer_width = "64"));
 
@@ -129,15 +114,10 @@ fn serving() -> Option<&'static ContextNode> {
 }
 
 /// For [`current`]: `node`, a per-call context in the slot with no call
-/// on it, belongs to a call that the caller interrupted (a signal
-/// handler's call) after its attach and before its entry, or after its
-/// return and before its release. That call releases it; were the caller
-/// to release it too, the interrupted call would run on, or release
-/// again, a context already cached or handed back. So it becomes a bound
-/// one, whose calls release nothing (`Context::leave`): the interrupted
-/// call runs on it and the thread's exit releases it (its exit hook is
-/// armed: `attach::bind`), or that call releases it as it was about to ([`attach()`]
-/// makes it per call again when it comes back from the cache).
+/// on it, belongs to a call the caller (a signal handler's) interrupted
+/// between attach and entry or between return and release. Only that call
+/// may release it, so it becomes a bound one, whose calls release nothing
+/// (`Context::leave`); [`attach()`] makes it per call again.
 ///
 /// # Safety
 ///
@@ -149,10 +129,8 @@ unsafe fn keep_for_interrupted_call(node: &'static ContextNode) {
     unsafe { node.value.keep_bound() };
 }
 
-/// The slot's value, for [`serves`]: a node serving this thread when
-/// `serves` says so. A raw value, so that the fast path's one compare is
-/// its only check (an `Option<&_>` adds a null check the compiler does not
-/// see is implied).
+/// The slot's value, for [`serves`]: raw, so that `serves`'s one compare
+/// is the only check.
 #[hot_path]
 pub(crate) fn slot() -> *const ContextNode {
     tls::get()
@@ -196,15 +174,11 @@ fn tagged(node: &'static ContextNode) -> *const ContextNode {
     ptr::from_ref(node).map_addr(|address| address | CACHED_TAG)
 }
 
-/// The per-call fast path's attach: takes the context that `value`, read
-/// from `slot`, caches, by clearing the slot's tag in one instruction (no
-/// compare-and-swap where the target allows it); `None` when it caches
-/// none, or the slot no longer does (the caller then takes the slow path).
-///
-/// The context taken is the one the slot caches at that instruction: a
-/// signal handler that ran since `value` was read may have replaced it.
-/// Its last attachment was per call on this very thread: its fields
-/// already say so, and its exit hook is armed.
+/// The per-call fast path's attach: takes the context the slot caches
+/// (`value` was read from it) by clearing the tag in one instruction, so a
+/// signal handler sees the slot before or after; `None` when it caches
+/// none. Its last attachment was per call on this thread: its fields say
+/// so already, and its exit hook is armed.
 #[hot_path]
 pub(crate) fn take_cached(slot: &Slot, value: *const ContextNode) -> Option<&'static ContextNode> {
     cached(value)?;
@@ -233,17 +207,11 @@ pub(crate) unsafe fn release_cached(slot: &Slot, node: &'static ContextNode) {
     // SAFETY: this thread owns `node` (caller obligation).
     let plain = unsafe { !node.value.after_exit() && !node.value.locals.has_values() };
     if CACHES && plain {
-        // Counted while this call still owns `node`: once it is cached, a
-        // callback from a signal handler on this thread may take it and
-        // count on it, and the count's load and store must not straddle
-        // that (it is not one instruction in every build).
+        // Counted while this call still owns `node`: once cached, a signal
+        // handler's callback may take it and count on it.
         node.value.releases.bump();
-        // A plain store: nothing that interrupts this thread here changes
-        // the slot for good (a callback from a signal handler finds `node`
-        // idle, runs on it and leaves it so, never released: see
-        // `keep_for_interrupted_call`; a `#[local]` value it bound stays
-        // bound, for the thread's next release or its exit:
-        // `release_at_exit`).
+        // A plain store: a signal handler's callback here leaves the slot
+        // as it found it (`keep_for_interrupted_call`).
         // SAFETY: a tagged node of `CONTEXTS` is a slot value, cached for
         // this thread, which gives up the context until it takes it back.
         unsafe { slot.set(tagged(node)) };

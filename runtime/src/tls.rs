@@ -86,9 +86,8 @@ pub(crate) unsafe fn set(value: *const ContextNode) {
 }
 
 /// Stores `value` in the calling thread's slot if it still holds
-/// `expected`; otherwise returns what it holds. One instruction where the
-/// target allows it, so a signal handler that binds the thread in between
-/// cannot be overwritten.
+/// `expected`; otherwise returns what it holds. Indivisible for a signal
+/// handler on the thread, whose bind in between is then not overwritten.
 ///
 /// # Safety
 ///
@@ -103,14 +102,10 @@ pub(crate) unsafe fn claim(
 
 /// The calling thread's slot as a fast path reached it: reads and writes
 /// through it do not reach the slot again (on x86-64 glibc, no call into
-/// the TLS descriptor's resolver). Tied to the thread that reached it
-/// (neither `Send` nor `Sync`), whose slot stays where it is for as long
-/// as the library is loaded.
+/// the TLS descriptor's resolver). Tied to the thread that reached it.
 ///
-/// Each way to reach it takes `gate_open`, the init gate's check: the
-/// slot is reached only past the open gate. Where the target has a
-/// [`FastGate`], the gate is folded into the reach, and `gate_open` is
-/// never called.
+/// It is reached only past the open gate: each way in takes `gate_open`,
+/// the gate's check, which a target with a [`FastGate`] never calls.
 pub(crate) struct Slot {
     at: imp::SlotAt,
     _thread: PhantomData<*const ()>,
@@ -134,10 +129,8 @@ impl Slot {
     }
 
     /// The slot through the descriptor (one call) where it is known to be
-    /// in dynamic TLS and the gate is open, or skipped (`gate_skipped`);
-    /// `None` otherwise, and always on other targets. For a cold path that
-    /// would otherwise reach the slot through the descriptor on each of
-    /// its accesses.
+    /// in dynamic TLS and the gate is open or skipped; `None` otherwise,
+    /// and always on other targets. Reached once for a whole cold path.
     #[hot_path]
     pub(crate) fn dynamic(gate_skipped: bool) -> Option<Slot> {
         imp::dynamic_at(gate_skipped).map(Slot::new)
@@ -185,14 +178,10 @@ impl Slot {
 }
 
 /// The init gate's fast-path word, where the target folds the gate into
-/// [`Slot::fast`]'s reach of the slot: open only while the gate is open,
-/// so that a call which reaches the slot through it skips the gate. On
-/// x86-64 glibc it is the slot's recorded static offset (or, where the
-/// slot is in dynamic TLS, a word that says so). Elsewhere the fast path
-/// reads the gate itself: there is no such word, and these do nothing.
-///
-/// `init` keeps it closed whenever the gate may be: see
-/// `init::open_fast_path` for the order of the checks.
+/// [`Slot::fast`]'s reach of the slot: open only while the gate is open.
+/// On x86-64 glibc it is the slot's recorded static offset (or a word for
+/// dynamic TLS); elsewhere there is none and these do nothing.
+/// `init::open_fast_path` gives the order of the checks.
 pub(crate) struct FastGate;
 
 impl FastGate {

@@ -13,16 +13,11 @@ use crate::{hint, hooks, tls};
 /// Attaches the calling thread to a context: the slow path of a thread's
 /// first call (or of every call in per-call mode).
 ///
-/// A per-call attach takes the context the thread caches, if any: two
-/// accesses to the slot and no atomic operation.
+/// A per-call attach takes the context the thread caches, if any.
 ///
-/// Re-entrant: if a call on this thread (a signal handler) binds the
-/// thread while this one is popping a context, the slot is claimed with a
-/// compare-and-swap, so exactly one context ends up bound: the loser's
-/// context goes straight back to the free list.
-///
-/// Off the fast path already (its one caller, `boundary::slow::arrive`, is
-/// cold), so inlined there: one call and one frame less on a first call.
+/// Re-entrant: if a signal handler's call binds the thread meanwhile, the
+/// slot's compare-and-swap makes exactly one context bound; the loser's
+/// goes back to the free list.
 #[inline]
 pub(crate) fn attach(attach: AttachMode) -> &'static ContextNode {
     let seen = tls::get();
@@ -46,8 +41,6 @@ pub(crate) fn attach(attach: AttachMode) -> &'static ContextNode {
 #[hot_path]
 pub(super) fn claim_cached(value: *const ContextNode) -> Option<&'static ContextNode> {
     let node = cached(value)?;
-    // Its last attachment was per call on this very thread: its fields
-    // already say so, and its exit hook is armed.
     // SAFETY: `node` is a node of `CONTEXTS`, and claiming it from the
     // cache makes it serve this thread.
     unsafe { tls::claim(value, node) }.ok()?;
@@ -57,15 +50,11 @@ pub(super) fn claim_cached(value: *const ContextNode) -> Option<&'static Context
 
 /// `attach` from a context of the free list (or a new one), or from the
 /// cache when the thread becomes bound; `seen` is what the slot held.
-///
-/// Inlined into `attach`'s one caller, `boundary::slow::arrive` (cold, out of
-/// line): a thread's first call then runs one function's prologue less.
 #[inline]
 fn attach_slow(attach: AttachMode, mut seen: *const ContextNode) -> &'static ContextNode {
     if serves(seen) {
-        // A nested call (a signal handler's) bound the thread since the
-        // caller found it unbound: use its context, as below. Claiming the
-        // slot over it would leave it bound for good, released by nothing.
+        // A signal handler's call bound the thread since the caller looked:
+        // use its context (claiming over it would leak it).
         hint::rarely_taken();
         // SAFETY: a slot value that `serves` accepts is a node of
         // `CONTEXTS` serving this thread, freed only when the library is
@@ -85,10 +74,8 @@ fn attach_slow(attach: AttachMode, mut seen: *const ContextNode) -> &'static Con
         seen = ptr::null();
         reused = Some(node);
     }
-    // A thread that no exit hook reaches (its key destructor ran already,
-    // or the process had no pthread key or FLS index left for this copy of
-    // the runtime) is served per call, and caches nothing: nothing would
-    // hand a cached context back.
+    // A thread no exit hook reaches (it ran, or there was no key left) is
+    // served per call and caches nothing: nothing would hand it back.
     let after_exit = ptr::eq(seen, EXITED) || !hooks::exit_hook_ready();
     let per_call = attach == AttachMode::PerCall || per_call_only(after_exit);
     let node = match reused {
@@ -114,20 +101,14 @@ fn attach_slow(attach: AttachMode, mut seen: *const ContextNode) -> &'static Con
     attach_again(attach)
 }
 
-/// The attach of a thread's first call from a callback served on a bound
-/// thread: binds the thread to a context for good, as [`attach`] does for
-/// such a call, and returns it. `None` (having changed nothing) where that
-/// attach would serve the call per call instead (no exit hook, or the
-/// settings ask for it), or where a nested call bound the thread meanwhile
-/// and left it per call: the caller then takes the slow path.
+/// The attach of a thread's first call from a bound callback: binds the
+/// thread for good, as [`attach`] does, and returns the context. `None`
+/// where the call would be served per call: the caller takes the slow path.
 ///
 /// # Safety
 ///
-/// The calling thread's slot held null (the thread was not bound, nothing
-/// was cached) when this thread last read it, and this thread has not
-/// called into the runtime since. A nested call (a signal handler's) that
-/// bound the thread meanwhile makes the claim fail; its context is then
-/// returned if it serves the thread.
+/// The calling thread's slot held null when this thread last read it, and
+/// this thread has not called into the runtime since.
 #[inline]
 pub(crate) unsafe fn bind_unbound() -> Option<&'static ContextNode> {
     if per_call_only(!hooks::exit_hook_ready()) {
@@ -177,10 +158,9 @@ unsafe fn bind(
         debug_assert_eq!(node.value.depth(), 0);
         node.value.set_per_call(per_call, after_exit, new_thread);
     }
-    // Armed before the slot is claimed: once claimed, a nested call may
-    // use the context, and the destructor must find it if the thread ends
-    // inside that call. A per-call context is armed too, for a thread that
-    // ends (or jumps out) inside its outermost call.
+    // Armed before the slot is claimed, which lets a nested call use the
+    // context: the destructor must find it if the thread ends inside.
+    // Per-call contexts too, for a thread that ends inside its call.
     if per_call {
         if hooks::HAS_THREAD_EXIT_HOOK {
             hooks::arm_exit_hook();

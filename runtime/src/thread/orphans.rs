@@ -19,18 +19,14 @@ pub(crate) struct LeftBehind {
 }
 
 /// In a `fork` child: returns every context that is neither free nor
-/// serving (or cached by) this, the only, thread to the free list. Their
-/// `#[local]` values are abandoned: the threads they served are gone, so
-/// neither `release` nor `Drop` runs for them. Returns what those threads'
-/// calls held, which will never be given up: their hazard words'
-/// announcements and the references their contexts recorded, which the
-/// caller gives up (`closure::end_hold`, `closure::give_up_left_behind`).
+/// this thread's to the free list, abandoning its `#[local]` values (no
+/// `release`, no `Drop`). Returns what those threads' calls held, for the
+/// caller to give up (`closure::end_hold`, `closure::give_up_left_behind`).
 ///
-/// A context whose thread was inside a call stays off the free list: that
-/// call may hold `Closure::new` turns under the context's address, which
-/// the child's calls take over (`sync::orphan_marks`) only because no
-/// thread gets that address as its mark again. (A context each such
-/// thread, for the rest of the child's life.)
+/// A context whose thread was inside a call stays off the free list for
+/// good: that call may hold `Closure::new` turns under the context's
+/// address, which the child's calls take over (`sync::orphan_marks`) only
+/// because no thread gets that address as its mark again.
 ///
 /// # Safety
 ///

@@ -34,15 +34,10 @@ pub(crate) unsafe fn leave(node: &'static ContextNode, start: u32) {
 /// context serving it, if any, hands a cached one back, and serves any
 /// later call on the thread per call.
 ///
-/// Exact whatever the thread's calls did: the destructor runs after the
-/// thread function returned or after `pthread_exit`/cancellation finished
-/// unwinding, so none of the thread's frames remain. Calls recorded as
-/// running had their frames abandoned (a `longjmp`, or a forced unwind
-/// that skipped the trampoline's Rust frames): they are forgotten, their
-/// `#[local]` values freed and released. This also releases a per-call
-/// context whose outermost call never returned. Returns what the context's
-/// hazard word announced (0 for nothing): an abandoned call's, whose hold
-/// the caller ends (`closure::end_hold`).
+/// None of the thread's frames remain, so calls still recorded as running
+/// were abandoned: they are forgotten and their `#[local]` values
+/// released. Returns what the hazard word announced (0 for nothing), an
+/// abandoned call's, whose hold the caller ends (`closure::end_hold`).
 ///
 /// # Safety
 ///
@@ -53,9 +48,8 @@ pub(crate) unsafe fn release_at_exit() -> usize {
     // call, and nothing is cached from now on.
     let seen = mark_exited();
     if let Some(node) = cached(seen) {
-        // Its `#[local]` values are released first: a callback from a
-        // signal handler may have bound one while the per-call fast path
-        // was caching it (see `release_cached`).
+        // A signal handler's callback may have bound a `#[local]` value on
+        // it while it was being cached.
         // SAFETY: the cache owned `node` for this thread, released already
         // (counted, no call runs on it, no `LocalRef` is alive, it serves
         // no thread whose exit hook ran); the slot no longer holds it, so
@@ -80,10 +74,8 @@ pub(crate) unsafe fn release_at_exit() -> usize {
     0
 }
 
-/// Stores `EXITED` in the slot and returns what it replaced, in one claim:
-/// a call from a signal handler that bound the thread, or took its cached
-/// context, between a read and a store would leave that context with
-/// neither the slot nor the exit hook to release it.
+/// Stores `EXITED` in the slot and returns what it replaced, in one claim,
+/// so a signal handler's bind in between cannot be lost.
 #[cold]
 fn mark_exited() -> *const ContextNode {
     let mut seen = tls::get();
@@ -107,10 +99,8 @@ fn mark_exited() -> *const ContextNode {
 /// - No call runs on it (its depth is 0), so no `LocalRef` into its locals
 ///   is alive.
 ///
-/// `extern "C"`, so that the compiler knows it does not unwind (a panic of
-/// a `Local::release` is caught inside): a per-call trampoline that calls
-/// it needs no landing pad and no LSDA, so a forced unwind (`pthread_exit`,
-/// cancellation) passes through its frame in release builds.
+/// `extern "C"`, so it cannot unwind, for the reason given in
+/// `boundary::slow`.
 #[cold]
 #[inline(never)]
 #[allow(improper_ctypes_definitions, reason = "called from Rust only")]
@@ -122,26 +112,20 @@ pub(super) unsafe extern "C" fn release(node: &'static ContextNode) {
             || node.value.locals.has_values() && node.value.held_past_the_outermost_call()
     } && ptr::eq(tls::get(), node)
     {
-        // A callback that started inside the outermost call on another
-        // stack may be suspended there (holding a value): releasing would
-        // hand the context (and the value) to others while that call may
-        // resume. The context stays attached, as a bound one, until the
-        // thread exits (its exit hook is armed: `attach_slow`).
+        // A callback suspended on another stack may resume: the context
+        // stays with the thread, as a bound one, until the thread exits.
         // SAFETY: this thread owns `node`.
         unsafe { node.value.keep_bound() };
         return;
     }
-    // Counted first, while this call still owns `node`: as in
-    // `release_cached`, a cached context may be taken by a callback
-    // from a signal handler, which counts on it too.
+    // Counted while this call still owns `node`, as in `release_cached`.
     node.value.releases.bump();
     // SAFETY: this thread owns `node` (caller obligation).
     let after_exit = unsafe { node.value.after_exit() };
     // SAFETY: as above.
     if CACHES && !after_exit && !unsafe { node.value.locals.has_values() } {
-        // No `Local::release` to run, so nothing can come in between:
-        // cache it with one compare-and-swap of the slot, which fails only
-        // if the slot does not hold `node` (the key destructor detached it).
+        // No `Local::release` to run: cache it with one compare-and-swap,
+        // which fails only if the exit hook detached it.
         // SAFETY: a tagged node of `CONTEXTS` is a slot value, cached for
         // this thread, which gives up the context until it takes it back.
         if unsafe { tls::claim(node, tagged(node)) }.is_ok() {
@@ -153,10 +137,9 @@ pub(super) unsafe extern "C" fn release(node: &'static ContextNode) {
     unsafe { release_values(node, attached, after_exit) };
 }
 
-/// `release` of a context that has `#[local]` values, or that cannot be
-/// cached. The thread is detached first, so a callback that a
-/// `Local::release` makes attaches a context of its own rather than use
-/// the one being released.
+/// `release` of a context that has `#[local]` values, or cannot be cached.
+/// The thread is detached first, so a callback a `Local::release` makes
+/// attaches a context of its own.
 ///
 /// # Safety
 ///
@@ -169,9 +152,8 @@ pub(super) unsafe fn release_values(node: &'static ContextNode, attached: bool, 
         // SAFETY: null and `EXITED` are slot values.
         unsafe { tls::set(if after_exit { EXITED } else { ptr::null() }) };
     }
-    // The context has left the slot but is still this thread's: a `fork`
-    // from a `Local::release` must leave it to the child's thread, which
-    // goes on with this release (`reclaim_orphans`).
+    // Out of the slot but still this thread's: a `fork` from a
+    // `Local::release` must leave it to the child (`reclaim_orphans`).
     // SAFETY: for all three, this thread owns the context and no
     // `LocalRef` is alive (caller obligations).
     unsafe {
@@ -179,10 +161,8 @@ pub(super) unsafe fn release_values(node: &'static ContextNode, attached: bool, 
         node.value.locals.release_all();
         node.value.set_releasing(0);
     }
-    // Cached only if nothing attached meanwhile (a callback from a
-    // `Local::release`, or from a signal handler), with one claim: a
-    // context such a call bound between a look at the slot and a store
-    // would be overwritten, bound for good.
+    // Cached only if nothing attached meanwhile, in one claim, as in
+    // `mark_exited`.
     // SAFETY: a tagged node of `CONTEXTS` is a slot value, cached for this
     // thread, which gives up the context until it takes it back.
     if CACHES && attached && !after_exit && unsafe { tls::claim(ptr::null(), tagged(node)) }.is_ok()

@@ -29,10 +29,7 @@ pub(super) fn set(value: *const ContextNode) {
     CURRENT.with(|current| current.store(value.cast_mut(), Ordering::Relaxed));
 }
 
-/// One compare-and-swap, so a signal handler on this thread sees the slot
-/// before it or after it: a context the handler's call bound or cached
-/// makes the claim fail, rather than be overwritten and stay bound for
-/// good.
+/// One compare-and-swap (see [`claim`](super::claim)).
 #[inline]
 pub(super) fn claim(
     expected: *const ContextNode,
@@ -41,10 +38,9 @@ pub(super) fn claim(
     CURRENT.with(|current| compare_exchange(current, expected, value))
 }
 
-/// `cmpxchg` without `lock`: one instruction, never interrupted halfway,
-/// and no other thread touches the slot, so the bus lock would only cost
-/// time (a per-call attach from the cache claims the slot on its fast
-/// path here). Miri, which runs no assembly, takes the other one.
+/// `cmpxchg` without `lock`: one instruction is never interrupted halfway,
+/// and no other thread touches the slot. Not under Miri, which runs no
+/// assembly.
 #[cfg(all(target_arch = "x86_64", not(miri)))]
 #[hot_path]
 fn compare_exchange(

@@ -15,52 +15,33 @@
 //!
 //! Unlike the initial-exec model, a descriptor does not mark the library
 //! `STATIC_TLS`, so `dlopen` never fails for lack of static TLS. glibc
-//! places the library's TLS block in its static TLS reserve while room is
-//! left (the resolver is then `_dl_tlsdesc_return`, two instructions), and
-//! in dynamic TLS otherwise, where the resolver looks the block up, and on
-//! a thread's first access allocates it. In an executable the linker
-//! relaxes the sequence to local-exec. `tests/hosts/plugins.rs` checks how
-//! many copies of a library fit where.
+//! puts the library's TLS block in its static TLS reserve while room is
+//! left, and in dynamic TLS otherwise, where the resolver looks the block
+//! up and allocates it on a thread's first access.
 //!
 //! # The descriptor call
 //!
-//! The resolver is called, so the `asm!` blocks do not use `nostack`, and
-//! its slow path calls C code (`malloc`) that may store vector registers
-//! with aligned moves: the call needs the stack aligned to 16 bytes. Rust
-//! promises that at the start of such a block, but the compiler does not
-//! keep it where it moves a function's prologue past the block. So each
-//! block checks the stack pointer first (`descriptor_call!`): aligned,
-//! it makes the call in line; 8 bytes off (it is always a multiple of 8),
-//! it jumps to a few instructions out of line that move the stack pointer
-//! down, call and jump back. A trampoline's fast path, which has no frame,
-//! takes that way on every call in dynamic TLS.
+//! The resolver may call C code (`malloc`) that needs the stack aligned to
+//! 16 bytes, which the compiler does not keep where it moves a prologue
+//! past the `asm!` block. So each block checks the stack pointer
+//! (`descriptor_call!`): aligned, it calls in line; 8 bytes off, it jumps
+//! to a few instructions out of line that move it down, call and jump
+//! back. Those have unwind rows of their own, so an unwinder stopped in
+//! the resolver walks out to the trampoline's caller
+//! (`tests/hosts/unwind.rs`).
 //!
-//! Those instructions lie in a section of their own with unwind rows of
-//! their own, which say the return address is at the stack pointer (8
-//! bytes further while it is moved): a function that sets up a frame keeps
-//! the stack aligned there, so only code before its prologue, whose
-//! return address is at the stack pointer, finds it 8 bytes off. A
-//! debugger, a profiler or an unwinder stopped inside the resolver thus
-//! walks out to the trampoline's caller. `tests/hosts/unwind.rs` checks
-//! each jump against the unwind tables, and backtraces taken inside the
-//! resolver.
-//!
-//! The descriptor convention has the resolver preserve every register but
-//! `rax` and the flags, but glibc's dynamic-TLS resolver before 2.40
+//! The resolver should preserve every register but `rax` and the flags,
+//! but glibc's dynamic-TLS resolver before 2.40
 //! ([BZ #31372](https://sourceware.org/bugzilla/show_bug.cgi?id=31372))
-//! saves only the integer registers around C code that may use vector
-//! instructions. So the blocks declare the vector, x87 and MMX registers
-//! clobbered (and the AVX-512 ones where the crate is built with them):
-//! a spill where a floating-point value is live across the access, never
-//! a general register.
+//! saves only the integer registers around C code. So the blocks declare
+//! the vector, x87 and MMX registers (and AVX-512 where enabled) clobbered.
 //!
 //! # The static offset
 //!
 //! Where the slot sits at the same offset from the thread pointer in every
-//! thread, that offset is recorded, and the fast paths read the slot with
+//! thread, that offset is recorded and the fast paths read the slot with
 //! two loads and no call; the same word is the init gate's fast-path word
-//! (`static_offset.rs`). [`get`], [`set`] and [`claim`] use it too, and
-//! the descriptor only while none is recorded.
+//! (`static_offset.rs`). [`get`], [`set`] and [`claim`] use it too.
 //!
 //! Build with `--cfg callgate_portable_tls` to use `thread_local!` instead.
 
@@ -91,11 +72,8 @@ global_asm!(
     ".popsection",
 );
 
-/// The descriptor call of `with_slot_offset!` (module docs): made in
-/// line where the stack pointer is a multiple of 16; else in a few
-/// instructions out of line, in a section of their own with unwind
-/// information of their own, which move the stack pointer by 8 bytes
-/// around the call and jump back.
+/// The descriptor call of `with_slot_offset!`, on a 16-byte aligned stack
+/// (module docs).
 macro_rules! descriptor_call {
     () => {
         concat!(
@@ -217,10 +195,8 @@ fn set_described(value: *const ContextNode) {
     }
 }
 
-/// `cmpxchg` without `lock`: atomic with respect to signal handlers on
-/// this thread (an instruction is never interrupted halfway), and no other
-/// thread touches the slot. At the static offset while it is recorded (no
-/// call), else through the descriptor.
+/// `cmpxchg` without `lock`, as in `tls/portable.rs`. At the static
+/// offset while it is recorded, else through the descriptor.
 #[inline]
 pub(super) fn claim(
     expected: *const ContextNode,
@@ -243,10 +219,8 @@ pub(super) fn claim(
         }
     } else {
         // SAFETY: compares and writes this thread's slot (see
-        // `get_described`); only this thread ever accesses it.
-        // The resolver leaves the slot's offset in `rax`, which `cmpxchg`
-        // needs for the expected value: the offset moves to another
-        // register first.
+        // `get_described`); only this thread ever accesses it. The offset
+        // leaves `rax`, which `cmpxchg` needs for `expected`.
         unsafe {
             with_slot_offset!(
                 "mov {offset}, rax\n\
@@ -302,11 +276,9 @@ pub(super) fn dynamic_at(gate_skipped: bool) -> Option<SlotAt> {
 
 /// The slot's offset from the thread pointer for the thread that read it
 /// through the descriptor ([`slot_at`]), or the static offset
-/// ([`static_at`]): the slot's address on that thread for as long as the
-/// library is loaded, in static or dynamic TLS (glibc never moves a
-/// thread's block once it allocated it). Never 0, where the thread
-/// pointer points, at the thread's control block: so an `Option` of it is
-/// one register.
+/// ([`static_at`]); valid while the library is loaded (glibc never moves a
+/// thread's block). Never 0: the thread pointer points at the thread's
+/// control block.
 pub(super) struct SlotAt(NonZeroIsize);
 
 /// The calling thread's slot through the descriptor: one call. (`None`
@@ -314,15 +286,9 @@ pub(super) struct SlotAt(NonZeroIsize);
 #[hot_path]
 fn slot_at() -> Option<SlotAt> {
     let offset: isize;
-    // SAFETY: the descriptor sequence alone: its resolver returns the
-    // slot's offset from the thread pointer for the calling thread
-    // (allocating the block on a thread's first access in dynamic TLS).
-    // The stack is usable (no `nostack`), the flags and every clobbered
-    // register are declared; no memory of the program is written. `rax`
-    // is kept (saved in the output's register, which then takes the
-    // offset in exchange), so that a fast path that joins this one keeps
-    // its values in `rax` too: a callback's return value, there, on the
-    // fast path that reads the slot at the static offset.
+    // SAFETY: the descriptor sequence alone (see `get_described`); no
+    // memory of the program is written. `rax` is kept (swapped with the
+    // output), so a fast path joining this one keeps its values there.
     unsafe {
         with_slot_offset!(
             "mov {offset}, rax",
@@ -379,11 +345,9 @@ unsafe fn read_at(offset: isize) -> *const ContextNode {
     value
 }
 
-/// Clears the top bit of the calling thread's slot at `offset`, with `btr`
-/// without `lock`: one instruction, so atomic with respect to signal
-/// handlers on this thread (see [`claim`]), and cheaper than `cmpxchg`.
-/// Returns the slot's new value if the bit was set; `None` if it was clear
-/// (nothing changed).
+/// Clears the top bit of the calling thread's slot at `offset` with `btr`
+/// without `lock`, as [`claim`]. Returns the slot's new value if the bit
+/// was set; `None` if it was clear.
 ///
 /// # Safety
 ///

@@ -3,24 +3,20 @@
 //! The offset is known to be static in two cases, checked on the code the
 //! linker and the dynamic linker produced ([`static_offset`]):
 //!
-//! * the linker relaxed the descriptor sequence to local-exec (the library
-//!   is linked into an executable): the `lea` then loads the offset itself,
-//!   a negative number (x86-64 TLS blocks lie below the thread pointer),
-//!   where a descriptor's address is a positive one;
-//! * the descriptor's resolver is `[endbr64] mov rax, [rax + 8]; ret`,
-//!   glibc's `_dl_tlsdesc_return`, which returns the descriptor's argument,
-//!   a constant, for every thread.
+//! * the linker relaxed the descriptor sequence to local-exec (an
+//!   executable): the `lea` then loads the offset itself, a negative
+//!   number, where a descriptor's address is positive;
+//! * the resolver is glibc's `_dl_tlsdesc_return`
+//!   (`[endbr64] mov rax, [rax + 8]; ret`), which returns the descriptor's
+//!   constant argument.
 //!
-//! Anything else (dynamic TLS, another resolver) leaves the word at 0, and
-//! every access goes through the descriptor.
+//! Anything else leaves the word at 0, and every access goes through the
+//! descriptor.
 //!
 //! The word is recorded only while the init gate is open ([`open_fast_gate`],
-//! [`close_fast_gate`]), so that a call which reads a non-zero offset
-//! skips the gate. Where the probe found no static offset, a second word,
-//! `__callgate_descriptor_open`, stands for the open gate instead: a call
-//! that finds the static word 0 tells with one more load that it may go
-//! straight to the descriptor, rather than look at the probe's result and
-//! the gate (two loads through the GOT each, from a callback's crate).
+//! [`close_fast_gate`]), so a call that reads a non-zero offset skips the
+//! gate. Where there is no static offset, a second word,
+//! `__callgate_descriptor_open`, stands for the open gate instead.
 //!
 //! # Atomic orderings
 //!
@@ -40,14 +36,10 @@ use core::sync::atomic::{AtomicIsize, Ordering};
 use super::{SlotAt, get_at, set_at};
 use crate::context::{ContextNode, QUIET_OFFSET};
 
-// The slot's offset from the thread pointer while it is known to be the
-// same in every thread and the gate is open; 0 otherwise (the thread
-// pointer itself, never a TLS variable). Hidden, so code of this library
-// reads it with one `rip`-relative load, without a GOT entry. Every call
-// reads it and almost nothing writes it: it has a 128-byte line pair to
-// itself, at `QUIET_OFFSET` (see there), so that no other write makes a
-// call's load of it wait. `__callgate_descriptor_open` sits at the same
-// offset of the next pair.
+// The slot's static offset while the gate is open, else 0 (never a TLS
+// variable's). Hidden, so read with one `rip`-relative load. Every call
+// reads it: it has a 128-byte line pair to itself, at `QUIET_OFFSET` (see
+// there); `__callgate_descriptor_open` sits likewise in the next pair.
 global_asm!(
     ".pushsection .bss.__callgate_static_offset,\"aw\",@nobits",
     ".p2align 7",
@@ -71,9 +63,8 @@ global_asm!(
 );
 
 /// One of this library's hidden words, `$symbol`, read with one
-/// `rip`-relative load and no GOT entry (an atomic load through
-/// `hidden_word!` would add a `lea`). The load has `Acquire` meaning
-/// (module docs).
+/// `rip`-relative load (through `hidden_word!` it would take a `lea` more),
+/// with `Acquire` meaning (module docs).
 macro_rules! load_hidden_word {
     ($symbol:literal) => {{
         let value: isize;
@@ -92,9 +83,7 @@ macro_rules! load_hidden_word {
 }
 
 /// True while the gate is open and the slot is known to have no static
-/// offset (`__callgate_descriptor_open`, module docs): a call that finds
-/// the static word 0 can read the slot through the descriptor without
-/// looking at the gate.
+/// offset (`__callgate_descriptor_open`, module docs).
 #[hot_path]
 pub(super) fn descriptor_open() -> bool {
     load_hidden_word!("__callgate_descriptor_open") != 0
@@ -121,14 +110,11 @@ pub(super) fn get_static() -> Option<*const ContextNode> {
 pub(super) fn static_at() -> Option<SlotAt> {
     let offset = recorded_offset();
     if offset == 0 {
-        // Rare but in dynamic TLS, and marked so for the layout of the
-        // fast paths, which take this branch's code out of their line.
+        // Rare but in dynamic TLS: kept out of the fast paths' line.
         crate::hint::rarely_taken_here!();
         return None;
     }
-    // A non-zero recorded offset is the slot's offset from the thread
-    // pointer in every thread (`open_fast_gate` recorded it only then), so
-    // the calling thread's too.
+    // A non-zero recorded offset is the slot's in every thread.
     NonZeroIsize::new(offset).map(SlotAt)
 }
 
@@ -174,8 +160,7 @@ fn descriptor_word() -> &'static AtomicIsize {
 }
 
 /// What [`static_offset`] found, once it ran: the offset, or
-/// [`NO_STATIC_OFFSET`]. 0 before. (A library's TLS stays where the
-/// dynamic linker put it while the library is loaded.)
+/// [`NO_STATIC_OFFSET`]. 0 before.
 static PROBED: AtomicIsize = AtomicIsize::new(0);
 
 /// `PROBED` when the slot has no static offset: positive, so never one.
@@ -212,8 +197,7 @@ pub(crate) fn fast_gate_shut() -> bool {
 /// through the descriptor for as long as the library is loaded.
 #[hot_path]
 pub(super) fn static_missing() -> bool {
-    // Relaxed: a hint, as in `fast_gate_shut`; the probe's result does not
-    // change while the library is loaded, and a caller that reads 0 here
+    // Relaxed: a hint, as in `fast_gate_shut`; a caller that reads 0 here
     // takes the slow path, which probes.
     PROBED.load(Ordering::Relaxed) == NO_STATIC_OFFSET
 }
@@ -286,12 +270,8 @@ unsafe fn returns_argument(code: usize) -> bool {
     matches(code, &ENDBR64) && matches(unsafe { code.add(ENDBR64.len()) }, &RETURN_ARGUMENT)
 }
 
-// The descriptor call for `static_offset` (cold, from a stack of any
-// alignment), on a stack aligned to 16 bytes: returns the slot's offset
-// from the thread pointer in `rax`, leaves what the `lea` produced in
-// `rcx`, and preserves every other register the resolver preserves
-// (`rbp` is saved and restored). Hidden, so `asm!` blocks of this library
-// call it directly.
+// The descriptor call for `static_offset`, on a 16-byte aligned stack:
+// the slot's offset in `rax`, what the `lea` produced in `rcx`.
 aligned_call_function!(
     "__callgate_slot_probe",
     [
