@@ -4,8 +4,7 @@
 
 use crate::context::ContextNode;
 
-/// Without pthread keys there is no portable hook at thread exit, so
-/// every call attaches and releases (the `per_call` behaviour).
+/// No portable hook at thread exit: every call is served per call.
 pub(crate) const HAS_THREAD_EXIT_HOOK: bool = false;
 
 /// No hook: every thread is served per call.
@@ -19,7 +18,6 @@ pub(crate) fn register_exit_hook(_node: &'static ContextNode) {
 
 /// Frees the last error when the thread's Rust thread-locals are
 /// destroyed (a message set after that leaks: there is no later hook).
-/// Every call is per call here, so there is no context to release.
 struct FreeOnExit;
 
 impl Drop for FreeOnExit {

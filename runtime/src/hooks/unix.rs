@@ -44,9 +44,7 @@ pub(crate) fn arm_exit_hook() {
         if rc != 0 {
             diag::abort_with("callgate: pthread_setspecific failed (out of memory); aborting");
         }
-        // A thread served per call registers the `fork` handler as a
-        // bound one does: a child must take back the contexts its
-        // parent's other threads held, whichever way they attached.
+        // A child must take back contexts of per-call threads too.
         handle_fork();
     }
 }
@@ -60,11 +58,8 @@ pub(crate) fn exit_hook_ready() -> bool {
 
 /// Stores `node`, the context just bound to the calling thread, in the
 /// pthread key, so `on_thread_exit` releases it when the thread exits.
-/// Called only once [`exit_hook_ready`] returned true.
-///
-/// Always inlined: a thread's first call runs it inside `bind_first`,
-/// whose page it then shares (see `boundary::slow::bind_first`), and the
-/// compiler alone does not always inline it.
+/// Called only once [`exit_hook_ready`] returned true. `#[hot_path]`, to
+/// share `bind_first`'s page.
 #[hot_path]
 pub(crate) fn register_exit_hook(node: &'static ContextNode) {
     let Some(key) = key() else {
@@ -103,11 +98,8 @@ fn stored_key(stored: usize) -> Option<libc::pthread_key_t> {
 }
 
 /// Creates the key and publishes it, or [`NO_KEY`] if the process has
-/// none left; returns what `KEY` holds then.
-///
-/// The failure is final for this copy of the runtime: trying again on
-/// every later attach would cost each one a failing scan of the
-/// process's keys.
+/// none left; returns what `KEY` holds then. The failure is final, so later
+/// attaches do not each scan the process's keys again.
 #[cold]
 fn create_key() -> usize {
     let mut key: libc::pthread_key_t = 0;
@@ -144,13 +136,8 @@ const NO_KEY_WARNING: &str = "callgate: pthread_key_create failed: every pthread
 /// as the ABI requires.
 ///
 /// On x86-64 Linux through `__callgate_thread_exit_hook`, which aligns
-/// the stack to 16 bytes first: musl (1.2.3) runs the key destructors of
-/// a thread cancelled asynchronously on whatever stack the cancelled code
-/// had, resuming it at its cancellation code as if that had been called
-/// there, so the destructor may start 8 bytes off the alignment every
-/// compiled function assumes (and crash in the first aligned vector
-/// store). Elsewhere, and under Miri (which runs no assembly), the C
-/// library's alignment is kept.
+/// the stack to 16 bytes first: musl (1.2.3) may run the key destructors of
+/// an asynchronously cancelled thread 8 bytes off that alignment.
 #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri)))]
 const THREAD_EXIT_HOOK: unsafe extern "C" fn(*mut c_void) = __callgate_thread_exit_hook;
 #[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(miri))))]
@@ -159,14 +146,11 @@ const THREAD_EXIT_HOOK: unsafe extern "C" fn(*mut c_void) = on_thread_exit;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 unsafe extern "C" {
     /// `on_thread_exit(value)` on a stack aligned to 16 bytes (the
-    /// assembly below); every register the ABI has a callee preserve is
-    /// preserved.
+    /// assembly below).
     fn __callgate_thread_exit_hook(value: *mut c_void);
 }
 
-// Calls `on_thread_exit` with the argument still in `rdi`, on a stack
-// aligned to 16 bytes. Hidden: each copy of the runtime registers its
-// own.
+// Hidden: each copy of the runtime registers its own.
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 aligned_call_function!(
     "__callgate_thread_exit_hook",
@@ -174,9 +158,9 @@ aligned_call_function!(
     on_thread_exit = sym on_thread_exit,
 );
 
-/// The key destructor's work: the thread is exiting; free its last
-/// error and release the context serving it. The key's value only arms
-/// the hook (the context is found in the thread's slot).
+/// The key destructor's work: frees the exiting thread's last error and
+/// releases its context, found in the slot (the key's value only arms the
+/// hook).
 ///
 /// # Safety
 ///
@@ -193,16 +177,10 @@ unsafe extern "C" fn on_thread_exit(_value: *mut c_void) {
     unsafe { crate::closure::end_hold(withdrawn) };
 }
 
-/// In a `fork` child only the forking thread exists: the contexts bound
-/// to the parent's other threads would stay bound forever, and an init
-/// running on one of them would never finish, so the child handler hands
-/// the contexts back (but those of threads left inside a call, whose
-/// `Closure::new` turns the child's calls take over: see
-/// `thread::reclaim_orphans`) and fails the gate for the inits it has
-/// no thread for.
-///
-/// Without the handler a child could hang or leak, so a failure to
-/// register it (the C library is out of memory) aborts.
+/// In a `fork` child only the forking thread exists, so the child handler
+/// hands back the contexts of the parent's other threads
+/// (`thread::reclaim_orphans`) and fails the inits it has no thread for.
+/// Without it a child could hang or leak, so failing to register aborts.
 fn register_fork_handler() {
     // SAFETY: the handlers have the expected signature; glibc
     // unregisters a library's handlers when it is unloaded.
@@ -288,11 +266,11 @@ fn open_this_object(extra_flags: libc::c_int) -> *mut c_void {
     }
 }
 
-/// Keeps the library loaded while a background init runs: taken by the
-/// load-time constructor (a `dlopen` reference), handed to the init's
-/// thread, which trades it for a thread-exit destructor of the library
-/// (see [`LibraryHold::until_thread_exit`]). Dropped instead (the thread
-/// could not start), the reference is kept: the library stays loaded.
+/// Keeps the library loaded while a background init runs: a `dlopen`
+/// reference taken by the load-time constructor, which the init's thread
+/// trades for a thread-exit destructor
+/// ([`until_thread_exit`](LibraryHold::until_thread_exit)). Dropped
+/// instead, the reference is kept.
 pub(crate) struct LibraryHold {
     handle: *mut c_void,
 }
@@ -314,14 +292,10 @@ impl LibraryHold {
     /// `dlopen` reference that kept it loaded while the init ran.
     ///
     /// glibc does not unload a library while a thread has a pending
-    /// thread-exit destructor (`__cxa_thread_atexit_impl`) of it, even
-    /// after `dlclose`; once the thread has exited, the next `dlclose`
-    /// in the process unloads it. So a `dlclose` made while the init
-    /// runs, or while its thread returns from it, never unmaps the code
-    /// under that thread. The destructor is registered only after the
-    /// init: registering takes the loader's lock, which a `dlopen`
-    /// holds while another library's constructor may wait for this
-    /// init at the gate.
+    /// thread-exit destructor (`__cxa_thread_atexit_impl`) of it, so the
+    /// code is never unmapped under this thread. Registered only after the
+    /// init: registering takes the loader's lock, which a `dlopen` holds
+    /// while another library's constructor may wait for this init.
     pub(crate) fn until_thread_exit(self) {
         if self.handle.is_null() {
             return;

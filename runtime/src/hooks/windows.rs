@@ -1,38 +1,25 @@
 //! Windows: a fiber-local-storage (FLS) slot whose callback releases an
 //! exiting thread's context and frees its last error.
 //!
-//! Why FLS rather than a TLS callback or `DLL_THREAD_DETACH`: those run
-//! under the loader lock, where `Local::release` code that loads a library,
-//! waits on another thread or takes a lock a loading thread holds would
-//! deadlock. The FLS callback of a thread's fiber runs when the thread
-//! exits, before the loader lock is taken (the mechanism .NET and jni-rs
-//! moved their per-thread detach to for this reason). Only FLS has a
-//! callback at all: `TlsAlloc` slots have none.
+//! FLS rather than a TLS callback or `DLL_THREAD_DETACH`, which run under
+//! the loader lock, where a `Local::release` that loads a library or waits
+//! on a loading thread would deadlock. The FLS callback runs as the thread
+//! exits, before the loader lock is taken.
 //!
 //! FLS is per fiber, the context slot per thread. The value stored marks
-//! the fiber it was stored on ([`fiber_mark`]: the fiber's address, or a
-//! number of the thread's own while it is not a fiber), so no two fibers
-//! hold the same value. The callback runs on the thread that makes a
-//! fiber's data go away, with that data's value; it tells two cases apart:
+//! its fiber ([`fiber_mark`]), and the callback, run with the value of the
+//! fiber data going away, tells two cases apart:
 //!
-//! - the data is the running fiber's (`FlsGetValue` returns the same
-//!   value, or the value marks the running fiber): the thread exits (or
-//!   deleted its running fiber, which exits it). Its context is released
+//! - it is the running fiber's: the thread exits. Its context is released
 //!   and its last error freed;
-//! - the data is another fiber's: a suspended fiber deleted with
-//!   `DeleteFiber`, by this thread or by another. The calling thread goes
-//!   on and keeps its context (a callback suspended on another of its
-//!   fibers may hold one of its values); if the deleted fiber carried its
-//!   exit hook, the running fiber is armed instead.
+//! - it is another fiber's, deleted with `DeleteFiber`: the thread goes on
+//!   and keeps its context, and arms its running fiber instead.
 //!
-//! A thread whose armed fiber is deleted by *another* thread loses its
-//! exit hook until its next call that arms one (an attach or a failure on
-//! a fiber with no value); a bound thread's fast path arms nothing, so it
-//! may keep its context after it exits (the guide's Platforms page).
+//! A thread whose armed fiber another thread deletes has no exit hook until
+//! its next call that arms one (the guide's Platforms page).
 //!
-//! The six functions are declared here rather than taken from a bindings
-//! crate: six signatures of `kernel32`, which std links already, do not
-//! justify a dependency.
+//! The six `kernel32` functions are declared here: they do not justify a
+//! bindings crate.
 
 use core::cell::Cell;
 use core::ffi::c_void;
@@ -89,20 +76,16 @@ fn arm(index: u32) {
     }
 }
 
-/// The FLS value that marks the running fiber: its address (unique while
-/// it lives, and no two threads run one fiber at once; the data that holds
-/// it goes away with it), or while the thread is not a fiber the thread's
-/// [`thread_mark`].
+/// The FLS value that marks the running fiber: its address, or while the
+/// thread is not a fiber the thread's [`thread_mark`].
 fn fiber_mark() -> *const c_void {
     running_fiber().unwrap_or_else(thread_mark)
 }
 
-/// The mark of the calling thread while it is not a fiber: an odd number,
-/// which no fiber's address is, taken once per thread from a process-wide
-/// count, so that no other thread, live or gone, has it. (The data it is
-/// stored in can outlive the thread: `ConvertThreadToFiber` hands the
-/// thread's data to the fiber it makes, which a thread exiting on another
-/// fiber leaves behind.)
+/// The mark of the calling thread while it is not a fiber: an odd number
+/// (no fiber's address) from a process-wide count, so no other thread,
+/// live or gone, has it: `ConvertThreadToFiber` hands the data holding it
+/// to a fiber that can outlive the thread.
 fn thread_mark() -> *const c_void {
     thread_local! {
         static MARK: Cell<usize> = const { Cell::new(0) };
@@ -289,14 +272,10 @@ unsafe extern "system" fn on_fiber_exit(value: *const c_void) {
     unsafe { crate::closure::end_hold(withdrawn) };
 }
 
-/// Once a fiber holds a value of ours (its thread is bound, served per
-/// call, or holds a last error), a pending FLS callback points into this
-/// module's code, so it must never be unloaded: pin the DLL (a no-op for
-/// the main executable), as `RTLD_NODELETE` does on unix for bound
-/// threads. Unlike a pthread key, which the unload hook deletes, the FLS
-/// index cannot be taken back at unload: `FlsFree` runs the callback for
-/// every fiber holding a value, on the unloading thread, under the loader
-/// lock.
+/// Once a fiber holds a value of ours, a pending FLS callback points into
+/// this module's code, so the DLL is pinned, as `RTLD_NODELETE` does on
+/// unix. The index cannot be freed at unload instead: `FlsFree` runs every
+/// fiber's callback under the loader lock.
 fn pin_this_module() {
     let mut module = ptr::null_mut();
     // SAFETY: with `FROM_ADDRESS` the name is an address inside the module

@@ -29,9 +29,8 @@ extern "C" fn mark_exiting(_: *mut c_void) {
 /// The library's constructor: arranges for `EXITING` to be set at exit.
 extern "C" fn on_load() {
     if cfg!(miri) {
-        // Miri has no `__dso_handle`: as if the registration
-        // failed (below), so `on_unload` frees nothing. Release:
-        // pairs with the Acquire in `on_unload`.
+        // Miri has no `__dso_handle`: as if the registration failed.
+        // Release: pairs with the Acquire in `on_unload`.
         EXITING.store(true, Ordering::Release);
         return;
     }
@@ -45,9 +44,7 @@ extern "C" fn on_load() {
     }
     // SAFETY: `mark_exiting` has the handler signature and ignores its
     // argument; `__dso_handle` names this object, so glibc runs the
-    // handler at exit, or when the library is unloaded (after
-    // `on_unload`: the C runtime runs it from the library's first
-    // `.fini_array` entry, which runs last).
+    // handler at exit, or at unload after `on_unload`.
     let rc = unsafe {
         __cxa_atexit(
             mark_exiting,
@@ -61,15 +58,10 @@ extern "C" fn on_load() {
     }
 }
 
-/// The library's destructor. When it runs because of `dlclose`, no
-/// thread is bound (bound threads pin the library) and none runs its
-/// code (the caller of `dlclose` guarantees that), so the key is deleted
-/// — threads that hold only a last error no longer have a destructor
-/// in the unmapped code — and the contexts, the messages, the
-/// registry of `#[local]` types, a failed init's message and the
-/// allocations of dropped closures kept for misuse checks are
-/// freed. At exit nothing is freed:
-/// other threads may still be running.
+/// The library's destructor. At `dlclose` no thread is bound (bound
+/// threads pin the library) or runs its code, so it deletes the key (no
+/// destructor left in unmapped code) and frees what the runtime holds. At
+/// exit nothing is freed: other threads may still be running.
 extern "C" fn on_unload() {
     // Acquire: pairs with the Release in `mark_exiting`.
     if EXITING.load(Ordering::Acquire) || PIN.is_completed() {
