@@ -31,21 +31,15 @@ impl Holder {
     };
 
     /// True when this call, which took a value through the slot's state,
-    /// certainly has no frame left, seen from the running call `asking`
-    /// (on the thread whose stack is `stack`):
+    /// certainly has no frame left, seen from the running call `asking`:
     ///
     /// * by its own mark (`Mark::holder_is_gone`);
-    /// * or it is on the thread's own stack, below the outermost call it
-    ///   ran under, which is on that stack too and is over (`asking` runs
-    ///   under another): that call returned or was found gone, so the
-    ///   stack was left above both. This finds a call abandoned by a
-    ///   `longjmp` that landed inside the outermost call even where its
-    ///   token was not overwritten.
+    /// * or it is on the thread's own stack below the outermost call it ran
+    ///   under, which is over: the stack was left above both (a `longjmp`
+    ///   into the outermost call, say).
     ///
-    /// The return of the outermost call alone does not tell a holder on
-    /// another stack gone: on one thread with several stacks it may be
-    /// suspended there (a callback on one coroutine returns while one that
-    /// started after it on another is suspended).
+    /// A holder on another stack may be suspended there (a coroutine), so
+    /// the outermost call's return alone does not tell it gone.
     pub(super) fn is_gone(self, asking: Holder, stack: &ThreadStack) -> bool {
         self.call.holder_is_gone(asking.call, stack)
             || (self.outermost != asking.outermost

@@ -36,9 +36,8 @@ fn taken_twice<T>() -> Failure {
 impl Locals {
     /// For the outermost call of an idle context: `key`'s value, if it
     /// exists and is bound to the thread, with the entry word that holds
-    /// it ([`holding`](super::holding) its index). Only `last` is written:
-    /// the call's entry records the hold and its leave ends it. The
-    /// pointer becomes the call's `&mut T` (`boundary::straight::outermost_holding`).
+    /// it ([`holding`](super::holding) its index). The call's entry records
+    /// the hold and its leave ends it.
     ///
     /// # Safety
     ///
@@ -88,9 +87,7 @@ impl Locals {
     /// `stack` is the owning thread's.
     ///
     /// A hold through the state whose call is certainly gone
-    /// (`Holder::is_gone`: abandoned by a `longjmp`) is stale: the value is
-    /// free. No other hold is, since a call the runtime no longer records
-    /// may be suspended on another stack of the thread.
+    /// (`Holder::is_gone`) is stale: the value is free.
     ///
     /// # Safety
     ///
@@ -112,12 +109,10 @@ impl Locals {
         // SAFETY: owning thread (caller obligation); the borrow ends before
         // any user code runs.
         if let Some(&head) = unsafe { &*self.table.get() }.get(index as usize) {
-            // SAFETY: entries are live slots (freed only by `Drop` or
-            // `release_all`, which take them out of the table) or the
-            // sentinels, and only this thread touches them. A `READY`
-            // entry is a slot (sentinels are never `READY`) of `T`: the
-            // index is `T`'s, as the key is `T`'s. Only its head is written;
-            // no call holds the value.
+            // SAFETY: entries are live slots (freed only after leaving the
+            // table) or sentinels, touched only by this thread. A `READY`
+            // entry is a slot (sentinels never are) of `T`, as the key is
+            // `T`'s. Only its head is written; no call holds the value.
             unsafe {
                 if Self::is_free(head, index, held) {
                     self.hold(head, depth, caller);
@@ -134,7 +129,7 @@ impl Locals {
 
     /// `get` when the value is not ready: no index or value yet, not
     /// bound, or held. Returns `T`'s slot, now held at `depth`, or the
-    /// failure, made here, out of the caller's code.
+    /// failure.
     ///
     /// # Safety
     ///
@@ -203,9 +198,8 @@ impl Locals {
     }
 
     /// Holds the free value at `head` through the slot's state for the
-    /// call at `depth` marked `caller`, and forgets it as `last`: that call
-    /// may outlive its record (see `get`), and the fast path must not find
-    /// the value meanwhile.
+    /// call at `depth` marked `caller`, and forgets it as `last`, so the
+    /// fast path cannot find it while held.
     ///
     /// # Safety
     ///

@@ -10,32 +10,26 @@ use super::slot::Head;
 /// The `#[local]` values of one context.
 ///
 /// `table[i]` is the slot of the type with index `i`, or a sentinel. Slots
-/// are boxed and referred to by raw pointer, and the table is only
-/// borrowed for short moments in which no user code runs: a `LocalRef`
-/// held by an outer call stays valid while `Default`, `bind`, `release` or
-/// a nested callback grows the table.
+/// are boxed and referred to by raw pointer, and the table is borrowed
+/// only while no user code runs, so an outer call's `LocalRef` stays valid
+/// while a nested callback grows the table.
 ///
-/// `repr(C)`: the remembered value and the table come first, within 32
-/// bytes, which `Context` keeps in the cache line of its hot fields.
+/// `repr(C)`: the first 32 bytes are what the `#[local]` fast path reads
+/// (asserted here and in `context`).
 #[repr(C)]
 pub(crate) struct Locals {
     /// The key's entry word ([`holding`](super::holding) its index) of the
-    /// value `get_ready` found last, or [`NOTHING`]: a callback called
-    /// again and again finds its value with one compare. While it is a
-    /// key's, `last_slot` is that index's slot, bound, and `READY` or held
-    /// through the entry word by a call recorded as running, which the
-    /// fast path (idle contexts only) never sees. Whatever else holds it,
-    /// unbinds it or takes it out of the table forgets it first (`hold`,
-    /// `release_each`, `abandon`).
+    /// value `get_ready` found last, or [`NOTHING`]. While it is a key's,
+    /// `last_slot` is that index's slot, bound, and `READY` or held through
+    /// the entry word. Whatever else holds it, unbinds it or takes it out
+    /// of the table forgets it first (`hold`, `release_each`, `abandon`).
     pub(super) last: Cell<u64>,
     /// The slot of the value at `last`.
     pub(super) last_slot: Cell<*mut Head>,
-    /// A boxed slice rather than a `Vec` (two words, not three): it grows
-    /// only when a new type is looked up, a cold path.
+    /// A boxed slice, to fit in the 32 bytes; it grows only on a cold path.
     pub(super) table: UnsafeCell<Box<[*mut Head]>>,
     /// How many of the values are bound to the thread the context serves
-    /// (`bind` ran, `release` has not): 0 when releasing the context has
-    /// no `Local::release` to run, which the per-call fast path checks.
+    /// (`bind` ran, `release` has not); the per-call fast path checks it.
     pub(super) bound: Cell<u32>,
 }
 
