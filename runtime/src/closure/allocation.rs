@@ -10,13 +10,12 @@
 //! # Atomic orderings
 //!
 //! The reference count follows `Arc`: a call takes its reference with a
-//! Relaxed increment (it can only start while an owner's reference keeps
-//! the allocation alive, and C's hand-over of the pointer to the calling
-//! thread orders the construction before it); every release is a Release
-//! decrement, and the one that reaches zero issues an Acquire fence before
-//! retiring the closure, so every counted call's use of the closure
-//! happens before its drop. The announced calls are ordered before it by
-//! the hazard words' own orderings (see `sync::Hazard`).
+//! Relaxed increment (an owner's reference keeps the allocation alive, and
+//! C's hand-over of the pointer orders the construction before the call);
+//! every release is a Release decrement, and the one that reaches zero
+//! issues an Acquire fence before retiring the closure, so every counted
+//! call happens before the drop. Announced calls are ordered by the hazard
+//! words (`sync::Hazard`).
 
 use core::mem::{MaybeUninit, needs_drop, size_of};
 use core::ptr::NonNull;
@@ -107,8 +106,8 @@ pub(super) fn allocate<B, R>(
 }
 
 /// The site of the closure of `header`, whatever its body and result
-/// types: `Shared` is `#[repr(C)]`, so its header and its site, the
-/// fields before those, lie at the same offsets in every `Shared<B, R>`.
+/// types: `Shared` is `#[repr(C)]`, so the site lies at the same offset in
+/// every `Shared<B, R>`.
 ///
 /// # Safety
 ///
@@ -169,10 +168,8 @@ unsafe fn free_allocation<B, R>(header: NonNull<Header>) {
     drop(unsafe { Box::from_raw(header.cast::<MaybeUninit<Shared<B, R>>>().as_ptr()) });
 }
 
-/// The last release of a closure that was dropped already (its
-/// allocation kept by [`tombstones`]): only a call made after the drop,
-/// a use after free by C, counts a reference on it. Caught as that call
-/// ends; the body it ran had been dropped.
+/// The last release of a closure that was dropped already (kept by
+/// [`tombstones`]): a call made after the drop, a use after free by C.
 ///
 /// # Safety
 ///

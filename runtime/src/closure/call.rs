@@ -52,9 +52,7 @@ type ReturnOf<B, Args> = <<B as Invoke<Args>>::Out as Outcome>::C;
 unsafe fn run<B: Invoke<Args>, Args>(data: *mut c_void, args: Args) -> ReturnOf<B, Args> {
     let header = NonNull::new(data.cast::<Header>()).unwrap_or_else(|| null_data());
     // SAFETY: a live `Shared<B, ReturnOf<B, Args>>` (caller obligation),
-    // kept alive by what this call holds until `unhold` (and until the
-    // hold is taken, by the caller: the closure is alive as the call
-    // starts).
+    // kept alive by what this call holds until `unhold`.
     let shared = unsafe { &*header.cast::<Shared<B, ReturnOf<B, Args>>>().as_ptr() };
     // SAFETY: live (caller obligation), held by `B::HOLD` as `allocate`
     // recorded; its site.
@@ -77,11 +75,9 @@ unsafe fn run<B: Invoke<Args>, Args>(data: *mut c_void, args: Args) -> ReturnOf<
     result
 }
 
-/// [`run`] for a call of a `Closure::concurrent` that cannot announce the
-/// closure in its thread's hazard word (see [`hold`]): it counts a
-/// reference, and records it in the context it runs on while it runs, so
-/// that a `fork` child that lacks the thread gives it up
-/// (`give_up_left_behind`).
+/// [`run`] for a `Closure::concurrent` call that cannot announce the
+/// closure (see [`hold`]): it counts a reference and records it in its
+/// context, for a `fork` child to give up (`give_up_left_behind`).
 ///
 /// # Safety
 ///
@@ -136,10 +132,8 @@ pub(super) struct Once<F> {
 impl<F> Once<F> {
     #[hot_path]
     fn take(&self) -> Result<F, Failure> {
-        // SAFETY: a once closure has one call: a second one aborts before
-        // it gets here (`hold` gives up the owner's reference for the
-        // call, once), so this is the only access to the cell until the
-        // closure is dropped.
+        // SAFETY: a once closure has one call (`hold` aborts a second), so
+        // this is the only access to the cell until the closure is dropped.
         let body = unsafe { (*self.body.get()).take() };
         body.ok_or_else(|| Failure::new("the once closure was already called"))
     }

@@ -46,24 +46,15 @@ impl<F> Exclusive<F> {
     /// this thread already is (a re-entrant call through C). `frame` is
     /// the call's.
     ///
-    /// A call abandoned inside the body (a `longjmp` out of C code it
-    /// called, or its thread's exit) leaves its turn held and its
-    /// reference to the closure taken. A later call under its mark that
-    /// finds the call that took the turn certainly gone takes the turn
-    /// back and gives up that reference for it ([`turn_holder_is_gone`]):
-    /// a call nested in another callback, if the thread's calls found the
-    /// abandoned one gone since (the next call after the jump did, where
-    /// the jump left the callback it was nested in too, as a Lua error
-    /// caught by `pcall` does); else only the thread's outermost call, by the
-    /// abandoned call's mark. A call that started on another stack of the
-    /// thread (a coroutine) may be suspended inside the body rather than
-    /// gone, and keeps the turn.
+    /// A call abandoned inside the body (a `longjmp`, its thread's exit)
+    /// leaves its turn held and its reference taken. A later call of the
+    /// thread that finds it certainly gone ([`turn_holder_is_gone`]) takes
+    /// the turn back and gives up that reference.
     ///
-    /// In a `fork` child, a turn held by a call of a thread the child does
-    /// not have is taken over by the first call that finds it so, which
-    /// gives up that call's reference (see `Turn::begin_noting_wait`). A
-    /// call that waits for the turn notes so in its context, so that such
-    /// a child gives up its reference too ([`WaitNote`]).
+    /// In a `fork` child, a turn held by a thread the child lacks is taken
+    /// over likewise (`Turn::begin_noting_wait`); a waiting call notes its
+    /// wait in its context so such a child gives up its reference too
+    /// ([`WaitNote`]).
     ///
     /// # Safety
     ///
@@ -76,31 +67,22 @@ impl<F> Exclusive<F> {
         header: NonNull<Header>,
         run: impl FnOnce(&mut F) -> O,
     ) -> Result<O, Failure> {
-        // A thread mark is the address of a context, which serves one
-        // thread at a time, throughout the call (`Frame::thread_mark`):
-        // non-zero, and a multiple of 4 (contexts are 128-byte aligned).
+        // A thread mark (`Frame::thread_mark`) is non-zero and a multiple
+        // of 4, as `Turn` needs: contexts are 128-byte aligned.
         self.turn.begin_noting_wait(
             frame.thread_mark(),
             // SAFETY: the turn is held under this thread's mark, so
-            // `holder` was written by the call that took it, a call on
-            // this thread's context: by this thread, or by one whose
-            // context it has now through the free list, which orders that
-            // thread's accesses before this one's. A write by another
-            // thread's later turn came before the turn was taken under
-            // this mark again (the turn's Release/Acquire), and that call
-            // wrote after it. (A call of this thread that took the turn and
-            // has not written its mark yet left the mark of the call it
-            // took the turn from: see `turn_holder_is_gone`.)
+            // `holder` was written on this thread's context: by this
+            // thread, or by an earlier owner, ordered by the free list.
+            // Other threads' writes are ordered by the turn's
+            // Release/Acquire. (A call that took the turn and has not
+            // written its mark yet: see `turn_holder_is_gone`.)
             || unsafe { turn_holder_is_gone(*self.holder.get()) },
             || {
                 // SAFETY: the turn was held by a call that will never end
-                // it (a gone call of this thread's, or one of a thread a
-                // `fork` left behind), which took a reference (every call
-                // of an `FnMut` closure does, before its turn) and will
-                // never give it up; this call holds one more, so the count
-                // stays above 0. (Here rather than after `begin`: out of
-                // the fast path, which then stays small enough for the
-                // body to be inlined.)
+                // it, which took a reference (every `FnMut` call does,
+                // before its turn) and will never give it up; this call
+                // holds one more, so the count stays above 0.
                 unsafe { release(header) };
             },
             // SAFETY: this call holds a reference (caller obligation),
@@ -111,9 +93,8 @@ impl<F> Exclusive<F> {
         // SAFETY: this thread holds the turn, and only the holder writes
         // its mark (see above for the readers).
         unsafe { *self.holder.get() = frame.mark() };
-        // Ends the turn when `run` returns or unwinds (a panicking body is
-        // caught by the call's boundary; the closure stays callable with
-        // whatever state the panic left, as a `#[c_callback]` does).
+        // Ends the turn when `run` returns or unwinds (after a panic the
+        // closure stays callable, as a `#[c_callback]` does).
         let _end = EndTurn(self);
         // SAFETY: this thread holds the turn until `_end` drops, and only
         // the holder of the turn reaches the body.
@@ -126,20 +107,16 @@ impl<F> Exclusive<F> {
 /// certainly gone, so the asking call may take the turn over.
 ///
 /// From any depth, when the thread's calls found the holder gone while
-/// it was still recorded as running, and no other call claimed it since
-/// (`Context::claim_gone`): this call claims it. The holder was abandoned
-/// inside the body, so it never ended the turn, and a turn under its mark
-/// is still its own: a call of this thread that took the turn and has not
-/// written its mark yet (interrupted there by a signal handler's call)
-/// took it from a call that ended it, whose mark is that of a call that
-/// returned, or from a gone call it claimed first. (A call abandoned
-/// after it ended its turn, by a handler's `siglongjmp`, would break
-/// this: callbacks from signal handlers are unsupported.)
+/// it was recorded as running, and no other call claimed it since
+/// (`Context::claim_gone`). A turn under its mark is still its own: a call
+/// that took the turn and has not written its mark yet took it from a call
+/// that ended it, or from a gone call it claimed first. (A handler's
+/// `siglongjmp` after a call ended its turn would break this: callbacks
+/// from signal handlers are unsupported.)
 ///
-/// Otherwise only from the thread's outermost call, by the holder's
-/// mark ([`marked_call_is_gone`]): no call of this thread encloses it, so
-/// none may have taken the turn without writing its mark yet (a signal
-/// handler's call interrupting it there is nested in it, and refused).
+/// Otherwise only from the thread's outermost call, by the holder's mark
+/// ([`marked_call_is_gone`]): no call of this thread encloses it, so none
+/// may have taken the turn without writing its mark yet.
 ///
 /// # Safety
 ///

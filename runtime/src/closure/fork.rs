@@ -72,13 +72,10 @@ impl Drop for WaitNote {
 }
 
 /// In a `fork` child: gives up a reference that a call of a thread the
-/// fork left behind held, recorded in that thread's context (see
-/// `sync::HeldRefs`), as the call will never give it up. `object` is the
-/// closure's exposed address; `turn`, for a call that waited for that
-/// closure's turn, the turn's, and `mark` that thread's mark. A call that
-/// had taken the turn when the fork came (the turn is held under `mark`)
-/// is left to the child's first call of the closure, which takes the turn
-/// over and gives its reference up then (see `Exclusive::with`).
+/// child lacks held (`sync::HeldRefs`). `object` is the closure's exposed
+/// address; `turn` the turn it waited for, or 0; `mark` its thread's mark.
+/// A call that had taken the turn is left to the child's first call of the
+/// closure, which takes the turn over (see `Exclusive::with`).
 ///
 /// # Safety
 ///

@@ -4,14 +4,12 @@
 //! * a `Closure::new` call takes a reference of its own, a count shared by
 //!   every thread (its calls take turns anyway);
 //! * a `Closure::concurrent` call announces the closure in its thread's
-//!   hazard word instead (`sync::Hazard`, in the thread's context), so
-//!   that calls from many threads at once do not contend for one counter.
-//!   When the last reference goes, the closure's retirement ([`retire`])
-//!   reads every context's word and leaves the drop to the last call it
-//!   finds announcing it. A call that finds its thread's word taken (by a
-//!   call it is nested in, or an abandoned one), or runs on a thread
-//!   attached per call, takes a reference, which it records in its context
-//!   while it runs (`run_recorded`);
+//!   hazard word instead (`sync::Hazard`), so that calls from many threads
+//!   do not contend for one counter. The retirement ([`retire`]) reads
+//!   every context's word and leaves the drop to the last call it finds
+//!   announcing. A call that finds its word taken, or runs on a thread
+//!   attached per call, takes a reference and records it in its context
+//!   (`run_recorded`);
 //! * the call of a once closure uses the owner's reference.
 //!
 //! A call abandoned by a `longjmp` out of the body keeps its hold: an
@@ -55,16 +53,12 @@ pub(super) enum Held {
 
 /// Takes what a call of the closure of `header` holds it by, as `hold`
 /// says; for a `Closure::concurrent` call, binds the thread if it was
-/// not. `None` where such a call cannot announce the closure (an outer or
-/// abandoned call of the thread holds the word, or the thread has no
-/// bound context: see `bound_context`): it takes a reference in
-/// `run_recorded` instead.
+/// not. `None` where such a call cannot announce the closure: it takes a
+/// reference in `run_recorded` instead.
 ///
-/// Taken here, before `call`, from the context the thread's slot holds,
-/// rather than in the body from the call's frame: there the hold would
-/// live in memory across `call` (which reads the site in the closure after
-/// the body, so the hold is given up after it returns), and so would the
-/// call's records, at a cost on every call.
+/// Taken before `call`, from the thread's slot, rather than in the body:
+/// there the hold, and the call's records, would live in memory across
+/// `call`.
 ///
 /// # Safety
 ///
@@ -86,16 +80,12 @@ pub(super) unsafe fn hold(header: NonNull<Header>, site: &Site, hold: Hold) -> O
                 let hazard = &node.value.hazard;
                 // SAFETY: live (caller obligation).
                 let marked = unsafe { (*header.as_ptr()).marked };
-                // The address is exposed: a thread that ends the hold for
-                // the call (its exit hook) turns the word back into a
-                // pointer (`end_hold`).
+                // Exposed: `end_hold` may turn the word back into a pointer.
                 let object = header.as_ptr().expose_provenance();
                 // SAFETY:
                 // - `node` serves this thread, the only one that announces
-                //   through its word, and stays with it (bound, not per
-                //   call); if this announces, no other call of the thread
-                //   can (the word is taken) until this call withdraws in
-                //   `unhold`;
+                //   through its word, and stays bound to it; the word stays
+                //   taken until this call withdraws in `unhold`;
                 // - a header is a non-zero multiple of 8, of a closure that
                 //   is alive and not retired (the caller may call it).
                 if unsafe { hazard.announce(object, marked) } {
@@ -139,11 +129,9 @@ pub(super) unsafe fn unhold(header: NonNull<Header>, held: Held) {
 }
 
 /// Ends a hold withdrawn from a hazard word with flags (or nothing, for
-/// 0): tells helgrind (under valgrind) that the call's uses of the closure
-/// happen before its drop, and releases the call's part of a retirement
-/// that waits for it. Called by the call itself, and by the hooks for a
-/// call its thread abandoned (the thread exits, or a `fork` child lacks
-/// it): a `longjmp` or a forced unwind left it with its announcement.
+/// 0): tells helgrind that the call's uses happen before the drop, and
+/// releases the call's part of a retirement that waits for it. Called by
+/// the call itself, or by the hooks for a call its thread abandoned.
 ///
 /// # Safety
 ///
@@ -183,14 +171,12 @@ pub(super) unsafe fn retire(header: NonNull<Header>) {
     let shared = unsafe { header.as_ref() };
     if shared.marked != 0 {
         // For helgrind: this thread's reads of the header happen before
-        // the drop, which writes to it (`destroy`), on whichever thread
-        // the drop runs.
+        // the drop, on whichever thread it runs.
         valgrind::happens_before(header.as_ptr());
     }
     // SAFETY: the closure's own retirement, once (the last reference goes
     // once); a thread announces it only in its context's word, and
-    // `CONTEXTS` has every context (nodes are never freed while a
-    // closure is alive: only when the library is unloaded).
+    // `CONTEXTS` has every context.
     let unheld = unsafe {
         shared.retirement.retire(
             header.addr().get(),

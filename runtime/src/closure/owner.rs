@@ -1,12 +1,7 @@
 //! The owner's reference as C gives it up: by the closure's `free`, or
 //! by a once closure's call. The header's `owner` word records which, so
-//! that a second `free`, a once closure's second call, or its call and a
-//! `free`, abort with a message naming the closure. The word is there to
-//! read while a call still holds the closure, and after the drop while
-//! [`tombstones`](super::tombstones) keeps the allocation (its body
-//! dropped), so the check reads a live allocation rather than freed
-//! memory. The call paths of `Closure::new` and `Closure::concurrent`
-//! check nothing.
+//! that a second give-up aborts with a message naming the closure; after
+//! the drop, [`tombstones`](super::tombstones) keeps the word readable.
 //!
 //! # Atomic orderings
 //!
@@ -44,9 +39,7 @@ pub(super) const CALLED: u32 = 2;
 pub(super) unsafe fn give_up_owner(header: NonNull<Header>, by: u32) {
     // SAFETY: alive or kept (caller obligation).
     let owner = unsafe { &(*header.as_ptr()).owner };
-    // Relaxed: the word orders nothing (the reference count does). A
-    // swap reads the last value before its own in the word's modification
-    // order, so of two give-ups the second sees the first.
+    // Relaxed: see "Atomic orderings" in the module docs.
     let before = owner.swap(by, Ordering::Relaxed);
     if before != OWNED {
         // SAFETY: as above.

@@ -1,14 +1,11 @@
 //! The allocations of the closures dropped last, kept after their drop so
-//! that C's misuse of a closure's data finds its header still there: a
-//! second `free`, or a once closure's second call, reads the header's
-//! `owner` word and aborts with a message (`give_up_owner`), where an
-//! allocation freed at the drop would make that read a use after free.
+//! that C's misuse of a closure's data (a second `free`) reads a header
+//! still there and aborts with a message (`give_up_owner`), rather than
+//! read freed memory.
 //!
 //! Bounded: [`SLOTS`] allocations of at most [`MAX_SIZE`] bytes each (a
-//! larger closure is freed at its drop). Keeping one frees the one its
-//! slot held, kept [`SLOTS`] drops earlier. What a kept allocation owned
-//! went with its body's drop: only its own bytes stay. The ELF unload
-//! hook frees them with the library.
+//! larger closure is freed at its drop); keeping one frees the one its
+//! slot held.
 //!
 //! # Atomic orderings
 //!
@@ -27,8 +24,7 @@ use crate::valgrind;
 /// How many dropped closures are kept.
 pub(super) const SLOTS: usize = 64;
 
-/// The largest allocation kept, in bytes: callgate's part of it takes 88
-/// to 120 (with an `i32` result), the rest is what the closure captured.
+/// The largest allocation kept, in bytes.
 pub(super) const MAX_SIZE: usize = 512;
 
 static KEPT: [AtomicPtr<Header>; SLOTS] = [const { AtomicPtr::new(ptr::null_mut()) }; SLOTS];
