@@ -45,11 +45,8 @@ pub(crate) use core::sync::atomic::{
 #[cfg(not(callgate_loom))]
 pub(crate) use std::sync::Mutex;
 
-/// A value on cache lines of its own: 128 bytes (the unit the adjacent-line
-/// prefetcher fetches) aligned, so that no other data shares its line pair.
-/// For a word that threads write (a compare-and-swap on a free list's head):
-/// sharing its line would make every such write cost readers of the other
-/// data a fetch from the writer's CPU.
+/// A value with its 128-byte line pair to itself, for a word that threads
+/// write (a free list's head), so its writes cost no reader of other data.
 #[repr(C, align(128))]
 pub(crate) struct OwnLines<T>(pub(crate) T);
 

@@ -16,12 +16,10 @@ use std::sync::Condvar;
 /// that comes after the waiter read the count wakes it or keeps it from
 /// sleeping.
 ///
-/// On Linux (and Android) `wait` and `ring` are one `futex` system call
-/// each on the count itself, and no lock is held at any point: a `fork`
-/// at any instant leaves the child nothing a thread it does not have
-/// holds. Elsewhere, and in the loom models, a mutex and a condition
-/// variable stand in for the futex; the mutex is held for a few
-/// instructions around the wait and the wake-up.
+/// On Linux (and Android) `wait` and `ring` are one `futex` call each on
+/// the count, and no lock is held, so a `fork` at any instant leaves the
+/// child no lock held. Elsewhere, and in the loom models, a mutex and a
+/// condition variable stand in.
 pub(crate) struct Bell {
     /// How many times the bell rang, wrapping.
     rings: AtomicU32,
@@ -102,13 +100,9 @@ impl Sleepers {
             tv_nsec: i32::try_from(timeout.subsec_nanos()).unwrap_or(0).into(),
         });
         // SAFETY: `FUTEX_WAIT` reads the aligned `u32` at the address,
-        // which the caller's borrow keeps alive during the call, and
-        // compares it with `seen` atomically with queueing the thread; it
-        // writes nothing, and reads the relative timeout, a `timespec` on
-        // this stack or null (no timeout). A private futex: a bell is
-        // never in memory shared between processes. Any return (woken,
-        // the count not `seen`, `EINTR`, `ETIMEDOUT`) is a return to look
-        // again.
+        // kept alive by the caller's borrow, and the relative timeout, a
+        // `timespec` on this stack or null; it writes nothing. Private: a
+        // bell is never in shared memory. Any return means look again.
         unsafe {
             libc::syscall(
                 libc::SYS_futex,

@@ -3,24 +3,19 @@
 //! that call. See [`Hazard`] and [`Retirement`].
 //!
 //! They keep a `Closure::concurrent` alive for the calls in it without a
-//! shared counter: a call writes its own thread's word (in the context,
-//! on a line no other thread writes), so calls from many threads at once
-//! never contend for a cache line, and the object's owner pays for them
-//! only when it lets the object go, by reading every thread's word.
+//! shared counter: a call writes only its own thread's word, and the owner
+//! pays only when it lets the object go, by reading every thread's word.
 //!
 //! # Atomic orderings
 //!
 //! * [`announce`](Hazard::announce) is a Release store, of a value the
 //!   owner reads back with Relaxed loads (no other thread stores a
-//!   non-zero value). A retirement starts only after the owner of the
-//!   object let go of it, which for a call already running the object's
-//!   owner can only know from something that call did: the C caller's own
-//!   synchronisation, which orders the announcement, made before the
-//!   call's first use of the object, before the retirement's read of the
-//!   word. (A call that starts after the retirement is a call of a freed
-//!   object, the caller's error.) Release rather than Relaxed so that an
+//!   non-zero value). The C caller's own synchronisation orders the
+//!   announcement of a running call before the owner's letting go, and so
+//!   before the retirement's read. (A call that starts after the retirement
+//!   is a call of a freed object, the caller's error.) Release so that an
 //!   announcement overwriting a withdrawn one still carries the withdrawn
-//!   call's uses to a retirement that reads it (see the next point).
+//!   call's uses to a retirement that reads it.
 //! * [`withdraw`](Hazard::withdraw) is an AcqRel swap: Release, so the
 //!   call's uses of the object happen before a retirement that reads the
 //!   word after it (the retirement's compare-and-swap fails with an
@@ -37,11 +32,8 @@ use super::{AtomicUsize, Ordering};
 /// retirement waits for this call.
 const DEFERRED: usize = 1;
 
-/// The bit of a [`Hazard`] word that the announcing call chose to carry
-/// (see [`Hazard::announce`]): natively it only makes
-/// [`withdraw`](Hazard::withdraw) report the word, so a caller can send
-/// the withdrawal of an object it announces to helgrind down its slow
-/// path.
+/// The bit of a [`Hazard`] word that the announcing call chose to carry:
+/// it sends the withdrawal down the caller's slow path (to tell helgrind).
 pub(crate) const MARKED: usize = 2;
 
 /// The bits of a [`Hazard`] word that are not an object's address.
@@ -58,9 +50,8 @@ const BIAS: usize = usize::MAX / 2;
 /// meanwhile reads every thread's word, and leaves the object to be
 /// destroyed by the last call it found announcing it.
 ///
-/// One word per thread serves one call at a time: a call that finds the
-/// word taken (an outer call of the same thread, or one abandoned by a
-/// `longjmp` and not withdrawn) keeps its object alive another way.
+/// One word serves one call at a time: a call that finds it taken (by an
+/// outer or abandoned call) keeps its object alive another way.
 pub(crate) struct Hazard {
     /// The announced object's address with [`FLAGS`], or 0.
     word: AtomicUsize,
@@ -135,7 +126,7 @@ impl Hazard {
     fn defer(&self, object: usize) -> bool {
         // Acquire: pairs with the announcing call's Release `withdraw` (or
         // a later announcement), so a word read clear has the call's uses
-        // before what follows. Relaxed would do for the value itself.
+        // before what follows.
         let mut seen = self.word.load(Ordering::Acquire);
         while seen & !FLAGS == object && seen & DEFERRED == 0 {
             // AcqRel on success: Release, so the holder's `withdraw` that

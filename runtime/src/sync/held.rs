@@ -9,26 +9,21 @@ const SLOTS: usize = 2;
 
 /// The references to closures that a thread's running calls hold where
 /// nothing else tells (a `Closure::concurrent` call that counted one, a
-/// `Closure::new` call waiting for its turn), kept in the context serving
-/// the thread, so that a `fork` child, which lacks the thread, can give
-/// them up for it (see `thread::reclaim_orphans`).
+/// `Closure::new` call waiting for its turn), kept in the thread's context
+/// so that a `fork` child, which lacks the thread, can give them up.
 ///
-/// A record lasts no longer than its reference: it is made after the
-/// reference was taken and erased before it is given up, so a child gives
-/// up at most what the call held. One made by a call that is then
-/// abandoned stays, as its reference does. Beyond [`SLOTS`] counted
-/// references at once (calls nested that deep), the rest go unrecorded,
-/// and a child leaks them.
+/// A record is made after its reference was taken and erased before it is
+/// given up, so a child gives up at most what the call held. Beyond
+/// [`SLOTS`] at once, references go unrecorded and a child leaks them.
 ///
 /// # Atomic orderings
 ///
-/// Only the owning thread (with signal handlers' calls on it) writes the
-/// words, and a `fork` child reads them as the fork left them, which is
-/// in the order the thread wrote them and its reference count. A record is
-/// a Release store (or compare-and-swap), so the taking of its reference
+/// Only the owning thread (and its signal handlers' calls) writes the
+/// words; a `fork` child reads them as the fork left them. A record is a
+/// Release store (or compare-and-swap), so the taking of its reference
 /// stays before it; its erasure is followed by the count's Release
-/// decrement (or by the Acquire compare-and-swap that took the turn the
-/// call waited for), which keeps the erasure before it.
+/// decrement (or the Acquire compare-and-swap that took the turn waited
+/// for), which keeps the erasure before that.
 pub(crate) struct HeldRefs {
     /// Counted references: a closure's address, or 0.
     counted: [AtomicUsize; SLOTS],

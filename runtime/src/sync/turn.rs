@@ -12,21 +12,15 @@ use crate::valgrind;
 /// (the address of the context serving it), so that a thread asking for a
 /// turn it already holds gets an error instead of waiting for itself.
 ///
-/// A turn taken and given back without another thread asking is one
-/// compare-and-swap, one load and one swap of `state`: no lock, no
-/// poisoning, no call. Threads that find the turn taken flag `state` and
-/// sleep on `bell`, which the end of a flagged turn rings. No lock is held
-/// at any point on Linux (see [`Bell`]), so a `fork` child never waits for
-/// a thread it does not have to let go of one.
+/// An uncontended turn takes no lock and makes no call. Threads that find
+/// the turn taken flag `state` and sleep on `bell`, which the end of a
+/// flagged turn rings. No lock is held on Linux (see [`Bell`]), so a `fork`
+/// child never waits for a thread it does not have.
 ///
-/// Under valgrind, helgrind does not model atomics and would report the
-/// turns' accesses to what they guard as races: there `state` carries
+/// helgrind does not model atomics: under valgrind `state` carries
 /// [`ANNOTATED`] for good, which sends every turn through the slow paths,
-/// where each tells helgrind that it happens after the one before. Natively
-/// the fast paths then have no call to valgrind in them, which kept the
-/// compiler inlining a `Closure::new` call's body (9.0 against 13.5 ns per
-/// call with a test for valgrind in the closure's own code, `callgate-bench
-/// --loop closure`).
+/// where each tells helgrind that it happens after the one before. So the
+/// native fast paths have no valgrind call in them.
 pub(crate) struct Turn {
     /// The mark of the thread whose turn it is (0: nobody's), with
     /// [`WAITING`] set when a thread may be waiting for it, and
@@ -36,13 +30,11 @@ pub(crate) struct Turn {
     bell: Bell,
 }
 
-/// The marks of threads a `fork` left behind inside calls, in this `fork`
-/// child (a leaked list, null until a child handler records some): they
-/// may hold turns that no thread here will end. Their marks are never any
-/// thread's again (`thread::reclaim_orphans` keeps their contexts off the
-/// free list), so a turn held under one can be taken over. Written only by
-/// a child handler, when the child has one thread. A `core` atomic under
-/// loom too: the models never fork.
+/// The marks of threads a `fork` left behind inside calls (a leaked list,
+/// null until a child handler records some): they may hold turns no thread
+/// here will end. Their marks are never any thread's again
+/// (`thread::reclaim_orphans`), so such a turn can be taken over. Written
+/// only by a child handler. A `core` atomic under loom: models never fork.
 static ORPHANED: CoreAtomicPtr<Vec<usize>> = CoreAtomicPtr::new(core::ptr::null_mut());
 
 /// Records `marks`, the marks of threads a `fork` left behind inside calls
@@ -109,28 +101,17 @@ impl Turn {
     /// Takes the turn for the thread marked `me`, waiting while another
     /// thread holds it. If the turn is held under `me` already, the call
     /// of this thread that took it is running, or gone without ending it:
-    /// `take_back` tells, and where it returns true the turn is this
-    /// call's (unless a call that interrupted this one took it back first:
-    /// then this one goes on as if the turn had been free); else the error
-    /// `held_by_caller` makes (having waited for nothing). On `Ok`, what the
-    /// turn's previous holders did before their [`end`](Turn::end), or
-    /// before they were gone, happens before what follows.
-    ///
-    /// In a `fork` child, a turn held under the mark of a thread the fork
-    /// left behind inside a call ([`orphan_marks`]) is taken over: that
-    /// thread will never end it.
+    /// `take_back` tells. If true the turn is this call's; else the error
+    /// `held_by_caller` makes. On `Ok`, what the turn's previous holders
+    /// did before their [`end`](Turn::end) happens before what follows.
+    /// In a `fork` child, a turn held under an orphaned mark
+    /// ([`orphan_marks`]) is taken over.
     ///
     /// `took_over` runs once the turn is taken from a call that will never
-    /// end it (a gone call of this thread, or a left one), for the caller
-    /// to give up what that call held. `waiting` runs, given the turn,
-    /// before the call waits for another thread's; what it returns is
-    /// dropped once the call has the turn, so that it lasts while the call
-    /// waits and until its taking the turn shows in `state` (see
-    /// `Turn::is_held_under`, on Unix).
-    ///
-    /// `take_back`, `took_over` and `waiting` run, and the error is made,
-    /// in the out-of-line slow path, so that the fast path has one call in
-    /// it, to that path.
+    /// end it, for the caller to give up what that call held. `waiting`
+    /// runs before the call waits for another thread; what it returns is
+    /// dropped once `state` shows the turn taken (see `is_held_under`).
+    /// All three run in the out-of-line slow path.
     #[hot_path]
     pub(crate) fn begin_noting_wait<E, W>(
         &self,
@@ -195,26 +176,20 @@ impl Turn {
     ) -> Result<(), E> {
         let annotated = held & ANNOTATED;
         // `state` holds `me` only if this thread stored it, or a thread
-        // whose mark this thread has now (it exited, and its context came
-        // to this thread through the free list, which orders everything
-        // that thread did before what this one does): marks are unique
-        // among the threads that may hold a turn.
+        // whose context (and so mark) this one has now, ordered by the free
+        // list.
         if held & !FLAGS == me {
             if !take_back() {
                 return Err(held_by_caller());
             }
-            // The call that took the turn is gone without ending it, and
-            // no other call of this thread takes it back after
-            // `take_back` (see `closure::Exclusive::with`). One that
-            // interrupted this call before then may have (a signal
-            // handler's): this thread's read of `state` now shows it.
+            // The holder is gone; a call that interrupted this one (a
+            // signal handler's) may have taken the turn back already.
             // Relaxed: only this thread stores its mark, and other
             // threads only flag it.
             let now = self.state.load(Ordering::Relaxed);
             if now & !FLAGS == me {
-                // The turn is this call's now. `state` stays as it is (a
-                // waiting thread's flag included: this turn's end wakes
-                // it).
+                // The turn is this call's; `state`, a waiter's flag
+                // included, stays.
                 if annotated != 0 {
                     valgrind::happens_after(&raw const self.state);
                 }
@@ -223,9 +198,8 @@ impl Turn {
             }
             held = now;
         }
-        // Only a child handler makes a mark orphaned, when no other thread
-        // exists, and a turn taken over is a living thread's: a mark read
-        // here that is not orphaned never becomes one in this process.
+        // A mark read here that is not orphaned never becomes one: only a
+        // child handler orphans marks, when no other thread exists.
         while is_orphaned(held & !FLAGS) {
             // Acquire on success: as in `begin` (what the left thread did
             // before the fork is this child's memory anyway). Flags kept: a
@@ -256,10 +230,8 @@ impl Turn {
             // Relaxed: as on `begin`'s failure.
             let held = self.state.load(Ordering::Relaxed);
             if held & !FLAGS == 0 {
-                // Taken with WAITING set: other threads may still be
-                // waiting, and the end of this turn must ring for them (at
-                // worst a ring nobody needed). Acquire on success: as in
-                // `begin`.
+                // Taken with WAITING set: others may still wait, so this
+                // turn's end must ring. Acquire on success: as in `begin`.
                 if self
                     .state
                     .compare_exchange(
