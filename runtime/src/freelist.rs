@@ -10,10 +10,9 @@
 //! the child a lock nobody will release; at worst the child sees one node
 //! that is neither free nor in use.
 //!
-//! A node's index and link are kept by its value ([`Pooled`]), in a cache
-//! line the value's new owner writes anyway, and the head has a line pair
-//! of its own: a thread that pops a node another CPU pushed fetches the
-//! head's line and the value's, and no line for the link alone.
+//! A node's index and link are kept by its value ([`Pooled`]), where the
+//! value's new owner writes anyway, and the head has its line pair to
+//! itself.
 //!
 //! # Atomic orderings
 //!
@@ -34,9 +33,8 @@ use crate::sync::{AtomicPtr, AtomicU32, AtomicU64, Ordering, OwnLines};
 const BUCKETS: usize = 32;
 const EMPTY: u32 = 0;
 
-/// A pooled value's stable index in its list and its free-list link. The
-/// value keeps it (see [`Pooled`]) where its owner's own accesses make it
-/// cheapest to reach.
+/// A pooled value's stable index in its list and its free-list link, kept
+/// by the value (see [`Pooled`]).
 pub(crate) struct Link {
     /// Set by [`FreeList::alloc`] before the node is published.
     index: u32,
@@ -56,10 +54,8 @@ impl Link {
 
 /// A value a [`FreeList`] pools.
 ///
-/// The value holds its [`Link`] rather than the node holding it beside the
-/// value, so that the link can share a cache line with the fields a new
-/// owner writes anyway: a `pop` reads it, and a thread that pops a node
-/// released on another CPU then fetches one line for both.
+/// The value holds its [`Link`], so the link can share a cache line with
+/// the fields a new owner writes anyway.
 ///
 /// # Safety
 ///
@@ -72,9 +68,8 @@ pub(crate) unsafe trait Pooled {
     fn link_mut(&mut self) -> &mut Link;
 }
 
-/// One pooled value. Aligned to 128 bytes, the unit the adjacent-line
-/// prefetcher fetches, so that the values of two nodes (written by two
-/// threads) never share a line pair.
+/// One pooled value, aligned so that two nodes (written by two threads)
+/// never share a line pair (as [`OwnLines`]).
 #[repr(C, align(128))]
 pub(crate) struct Node<T> {
     pub(crate) value: T,
@@ -95,9 +90,7 @@ impl<T: Pooled> Node<T> {
 pub(crate) struct FreeList<T> {
     buckets: [AtomicPtr<AtomicPtr<Node<T>>>; BUCKETS],
     allocated: AtomicU32,
-    /// On lines of its own: every bind and every release of a thread
-    /// writes it, and the data beside it would otherwise be fetched again
-    /// by every CPU after each of them (the fast path's word, for one).
+    /// Every bind and release writes it: lines of its own.
     head: OwnLines<AtomicU64>,
 }
 
@@ -291,9 +284,8 @@ impl<T: Pooled> FreeList<T> {
         indices
     }
 
-    /// How many nodes are on the free list (see [`FreeList::free_indices`]).
-    /// Not kept as a counter, so `push` and `pop` stay one locked
-    /// instruction each.
+    /// How many nodes are on the free list (see [`FreeList::free_indices`]),
+    /// counted by a walk so `push` and `pop` keep no counter.
     #[cfg(test)]
     pub(crate) fn free(&self) -> usize {
         self.free_indices().len()
@@ -307,11 +299,9 @@ impl<T> FreeList<T> {
     /// # Safety
     ///
     /// Nobody uses the list or any of its nodes during the call, and no
-    /// reference to a node is used afterwards: the same conditions as for
-    /// dropping it, for a list that cannot be dropped (a `static`).
+    /// reference to a node is used afterwards (as for dropping it).
     #[cfg_attr(callgate_loom, allow(dead_code))]
-    // Only the ELF unload hook (Linux, Android) frees the pool and the
-    // messages.
+    // Only the ELF unload hook (Linux, Android) frees the pool.
     #[cfg_attr(not(any(target_os = "linux", target_os = "android")), allow(dead_code))]
     pub(crate) unsafe fn free_all(&self) {
         // Relaxed: the caller guarantees nobody else uses the list.

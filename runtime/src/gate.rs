@@ -1,33 +1,25 @@
 //! The init gate: callbacks that arrive before the library's
 //! `#[callgate::init]` code has finished wait for it (or fail fast).
 //!
-//! The gate is one `AtomicU32`. Zero means *ready*, and that is the only
-//! value the fast path looks for: one `Acquire` load and a compare, no lock,
-//! no read-modify-write, no shared write. Any other value sends the caller to
+//! The gate is one `AtomicU32`. Zero means *ready*, the only value the fast
+//! path looks for (one `Acquire` load). Any other value sends the caller to
 //! the `#[cold]` slow path: the low 16 bits count the foreground inits still
 //! to finish, the next 15 the background ones, and the top bit records that
-//! one of them failed. A crate without `#[callgate::init]` never leaves zero,
-//! so it never waits. The two counts are apart because a `fork` child keeps
-//! them apart: a foreground init goes on in a child forked by the thread
-//! that loads the library, a background one never does (see
-//! [`Gate::after_fork`]).
+//! one of them failed. The two counts are apart because a `fork` child
+//! treats them apart ([`Gate::after_fork`]).
 //!
 //! # Atomic orderings
 //!
 //! * `finish` decrements the pending count with `Release`; `is_ready` loads
 //!   with `Acquire`. The pair makes everything the init code wrote visible to
 //!   a callback that sees the gate open.
-//! * `arm` publishes no data: it only has to be ordered before the init it
-//!   announces runs, which program order on the arming thread gives, and
-//!   callers that race with loading the library learn about the library
-//!   only through the loader's own synchronisation. It is `SeqCst` for
-//!   `init`, which closes the gate's fast-path word after it (see
-//!   `init::open_fast_path`).
+//! * `arm` publishes no data: program order on the arming thread orders it
+//!   before its init, and other callers learn of the library only through
+//!   the loader's synchronisation. It is `SeqCst` for `init`, which closes
+//!   the gate's fast-path word after it (see `init::open_fast_path`).
 //! * A waiter reads the count of the gate's bell before the state, and
 //!   sleeps only while the count is unchanged; `finish` rings after it
-//!   changed the state, so a waiter cannot miss the last one (see
-//!   [`Bell`]). No lock is held anywhere: a `fork` child never waits for
-//!   a thread it does not have to let go of one.
+//!   changed the state, so a waiter cannot miss the last one ([`Bell`]).
 //! * The first failure's message is published with `Release` before the
 //!   `FAILED` bit, so a waiter that sees the bit with `Acquire` sees it.
 
@@ -129,9 +121,8 @@ pub(crate) struct Gate {
 }
 
 /// How long a call waits at the gate before it says so (see
-/// [`Gate::pass_slow`]): far longer than an init that loads what a library
-/// needs usually takes, short enough that whoever watches a hung process
-/// still reads it.
+/// [`Gate::pass_slow`]): far longer than an init usually takes, short
+/// enough that whoever watches a hung process still reads it.
 #[cfg(not(callgate_loom))]
 pub(crate) const LONG_WAIT: core::time::Duration = core::time::Duration::from_secs(10);
 
@@ -297,13 +288,10 @@ impl Gate {
         }
     }
 
-    /// In a `fork` child: fails the gate from now on, when an init it waits
-    /// for has no thread to finish it here.
-    /// Only the forking thread exists in the child. `forked_by_loader`: it
-    /// is the thread that loaded the library, whose foreground inits go on;
-    /// `forked_in_background_init`: it is running a background init, which
-    /// goes on too. Every other pending init was on a thread the child does
-    /// not have. Only `fork` (unix) leaves an init behind.
+    /// In a `fork` child: fails the gate from now on if an init it waits
+    /// for has no thread to finish it here. Only the forking thread goes on:
+    /// the loading thread's foreground inits (`forked_by_loader`), or the
+    /// background init it runs (`forked_in_background_init`).
     #[cfg_attr(not(unix), allow(dead_code))]
     pub(crate) fn after_fork(&self, forked_by_loader: bool, forked_in_background_init: bool) {
         // Relaxed: the child has one thread, and the value is this thread's
@@ -320,7 +308,7 @@ impl Gate {
     }
 
     fn is_orphaned(&self) -> bool {
-        // Acquire: pairs with the Release in `orphan`.
+        // Acquire: pairs with the Release in `after_fork`.
         self.orphaned.load(Ordering::Acquire)
     }
 

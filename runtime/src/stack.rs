@@ -1,60 +1,40 @@
 //! Telling which calls recorded as running on a thread still have frames,
-//! so the runtime survives calls that never return: C that `longjmp`s out
-//! of a callback (the error handling of libpng, libjpeg, Lua …), a forced
-//! unwind (`pthread_exit`, cancellation) or a foreign exception that skips
-//! the callback's Rust frames.
+//! so the runtime survives calls that never return: a `longjmp` out of a
+//! callback (libpng, libjpeg, Lua …), a forced unwind (`pthread_exit`,
+//! cancellation) or a foreign exception that skips the Rust frames.
 //!
 //! Every call writes a *token* into an [`Anchor`], a word in the
 //! trampoline's own frame, and the context records where that word is and
-//! what it holds: a [`Mark`]. A running call's anchor is never written by
-//! anything else, so **a mark whose word no longer holds its token belongs
-//! to a frame that is gone**: its memory was reused.
+//! what it holds: a [`Mark`]. Nothing else writes a running call's anchor,
+//! so **a mark whose word no longer holds its token belongs to a frame that
+//! is gone**: its memory was reused.
 //!
-//! A nested call's token is new, and no other call in the process has it
-//! (a count of the context's nested calls, in blocks the contexts take
-//! from one shared count: [`nested_token_block`]).
-//! An outermost call's is the context's outermost token, which calls that
-//! follow one another share for as long as each leaves nothing behind
-//! that keeps its mark: the token advances before the next outermost call
-//! wherever one may have — a call still recorded as running when the next
-//! one starts (abandoned), a call inside which a nested call started or a
-//! `#[local]` value was looked up (a hold that may outlive it: the token
-//! advances then and there, the running call keeping its own), and the
-//! context changing hands. So a mark that is still checked never shares
-//! its token with a later call of the context, and the fast path reads the
-//! token without writing it.
+//! A nested call's token is unique in the process ([`nested_token_block`]).
+//! Outermost calls that follow one another share the context's outermost
+//! token, which advances wherever a call may leave behind something that
+//! keeps its mark: a call still recorded when the next one starts, a nested
+//! call or a `#[local]` lookup inside one, the context changing hands. So a
+//! mark still checked never shares its token with a later call, and the
+//! fast path only reads the token.
 //!
-//! Where nothing can read the token or the mark before the call returns
-//! (a body that calls and writes nothing the compiler cannot see), the
-//! compiler drops both (see `context::Running`): no call can start inside
-//! that call, and its frame cannot be abandoned.
+//! Marks are checked only when a call starts while others are recorded
+//! (the cold nested entry), and only those at or below the new call's
+//! anchor: an outer call on the same stack is above. Such a mark is gone
+//! when
 //!
-//! Marks are only checked when a call starts while others are recorded as
-//! running (the cold nested entry), and only marks at or below the new
-//! call's own anchor are candidates: a running outer call on the same
-//! stack is always strictly above its nested calls, so the marks above are
-//! the normal nesting and cost nothing. A candidate is gone when
-//!
-//! 1. its token was overwritten (its memory was reused: true whatever
-//!    stack it is on), or
+//! 1. its token was overwritten (whatever stack it is on), or
 //! 2. it and the new call are both on the thread's own stack (the bounds
-//!    `pthread_getattr_np` reports): a running call there would be above
-//!    the new one, so a call at or below it has no frame left.
+//!    `pthread_getattr_np` reports): a running call there would be above.
 //!
-//! Any other candidate is kept (treated as running): it may be live on
-//! another stack (`swapcontext`, a signal stack), and declaring a live
-//! frame gone would hand out a second `&mut` to a `#[local]` value. That
-//! is the case of a host that abandons a callback running on a coroutine
-//! stack and calls again from another stack: the abandoned call stays
-//! recorded until a call that encloses it returns (`leave` restores the
-//! depth that call started at) or the thread exits (the key destructor
-//! forgets every call: no frame of an exiting thread remains), and its
-//! `#[local]` values report "already in use" meanwhile.
+//! Any other is kept: it may be live on another stack (`swapcontext`, a
+//! signal stack), and declaring a live frame gone would hand out a second
+//! `&mut` to a `#[local]` value. It stays recorded until a call that
+//! encloses it returns or the thread exits, and its `#[local]` values
+//! report "already in use" meanwhile.
 //!
 //! Rule 2 assumes that a stack switched to from inside a callback is not
-//! carved out of the thread's own stack *above* that callback (a
-//! `makecontext` stack in an array of a frame further up): such a stack
-//! must not call back while the callback below it is suspended.
+//! carved out of the thread's own stack above that callback (a
+//! `makecontext` stack in a frame further up).
 
 use core::cell::{Cell, UnsafeCell};
 use core::mem::MaybeUninit;
@@ -77,9 +57,7 @@ impl Anchor {
         let word = self.0.get().cast::<u64>();
         // SAFETY: `word` points to this anchor's own word. A plain write:
         // the address escapes into the context, so the token is in memory
-        // before any call that could read it (`read_word`, from a nested
-        // callback); where nothing can, the compiler may drop it (see
-        // `context::Running`).
+        // before any call that could read it (see `context::Running`).
         unsafe { word.write(token) };
         Mark {
             address: word.expose_provenance(),
@@ -89,10 +67,9 @@ impl Anchor {
 
     /// The mark of the running call whose anchor this is, for a
     /// `#[local]` value it takes through the slot's state (see
-    /// [`Mark::holder_is_gone`]). The token goes to memory again with a
-    /// volatile write: the compiler may have dropped the call's own write
-    /// (see `context::Running`), and the hold is checked against it by
-    /// calls the compiler does not see coming (a signal handler's).
+    /// [`Mark::holder_is_gone`]). Written again, volatile: the compiler may
+    /// have dropped the call's own write, and a signal handler's call may
+    /// check the hold.
     ///
     /// # Safety
     ///
@@ -106,14 +83,10 @@ impl Anchor {
         mark
     }
 
-    /// The mark [`mark`](Anchor::mark) made, read back: for something the
-    /// running call takes that outlives it if the call is abandoned (a
-    /// `Closure::new` turn; see `Frame::mark`). Unlike
-    /// [`holder_mark`](Anchor::holder_mark) it does not write the token
-    /// again: where the compiler dropped the call's own write, nothing the
-    /// call runs can leave it (abandon it, or suspend it on another stack)
-    /// without the compiler seeing a call out, so whenever the mark is
-    /// checked while its call has a frame, the token is in memory.
+    /// The mark [`mark`](Anchor::mark) made, read back, for something the
+    /// call takes that outlives it if abandoned (a `Closure::new` turn).
+    /// Not written again: where the compiler dropped the write, the call
+    /// cannot be abandoned or suspended without a call it sees.
     ///
     /// # Safety
     ///
@@ -155,19 +128,13 @@ impl Mark {
     /// True when the call that made this mark certainly has no frame left,
     /// seen from a new call marked `current` (the rules of the module).
     pub(crate) fn is_gone(self, current: Mark, stack: &ThreadStack) -> bool {
-        // Address 0: the outermost call's mark as a call's leave clears it
-        // (`context::Running`). A call recorded as running with it is one
-        // that a signal handler's call interrupted after it recorded its
-        // mark and before its entry word: the handler's call found the
-        // context idle, and its leave cleared the mark. That call is
-        // running, and is kept.
+        // Address 0: a leave cleared the mark: a signal handler's call
+        // that interrupted this one before its entry word. It is running.
         if self.address > current.address || self.address == 0 {
             return false;
         }
-        // On a coroutine's stack, which the host may have freed since a
-        // call there was abandoned (a `longjmp` out of it, then the
-        // coroutine's end): its word cannot be read, and the call cannot be
-        // told from a suspended one. It is kept.
+        // On a coroutine's stack, which may have been freed: not read,
+        // and kept.
         if stack.is_elsewhere(self.address) {
             return false;
         }
@@ -188,20 +155,11 @@ impl Mark {
     /// value through the slot's state, certainly has no frame left, seen
     /// from a running call marked `current` that asks for the value.
     ///
-    /// A hold outlives the record of its call: a call that returns forgets
-    /// the calls recorded deeper than it, and on one thread with several
-    /// stacks a call it forgets may be suspended rather than gone (green
-    /// threads: a callback on one coroutine stack returns while one that
-    /// started after it on another is suspended). So the holder is judged
-    /// by its own mark alone, and only where its word can be read whatever
-    /// happened since: on the thread's own stack, which stays mapped (a
-    /// coroutine's stack may have been freed with the coroutine). There it
-    /// is gone when it lies below `current` on that stack (a running
-    /// call's frame is above every frame the thread has since left), or
-    /// when its token was overwritten. A holder elsewhere, or anywhere
-    /// where the thread's stack bounds are unknown (off Linux), is kept:
-    /// its value is "already in use" until its `LocalRef` drops or the
-    /// thread exits.
+    /// A hold outlives the record of its call (which may be forgotten while
+    /// suspended on another stack), so it is judged by its own mark alone,
+    /// and only on the thread's own stack, which stays mapped: gone when it
+    /// lies below `current` there, or its token was overwritten. Elsewhere,
+    /// or where the bounds are unknown, it is kept.
     pub(crate) fn holder_is_gone(self, current: Mark, stack: &ThreadStack) -> bool {
         if !stack.contains(self.address) {
             return false;
@@ -236,20 +194,15 @@ pub(crate) fn nested_token_block() -> u64 {
 }
 
 /// The tokens of the last nested calls that a context found certainly
-/// gone while they were still recorded as running: calls abandoned by a
-/// `longjmp` or an exception inside their body, which never returned. A
-/// nested token is unique in the process (see [`nested_token_block`]), so
-/// a token found here names one call, which ended nothing it held: a
-/// `Closure::new` turn it took is still its own (see
-/// `closure::turn_holder_is_gone`).
+/// gone while still recorded as running. A nested token names one call in
+/// the process, which ended nothing it held: a `Closure::new` turn it took
+/// is still its own (see `closure::turn_holder_is_gone`).
 ///
-/// Two of them (a node has no room for more: see `context`), the older
-/// one forgotten first: the call that took a turn is usually the last one
-/// a jump abandoned, or the one before.
+/// Two of them, the older forgotten first: the call that took a turn is
+/// usually the last one a jump abandoned, or the one before.
 ///
-/// Written and read by the context's owner only, and by signal handlers'
-/// calls on it: a claim is one compare-and-swap, so that two calls of the
-/// thread cannot both claim one token.
+/// Used by the context's owner only, and by signal handlers' calls on it:
+/// a claim is one compare-and-swap, so two calls cannot both claim one.
 pub(crate) struct GoneCalls([AtomicU64; 2]);
 
 impl GoneCalls {
@@ -307,9 +260,7 @@ pub(crate) fn live_calls(
 }
 
 /// The bounds of the owning thread's own stack, looked up on first need
-/// (for the main thread glibc reads `/proc/self/maps`, musl probes the
-/// mapping) and kept until the
-/// context serves another thread.
+/// and kept until the context serves another thread.
 pub(crate) struct ThreadStack(Cell<Option<(usize, usize)>>);
 
 impl ThreadStack {

@@ -1,21 +1,12 @@
 //! Happens-before annotations for helgrind, and memcheck's "defined" mark
 //! for the words `stack` reads on purpose in frames that are gone.
 //!
-//! A context moves from one thread to the next through the free list,
-//! ordered by a Release CAS in `push` and an Acquire CAS in `pop`. helgrind
-//! does not model atomics, so without help it would report every field of a
-//! recycled context as raced between its old and new thread. These are
-//! valgrind's `ANNOTATE_HAPPENS_BEFORE`/`AFTER` client requests (helgrind's
-//! "user SO" send and receive), written as the magic instruction sequence
-//! `valgrind.h` uses: outside valgrind it is a handful of register
-//! rotations that change nothing, so it stays compiled in (it runs only
-//! when a context is bound or released, never on the call fast path).
-//!
-//! A `Closure`'s turns are the other use: they are taken and handed on
-//! with atomics (`sync::Turn`), which helgrind does not see as a lock.
-//! There the announcements are made only under valgrind ([`running`],
-//! asked when the closure is made), from the turn's slow paths, which
-//! every turn takes there: a turn's fast path has no call in it.
+//! helgrind does not model atomics, so it would report every field of a
+//! context recycled through the free list, and what a `Closure`'s turns
+//! guard, as raced. These are valgrind's `ANNOTATE_HAPPENS_BEFORE`/`AFTER`
+//! client requests, written as `valgrind.h`'s magic instruction sequence,
+//! which natively changes nothing: it stays compiled in, off the fast
+//! paths.
 
 /// `_VG_USERREQ__HG_USERSO_SEND_PRE` (helgrind.h).
 #[cfg(all(target_arch = "x86_64", not(callgate_loom), not(miri)))]
