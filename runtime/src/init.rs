@@ -79,10 +79,8 @@ pub fn init_state() -> InitState {
 /// counted.
 pub fn arm_init(background: bool) {
     hooks::handle_fork();
-    // Relaxed: read only in a `fork` child of this process, by the one
-    // thread there, which either is this thread (and sees its own store) or
-    // was ordered after it by whatever made it fork at this point. (Only
-    // `fork` reads it: on Windows, inside `DllMain`, nothing is recorded.)
+    // Relaxed: read only in a `fork` child, by its one thread, which is
+    // this one or was ordered after it by whatever made it fork.
     #[cfg(unix)]
     LOADER.store(thread_id(), Ordering::Relaxed);
     GATE.arm(InitKind::of(background));
@@ -254,9 +252,7 @@ fn spawn_detached(task: Box<dyn FnOnce() + Send>) -> Result<(), std::io::Error> 
     let destroyed = checked(unsafe { libc::pthread_attr_destroy(attr.as_mut_ptr()) });
     started?;
     if let Err(error) = destroyed {
-        // The init runs already and will open or fail the gate itself:
-        // failing the gate here too would count its end twice. All that is
-        // lost is what the attributes held, so say so and go on.
+        // The init runs already and ends its own count: say so and go on.
         crate::diag::report(&format!(
             "callgate: pthread_attr_destroy failed after starting an init thread: {error}"
         ));
@@ -287,10 +283,7 @@ fn run(name: &'static str, kind: InitKind, init: fn() -> Result<(), Failure>) {
 }
 
 /// In a `fork` child: an init that was pending on another thread of the
-/// parent will never finish here, so the gate fails instead of making every
-/// callback wait forever. The inits the forking thread itself would run go
-/// on in the child: the one it is running, and, when it is the thread that
-/// loads the library, the foreground inits still to start.
+/// parent will never finish here, so the gate fails (`Gate::after_fork`).
 #[cfg(unix)]
 pub(crate) fn after_fork_in_child() {
     let id = thread_id();
@@ -316,14 +309,12 @@ pub(crate) fn after_fork_in_child() {
 /// ([`FastGate`]), if the gate is open. Called on a call's slow path;
 /// cheap when there is nothing to do.
 ///
-/// The word stands for an open gate, so it must not stay open past one:
-/// an init armed after the check below closes it (`arm_init`), and one
-/// armed between the check and the opening is seen by the re-check, which
-/// closes it again. Both checks and the arm are `SeqCst`, like the opening
-/// and the closing, so the re-check cannot miss an arm whose close came
-/// first. A call that reads the word open in that short window runs as if
-/// it had passed the gate just before the arm, which any call may do
-/// anyway: an arm does not wait for calls already running.
+/// The word must not stay open past the gate: an init armed after the
+/// check closes it (`arm_init`), and one armed between the check and the
+/// opening is seen by the re-check, which closes it again. Checks, arm,
+/// opening and closing are all `SeqCst`, so the re-check cannot miss an arm
+/// whose close came first. A call that reads the word open in that window
+/// runs as if it passed the gate just before the arm, as any call may.
 #[inline]
 pub(crate) fn open_fast_path() {
     if FastGate::is_shut() {
@@ -355,11 +346,10 @@ pub(crate) fn pass_gate_slow(name: &str, policy: GatePolicy) -> Result<(), Close
     GATE.pass_slow(policy, stats::record_gate_wait, || report_long_wait(name))
 }
 
-/// Says on standard error, the first time in this copy of the runtime
-/// (one per library), that a call of the callback `name` has waited
-/// [`LONG_WAIT`](crate::gate::LONG_WAIT) at the gate: an init that waits
-/// for a thread calling a gated callback waits for good (see the guide's
-/// Known limits), and a hung process should say why.
+/// Says on standard error, once per copy of the runtime, that a call of
+/// `name` has waited [`LONG_WAIT`](crate::gate::LONG_WAIT) at the gate: an
+/// init that waits for such a call waits for good, and a hung process
+/// should say why.
 #[cold]
 fn report_long_wait(name: &str) {
     static REPORTED: AtomicBool = AtomicBool::new(false);

@@ -6,18 +6,12 @@
 //! a successful one.
 //!
 //! The thread-local is a bare pointer without a destructor, so the message
-//! can be set and read at any point of thread teardown — including from
-//! pthread key destructors, after Rust's own thread-local destructors ran
-//! (a `thread_local!` with a destructor would register a new one then,
-//! which glibc never runs: a leak per thread). The message is freed by the
-//! runtime's pthread key destructor, which setting a message arms for
-//! threads that are not bound — again if the destructor already ran on the
-//! exiting thread: glibc then runs it in its next round, up to
-//! `PTHREAD_DESTRUCTOR_ITERATIONS` (4) rounds, so only a message set by
-//! another key's destructor in the last round is not freed.
-//!
-//! Messages are also linked into [`messages`], so
-//! unloading the library frees those of threads that outlive it.
+//! can be set and read at any point of thread teardown, pthread key
+//! destructors included (a `thread_local!` with a destructor registered
+//! then would never run). The runtime's key destructor frees it: setting a
+//! message arms it, also on an exiting thread, where glibc runs it in its
+//! next round. Messages are also linked into [`messages`], so unloading
+//! the library frees those of threads that outlive it.
 
 use core::cell::Cell;
 use core::ffi::{c_char, c_int};

@@ -3,11 +3,10 @@
 //! that outlive it.
 //!
 //! A message is owned by its thread's last-error slot; the list only lets
-//! the unload find it. The list is a doubly-linked list under a spin lock:
-//! it is touched only when a message is set or freed (the error path) and
-//! at unload. A `fork` cannot leave the child the lock held by a thread it
-//! does not have: the fork handlers of [`hooks`](crate::hooks) take the
-//! lock before `fork` and release it in both processes after.
+//! the unload find it. A doubly-linked list under a spin lock, touched only
+//! on the error path and at unload. The fork handlers of
+//! [`hooks`](crate::hooks) hold the lock across `fork`, so a child never
+//! inherits it held.
 
 use core::cell::UnsafeCell;
 use core::ptr;

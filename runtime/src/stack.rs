@@ -41,8 +41,8 @@ use core::mem::MaybeUninit;
 
 use crate::sync::{AtomicU64, Ordering};
 
-/// A word in a call's frame holding that call's token. Uninitialised until
-/// [`mark`](Anchor::mark) writes it: no store is spent on a placeholder.
+/// A word in a call's frame holding that call's token; uninitialised until
+/// [`mark`](Anchor::mark) writes it.
 pub(crate) struct Anchor(UnsafeCell<MaybeUninit<u64>>);
 
 impl Anchor {
@@ -55,9 +55,8 @@ impl Anchor {
     #[hot_path]
     pub(crate) fn mark(&self, token: u64) -> Mark {
         let word = self.0.get().cast::<u64>();
-        // SAFETY: `word` points to this anchor's own word. A plain write:
-        // the address escapes into the context, so the token is in memory
-        // before any call that could read it (see `context::Running`).
+        // SAFETY: this anchor's own word. A plain write: the address escapes
+        // into the context, so the token is in memory before anything reads it.
         unsafe { word.write(token) };
         Mark {
             address: word.expose_provenance(),
@@ -65,11 +64,9 @@ impl Anchor {
         }
     }
 
-    /// The mark of the running call whose anchor this is, for a
-    /// `#[local]` value it takes through the slot's state (see
-    /// [`Mark::holder_is_gone`]). Written again, volatile: the compiler may
-    /// have dropped the call's own write, and a signal handler's call may
-    /// check the hold.
+    /// The running call's mark, for a `#[local]` value it takes through the
+    /// slot's state. Written again, volatile: the compiler may have dropped
+    /// the first write (`context::Running`), and a signal handler may check.
     ///
     /// # Safety
     ///
@@ -83,10 +80,9 @@ impl Anchor {
         mark
     }
 
-    /// The mark [`mark`](Anchor::mark) made, read back, for something the
-    /// call takes that outlives it if abandoned (a `Closure::new` turn).
-    /// Not written again: where the compiler dropped the write, the call
-    /// cannot be abandoned or suspended without a call it sees.
+    /// The running call's mark, read back, for a `Closure::new` turn. Not
+    /// written again: where the compiler dropped the write, the call cannot be
+    /// abandoned or suspended without a call it sees.
     ///
     /// # Safety
     ///
@@ -110,39 +106,34 @@ pub(crate) struct Mark {
 }
 
 impl Mark {
-    /// The mark of a call whose anchor is at `address` and holds `token`.
     pub(crate) const fn new(address: usize, token: u64) -> Mark {
         Mark { address, token }
     }
 
-    /// Where the anchor is.
     pub(crate) const fn address(self) -> usize {
         self.address
     }
 
-    /// The token the call wrote there.
     pub(crate) const fn token(self) -> u64 {
         self.token
     }
 
     /// True when the call that made this mark certainly has no frame left,
-    /// seen from a new call marked `current` (the rules of the module).
+    /// seen from a new call marked `current` (the module's rules).
     pub(crate) fn is_gone(self, current: Mark, stack: &ThreadStack) -> bool {
-        // Address 0: a leave cleared the mark: a signal handler's call
-        // that interrupted this one before its entry word. It is running.
+        // Address 0: a leave cleared it, so a signal handler's call interrupted
+        // this one before its entry: it runs.
         if self.address > current.address || self.address == 0 {
             return false;
         }
-        // On a coroutine's stack, which may have been freed: not read,
-        // and kept.
+        // A coroutine's stack may have been freed: kept.
         if stack.is_elsewhere(self.address) {
             return false;
         }
         crate::valgrind::mark_defined(self.address, 8);
-        // SAFETY: the address is a word that was an anchor, on the thread's
-        // own stack, which stays mapped while the thread runs, or (off
-        // Linux, where the bounds are unknown) on a stack the contract
-        // keeps mapped while the thread calls back (see Known limits).
+        // SAFETY: the address was an anchor on the thread's own stack, mapped
+        // while the thread runs, or (bounds unknown) on a stack the contract
+        // keeps mapped while the thread calls back (Known limits).
         if unsafe { read_word(self.address) } != self.token {
             return true;
         }
@@ -151,15 +142,10 @@ impl Mark {
 }
 
 impl Mark {
-    /// True when the call that made this mark, and took a `#[local]`
-    /// value through the slot's state, certainly has no frame left, seen
-    /// from a running call marked `current` that asks for the value.
-    ///
-    /// A hold outlives the record of its call (which may be forgotten while
-    /// suspended on another stack), so it is judged by its own mark alone,
-    /// and only on the thread's own stack, which stays mapped: gone when it
-    /// lies below `current` there, or its token was overwritten. Elsewhere,
-    /// or where the bounds are unknown, it is kept.
+    /// True when the call that made this mark, holding a `#[local]` value
+    /// through the slot's state, certainly has no frame left, seen from the
+    /// asking call `current`. Judged by its own mark, on the thread's own stack
+    /// only (a coroutine's may be freed): below `current`, or overwritten.
     pub(crate) fn holder_is_gone(self, current: Mark, stack: &ThreadStack) -> bool {
         if !stack.contains(self.address) {
             return false;
@@ -168,41 +154,29 @@ impl Mark {
             return true;
         }
         crate::valgrind::mark_defined(self.address, 8);
-        // SAFETY: an anchor's address on the thread's own stack, which
-        // stays mapped while the thread runs; 8-byte aligned (an `u64`).
+        // SAFETY: an aligned anchor address on the thread's own stack, mapped
+        // while the thread runs.
         unsafe { read_word(self.address) != self.token }
     }
 }
 
-/// How many nested tokens a context hands out from one block: a count no
-/// context reaches in the life of a process.
+/// Nested tokens per block: more than a context uses in a process's life.
 pub(crate) const NESTED_TOKEN_BLOCK: u64 = 1 << 32;
 
-/// The start of the next block of nested tokens (see
-/// [`nested_token_block`]).
 static NESTED_TOKEN_BLOCKS: AtomicU64 = AtomicU64::new(NESTED_TOKEN_BLOCK);
 
-/// A block of nested-call counts for a context that used up its own (or
-/// has none yet): `start + 1` up to the next multiple of
-/// [`NESTED_TOKEN_BLOCK`], from `start`, a non-zero multiple of it above
-/// every block taken before. So a context's counts keep growing and no
-/// two contexts share one.
+/// The start of a new block of nested-call counts, above every block taken
+/// before: a context's counts grow, and no two contexts share one.
 pub(crate) fn nested_token_block() -> u64 {
-    // Relaxed: only the count's uniqueness matters, which every
-    // read-modify-write of it gives.
+    // Relaxed: only uniqueness matters.
     NESTED_TOKEN_BLOCKS.fetch_add(NESTED_TOKEN_BLOCK, Ordering::Relaxed)
 }
 
-/// The tokens of the last nested calls that a context found certainly
-/// gone while still recorded as running. A nested token names one call in
-/// the process, which ended nothing it held: a `Closure::new` turn it took
-/// is still its own (see `closure::turn_holder_is_gone`).
-///
-/// Two of them, the older forgotten first: the call that took a turn is
-/// usually the last one a jump abandoned, or the one before.
-///
-/// Used by the context's owner only, and by signal handlers' calls on it:
-/// a claim is one compare-and-swap, so two calls cannot both claim one.
+/// The tokens of the last two nested calls a context found gone while
+/// still recorded as running. A nested token names one call, which ended
+/// nothing it held: a `Closure::new` turn it took is still its own
+/// (`closure::turn_holder_is_gone`). Claimed with a compare-and-swap, as
+/// a signal handler's call may claim too.
 pub(crate) struct GoneCalls([AtomicU64; 2]);
 
 impl GoneCalls {
@@ -210,13 +184,10 @@ impl GoneCalls {
         GoneCalls(Default::default())
     }
 
-    /// Remembers that the nested call whose token is `token` is certainly
-    /// gone. (Only nested tokens: an outermost call's is shared by the
-    /// calls that follow it, so it names no one call.)
+    /// Remembers the nested call `token` as gone, over the older of the two.
     pub(crate) fn remember(&self, token: u64) {
-        // Relaxed, here and in the stores: only calls of this thread read
-        // the words (see `claim`). Counts grow, so the smaller token is
-        // the older call's.
+        // Relaxed: only this thread's calls read the words. Counts grow, so the
+        // smaller token is the older call's.
         let [first, second] = &self.0;
         let slot = if first.load(Ordering::Relaxed) <= second.load(Ordering::Relaxed) {
             first
@@ -226,11 +197,10 @@ impl GoneCalls {
         slot.store(token, Ordering::Relaxed);
     }
 
-    /// True, and forgotten, if `token` is that of a call remembered gone.
+    /// True, and forgotten, if `token` is remembered gone.
     pub(crate) fn claim(&self, token: u64) -> bool {
-        // Acquire: what the caller reads after its claim (a turn's state)
-        // is read after it, also as a signal handler's call on this
-        // thread may see it.
+        // Acquire: the caller's reads after its claim (a turn's state) stay
+        // after it.
         token != 0
             && self.0.iter().any(|remembered| {
                 remembered
@@ -241,9 +211,8 @@ impl GoneCalls {
 }
 
 /// How many of the calls recorded as running (`recorded`, outermost first)
-/// may still be running, seen from a new call marked `current`: the calls
-/// before the first one that is certainly gone. A call nested in a gone
-/// call is gone too, so the ones after it are dropped with it.
+/// come before the first one certainly gone: those after it are nested in
+/// it, and gone too.
 pub(crate) fn live_calls(
     recorded: impl Iterator<Item = Mark>,
     current: Mark,
@@ -259,8 +228,7 @@ pub(crate) fn live_calls(
     live
 }
 
-/// The bounds of the owning thread's own stack, looked up on first need
-/// and kept until the context serves another thread.
+/// The owning thread's stack bounds, looked up on first need.
 pub(crate) struct ThreadStack(Cell<Option<(usize, usize)>>);
 
 impl ThreadStack {
@@ -268,7 +236,6 @@ impl ThreadStack {
         ThreadStack(Cell::new(None))
     }
 
-    /// Forgets the bounds: the context serves a new thread.
     pub(crate) fn forget(&self) {
         self.0.set(None);
     }
@@ -278,16 +245,14 @@ impl ThreadStack {
         (low..high).contains(&address)
     }
 
-    /// True when the bounds are known and `address` lies outside them: on
-    /// another stack of the thread (a coroutine's), which may have been
-    /// freed since.
+    /// True when the bounds are known and `address` is outside them: another
+    /// stack of the thread, which may have been freed.
     pub(crate) fn is_elsewhere(&self, address: usize) -> bool {
         let (low, high) = self.bounds();
         low < high && !(low..high).contains(&address)
     }
 
-    /// `[low, high)`, looked up on first need; `(0, 0)` where the C
-    /// library cannot tell.
+    /// `[low, high)`; `(0, 0)` where the C library cannot tell.
     fn bounds(&self) -> (usize, usize) {
         match self.0.get() {
             Some(bounds) => bounds,
@@ -305,8 +270,7 @@ impl ThreadStack {
 mod imp {
     use core::mem::MaybeUninit;
 
-    /// `[low, high)` of the calling thread's stack, or `None` if the C
-    /// library cannot tell.
+    /// `[low, high)` of the calling thread's stack, if the C library tells.
     pub(super) fn thread_stack() -> Option<(usize, usize)> {
         let mut attr = MaybeUninit::<libc::pthread_attr_t>::uninit();
         // SAFETY: `attr` is a valid out-pointer; on success it is

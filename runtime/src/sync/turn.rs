@@ -6,40 +6,27 @@ use super::{AtomicUsize, Bell, Ordering};
 use crate::valgrind;
 
 /// Turns at something one thread at a time may use (a `Closure::new`
-/// body): [`begin_noting_wait`](Turn::begin_noting_wait) waits for the
-/// turn, [`end`](Turn::end) hands it on. A thread is named by a *mark*, a
-/// non-zero multiple of 4 no other thread uses while it may hold a turn
-/// (the address of the context serving it), so that a thread asking for a
-/// turn it already holds gets an error instead of waiting for itself.
+/// body). A thread is named by a *mark*, a non-zero multiple of 4 no other
+/// thread uses while it may hold a turn (its context's address), so a
+/// thread asking for a turn it holds gets an error, not a deadlock.
 ///
-/// An uncontended turn takes no lock and makes no call. Threads that find
-/// the turn taken flag `state` and sleep on `bell`, which the end of a
-/// flagged turn rings. No lock is held on Linux (see [`Bell`]), so a `fork`
-/// child never waits for a thread it does not have.
-///
-/// helgrind does not model atomics: under valgrind `state` carries
-/// [`ANNOTATED`] for good, which sends every turn through the slow paths,
-/// where each tells helgrind that it happens after the one before. So the
-/// native fast paths have no valgrind call in them.
+/// Waiters flag `state` and sleep on `bell`, which the end of a flagged
+/// turn rings; no lock is held on Linux ([`Bell`]), so `fork` is safe.
+/// Under valgrind `state` carries [`ANNOTATED`], which sends every turn
+/// through the slow paths that tell helgrind (it does not model atomics).
 pub(crate) struct Turn {
-    /// The mark of the thread whose turn it is (0: nobody's), with
-    /// [`WAITING`] set when a thread may be waiting for it, and
-    /// [`ANNOTATED`] set for good under valgrind.
+    /// The holder's mark (0: nobody's), with [`WAITING`] and [`ANNOTATED`].
     state: AtomicUsize,
     /// Rung at the end of a turn flagged [`WAITING`].
     bell: Bell,
 }
 
-/// The marks of threads a `fork` left behind inside calls (a leaked list,
-/// null until a child handler records some): they may hold turns no thread
-/// here will end. Their marks are never any thread's again
-/// (`thread::reclaim_orphans`), so such a turn can be taken over. Written
-/// only by a child handler. A `core` atomic under loom: models never fork.
+/// The marks of threads a `fork` left behind inside calls (a leaked list):
+/// never any thread's again (`thread::reclaim_orphans`), so a turn held
+/// under one can be taken over. A `core` atomic: loom models never fork.
 static ORPHANED: CoreAtomicPtr<Vec<usize>> = CoreAtomicPtr::new(core::ptr::null_mut());
 
-/// Records `marks`, the marks of threads a `fork` left behind inside calls
-/// (see [`ORPHANED`]), beside those of earlier forks in this process's
-/// line.
+/// Adds `marks` to [`ORPHANED`].
 ///
 /// # Safety
 ///
@@ -60,13 +47,11 @@ pub(crate) unsafe fn orphan_marks(marks: &[usize]) {
         unsafe { Box::from_raw(old) }.to_vec()
     };
     all.extend_from_slice(marks);
-    // Release: pairs with the Acquire in `is_orphaned`, on the threads this
-    // one starts later (which their creation orders anyway).
+    // Release: pairs with the Acquire in `is_orphaned`.
     ORPHANED.store(Box::into_raw(Box::new(all)), CoreOrdering::Release);
 }
 
-/// True when `mark` is that of a thread a `fork` left behind inside a call
-/// ([`orphan_marks`]), in this process or one it was forked from.
+/// True when `mark` is in [`ORPHANED`].
 pub(crate) fn is_orphaned(mark: usize) -> bool {
     // Acquire: pairs with the Release in `orphan_marks`.
     let orphaned = ORPHANED.load(CoreOrdering::Acquire);
@@ -77,20 +62,17 @@ pub(crate) fn is_orphaned(mark: usize) -> bool {
 
 /// The bit of [`Turn::state`] saying that a thread may be waiting.
 const WAITING: usize = 1;
-/// The bit of [`Turn::state`] saying that the turns are announced to
-/// helgrind.
+/// The bit of [`Turn::state`] that sends every turn to helgrind.
 const ANNOTATED: usize = 2;
 /// The bits of [`Turn::state`] that are not a mark.
 const FLAGS: usize = WAITING | ANNOTATED;
 
 impl Turn {
-    /// Turns announced to helgrind if the process runs under valgrind.
     pub(crate) fn new() -> Turn {
         Turn::announced(valgrind::running())
     }
 
-    /// Turns announced to helgrind if `annotated` (natively the
-    /// announcements do nothing, so the tests take both paths).
+    /// Turns announced to helgrind if `annotated` (the tests take both).
     pub(crate) fn announced(annotated: bool) -> Turn {
         Turn {
             state: AtomicUsize::new(if annotated { ANNOTATED } else { 0 }),
@@ -99,18 +81,14 @@ impl Turn {
     }
 
     /// Takes the turn for the thread marked `me`, waiting while another
-    /// thread holds it. If the turn is held under `me` already, the call
-    /// of this thread that took it is running, or gone without ending it:
-    /// `take_back` tells. If true the turn is this call's; else the error
-    /// `held_by_caller` makes. On `Ok`, what the turn's previous holders
-    /// did before their [`end`](Turn::end) happens before what follows.
-    /// In a `fork` child, a turn held under an orphaned mark
-    /// ([`orphan_marks`]) is taken over.
+    /// thread holds it. If it is held under `me`, `take_back` tells whether
+    /// that call of this thread is gone (the turn is then this call's) or
+    /// running (the error `held_by_caller` makes). In a `fork` child, a turn
+    /// held under an orphaned mark is taken over. On `Ok`, the previous
+    /// holders' accesses happen before what follows.
     ///
-    /// `took_over` runs once the turn is taken from a call that will never
-    /// end it, for the caller to give up what that call held. `waiting`
-    /// runs before the call waits for another thread; what it returns is
-    /// dropped once `state` shows the turn taken (see `is_held_under`).
+    /// `took_over` runs when the turn is taken from a call that will never
+    /// end it; `waiting`'s value lives while the call waits (`is_held_under`).
     /// All three run in the out-of-line slow path.
     #[hot_path]
     pub(crate) fn begin_noting_wait<E, W>(
@@ -125,10 +103,8 @@ impl Turn {
             me != 0 && me & FLAGS == 0,
             "a mark is a non-zero multiple of 4"
         );
-        // Acquire on success: pairs with the Release swap in `end` (or
-        // `end_slow`), so the previous turn's accesses happen before this
-        // one's. Relaxed on failure: the value is only compared with `me`
-        // (see `begin_slow`).
+        // Acquire on success: pairs with the Release swap in `end`. Relaxed on
+        // failure: the value is only compared with `me`.
         match self
             .state
             .compare_exchange(0, me, Ordering::Acquire, Ordering::Relaxed)
@@ -151,18 +127,15 @@ impl Turn {
         self.begin_noting_wait(me, take_back, took_over, |_| (), held_by_caller)
     }
 
-    /// True when the turn at `turn` is held under `mark`: for a `fork`
-    /// child, where the thread marked `mark` is gone, to tell whether a
-    /// call of it that was waiting had taken the turn (see
-    /// [`begin_noting_wait`](Turn::begin_noting_wait)'s `waiting`).
+    /// True when the turn is held under `mark`: for a `fork` child, to tell
+    /// whether a gone thread's waiting call had taken it.
     #[cfg(all(unix, not(callgate_loom)))]
     pub(crate) fn is_held_under(&self, mark: usize) -> bool {
         // Relaxed: the child has one thread, which reads its own view.
         self.state.load(Ordering::Relaxed) & !FLAGS == mark
     }
 
-    /// `begin_noting_wait` that found `held` in `state`: the turn is
-    /// taken, or the turns are annotated.
+    /// `begin_noting_wait` that found the turn taken, or annotated.
     #[cold]
     #[inline(never)]
     fn begin_slow<E, W>(
@@ -175,21 +148,16 @@ impl Turn {
         held_by_caller: impl FnOnce() -> E,
     ) -> Result<(), E> {
         let annotated = held & ANNOTATED;
-        // `state` holds `me` only if this thread stored it, or a thread
-        // whose context (and so mark) this one has now, ordered by the free
-        // list.
+        // `state` holds `me` only if this thread stored it, or an earlier owner
+        // of its context (ordered by the free list).
         if held & !FLAGS == me {
             if !take_back() {
                 return Err(held_by_caller());
             }
-            // The holder is gone; a call that interrupted this one (a
-            // signal handler's) may have taken the turn back already.
-            // Relaxed: only this thread stores its mark, and other
-            // threads only flag it.
+            // A signal handler's call may have taken the turn back already.
+            // Relaxed: only this thread stores its mark; others only flag it.
             let now = self.state.load(Ordering::Relaxed);
             if now & !FLAGS == me {
-                // The turn is this call's; `state`, a waiter's flag
-                // included, stays.
                 if annotated != 0 {
                     valgrind::happens_after(&raw const self.state);
                 }
@@ -198,12 +166,9 @@ impl Turn {
             }
             held = now;
         }
-        // A mark read here that is not orphaned never becomes one: only a
-        // child handler orphans marks, when no other thread exists.
+        // Only a child handler orphans marks, when no other thread exists.
         while is_orphaned(held & !FLAGS) {
-            // Acquire on success: as in `begin` (what the left thread did
-            // before the fork is this child's memory anyway). Flags kept: a
-            // waiting thread's flag makes this turn's end wake it.
+            // Acquire on success: as in `begin`. Flags kept, so a waiter is woken.
             match self.state.compare_exchange(
                 held,
                 me | (held & FLAGS),
@@ -220,18 +185,15 @@ impl Turn {
                 Err(now) => held = now,
             }
         }
-        // Dropped when this function returns, once `state` holds `me`.
         let _waiting = waiting(self);
         loop {
-            // The bell's count before `state`: a turn's end that this read
-            // of `state` misses rings after its swap, and the wait below
-            // then returns at once (see `Bell`).
+            // The bell's count before `state`, so an `end` this read misses wakes
+            // the wait below (see `Bell`).
             let seen = self.bell.rings();
             // Relaxed: as on `begin`'s failure.
             let held = self.state.load(Ordering::Relaxed);
             if held & !FLAGS == 0 {
-                // Taken with WAITING set: others may still wait, so this
-                // turn's end must ring. Acquire on success: as in `begin`.
+                // Taken with WAITING set: others may still wait. Acquire: as above.
                 if self
                     .state
                     .compare_exchange(
@@ -249,10 +211,8 @@ impl Turn {
                 }
                 continue;
             }
-            // Relaxed: the flag publishes no data. The holder's `end`
-            // swaps `state` out, a read-modify-write that sees the flag if
-            // this compare-and-swap came first (else this one fails and
-            // the loop looks again), and then rings.
+            // Relaxed: the flag publishes no data; the holder's `end` swap either
+            // sees it and rings, or this fails and the loop looks again.
             if held & WAITING == 0
                 && self
                     .state
@@ -265,21 +225,18 @@ impl Turn {
         }
     }
 
-    /// Ends the calling thread's turn and wakes the threads waiting for
-    /// it, if any.
+    /// Ends the calling thread's turn and wakes the threads waiting for it.
     ///
     /// # Safety
     ///
     /// The calling thread holds the turn: its
     /// [`begin_noting_wait`](Turn::begin_noting_wait) returned `Ok`, and it
-    /// has not called `end` since. (Ending another thread's turn would let
-    /// two threads use what the turn guards.)
+    /// has not called `end` since.
     #[hot_path]
     pub(crate) unsafe fn end(&self) {
         // Relaxed: only ANNOTATED is looked at, which never changes.
         let annotated = self.state.load(Ordering::Relaxed) & ANNOTATED != 0;
-        // Release: pairs with the Acquire of the next `begin`, so this
-        // turn's accesses happen before the next one's.
+        // Release: pairs with the Acquire of the next `begin`.
         if annotated || self.state.swap(0, Ordering::Release) & WAITING != 0 {
             // SAFETY: forwarded caller obligation; the swap ran only if
             // `annotated` is false.
@@ -287,8 +244,8 @@ impl Turn {
         }
     }
 
-    /// The end of a turn that is annotated (`annotated`: the turn is still
-    /// held) or that a waiting thread flagged (else: `end` handed it on).
+    /// The end of an annotated turn (still held), or of one a waiter flagged
+    /// (handed on by `end` already).
     ///
     /// # Safety
     ///
@@ -304,9 +261,7 @@ impl Turn {
                 return;
             }
         }
-        // A thread that flagged `state` read the bell's count before it
-        // read `state`: this ring, after the swap that ended the turn,
-        // wakes it or keeps it from sleeping.
+        // Waiters read the bell's count before `state`: this ring wakes them.
         self.bell.ring();
     }
 }
