@@ -1,6 +1,5 @@
-//! Letting go of a context's `#[local]` values: running `Local::release`
-//! when its thread lets go of it, freeing the holds of calls that are
-//! gone, and abandoning the values in a `fork` child.
+//! Letting go of a context's `#[local]` values: `Local::release`, the
+//! holds of gone calls, and abandoning the values in a `fork` child.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -11,26 +10,24 @@ use crate::diag;
 use crate::stack::ThreadStack;
 
 impl Locals {
-    /// True when a `#[local]` value is bound to the thread the context
-    /// serves: releasing the context has a `Local::release` to run.
+    /// True when a value is bound: releasing has a `Local::release` to run.
     ///
     /// # Safety
     ///
-    /// Only the thread that owns the context may call this.
+    /// Only the context's owner.
     #[inline]
     pub(crate) unsafe fn has_values(&self) -> bool {
         self.bound.get() != 0
     }
 
-    /// Runs `Local::release` on every bound value. A value whose `release`
-    /// panicked is dropped (its state is unknown) and the message printed.
+    /// Runs `Local::release` on every bound value; one that panicked is
+    /// dropped (its state is unknown) and the message printed.
     ///
     /// # Safety
     ///
-    /// Only the thread that owns the context may call this, while no call
-    /// holds a value through the entry word (its state is `READY`, which
-    /// `release` takes for free), and no `LocalRef` of the context is
-    /// alive (every hold in a state is stale).
+    /// Only the context's owner, while no call holds a value through the entry
+    /// word (its state is `READY`, which `release` takes for free), and no
+    /// `LocalRef` of the context is alive.
     #[inline]
     pub(crate) unsafe fn release_all(&self) {
         // SAFETY: forwarded caller obligation.
