@@ -1,16 +1,7 @@
-//! Runtime settings from the `CALLGATE` environment variable, read once.
-//!
-//! `CALLGATE` is a comma-separated list of `key=value` pairs, like Go's
-//! `GODEBUG`: `attach=bound|per_call`, `panic=catch|quiet|abort`. Unknown
-//! keys and values are reported once on standard error and ignored.
-//!
-//! `panic=quiet` needs a panic hook, installed the first time the settings
-//! ask for it and kept: it stays silent for a panic on a thread that is
-//! inside a callback while `panic=quiet` is in force, and hands every other
-//! panic to the hook it replaced.
-//!
-//! The value is read on first use and cached; [`crate::env`] updates the
-//! cache when the program sets, removes or clears the variable through it.
+//! Runtime settings from the `CALLGATE` environment variable (see
+//! [`crate::settings()`]), read on first use and cached; [`crate::env`]
+//! updates the cache. `panic=quiet` installs a panic hook the first time
+//! it is in force, which silences panics inside callbacks while it is.
 
 use std::ffi::OsStr;
 
@@ -126,8 +117,7 @@ impl Settings {
 /// The settings in force, reading `CALLGATE` on first use.
 #[inline]
 pub(crate) fn current() -> Settings {
-    // Relaxed: the settings are a self-contained value; no other memory is
-    // published with them.
+    // Relaxed: a self-contained value, publishing nothing.
     match CURRENT.load(Ordering::Relaxed) {
         UNREAD => load(),
         bits => Settings::decode(bits),
@@ -137,9 +127,8 @@ pub(crate) fn current() -> Settings {
 #[cold]
 fn load() -> Settings {
     let read = parse_and_report(std::env::var_os(VAR).as_deref());
-    // Relaxed: see `current`. Only `UNREAD` is replaced, so when
-    // `env::set_var` stored settings while we were reading, its newer value
-    // wins whichever order the two reached the cache in.
+    // Relaxed: see `current`. Only `UNREAD` is replaced, so settings that
+    // `env::set_var` stored meanwhile win.
     let settings =
         match CURRENT.compare_exchange(UNREAD, read.encode(), Ordering::Relaxed, Ordering::Relaxed)
         {
@@ -164,13 +153,13 @@ pub(crate) fn reload(value: Option<&OsStr>) -> Settings {
     settings
 }
 
-/// Installs the panic hook of `panic=quiet`, once (module docs). It reads
-/// the settings at each panic, so a later `panic=catch` prints again.
+/// Installs the panic hook of `panic=quiet`, once. It reads the settings
+/// at each panic, so a later `panic=catch` prints again.
 #[cold]
 fn install_quiet_hook() {
     static INSTALLED: std::sync::Once = std::sync::Once::new();
-    // A panicking thread cannot replace the hook (`set_hook` would panic):
-    // the settings read during an unwind leave it to a later read.
+    // A panicking thread cannot replace the hook (`set_hook` panics): a
+    // later read does.
     if std::thread::panicking() {
         return;
     }
@@ -191,8 +180,8 @@ pub(crate) fn reset_to_default() {
     CURRENT.store(Settings::default().encode(), Ordering::Relaxed);
 }
 
-/// Parses a value of `CALLGATE`; the first malformed value of the process
-/// is reported on standard error, the rest silently ignored.
+/// Parses a value of `CALLGATE`, reporting the process's first malformed
+/// value on standard error.
 fn parse_and_report(value: Option<&OsStr>) -> Settings {
     let (settings, problems) = match value {
         None => (Settings::default(), Vec::new()),
