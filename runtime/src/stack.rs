@@ -1,40 +1,25 @@
 //! Telling which calls recorded as running on a thread still have frames,
 //! so the runtime survives calls that never return: a `longjmp` out of a
-//! callback (libpng, libjpeg, Lua …), a forced unwind (`pthread_exit`,
-//! cancellation) or a foreign exception that skips the Rust frames.
+//! callback (libpng, Lua …), a forced unwind or a foreign exception.
 //!
 //! Every call writes a *token* into an [`Anchor`], a word in the
-//! trampoline's own frame, and the context records where that word is and
+//! trampoline's frame, and the context records where that word is and
 //! what it holds: a [`Mark`]. Nothing else writes a running call's anchor,
 //! so **a mark whose word no longer holds its token belongs to a frame that
-//! is gone**: its memory was reused.
+//! is gone**. Nested calls' tokens are unique ([`nested_token_block`]);
+//! outermost calls share the context's token until one may leave its mark
+//! behind (see `Context::advance`), so the fast path only reads it.
 //!
-//! A nested call's token is unique in the process ([`nested_token_block`]).
-//! Outermost calls that follow one another share the context's outermost
-//! token, which advances wherever a call may leave behind something that
-//! keeps its mark: a call still recorded when the next one starts, a nested
-//! call or a `#[local]` lookup inside one, the context changing hands. So a
-//! mark still checked never shares its token with a later call, and the
-//! fast path only reads the token.
-//!
-//! Marks are checked only when a call starts while others are recorded
-//! (the cold nested entry), and only those at or below the new call's
-//! anchor: an outer call on the same stack is above. Such a mark is gone
-//! when
-//!
-//! 1. its token was overwritten (whatever stack it is on), or
-//! 2. it and the new call are both on the thread's own stack (the bounds
-//!    `pthread_getattr_np` reports): a running call there would be above.
-//!
-//! Any other is kept: it may be live on another stack (`swapcontext`, a
-//! signal stack), and declaring a live frame gone would hand out a second
-//! `&mut` to a `#[local]` value. It stays recorded until a call that
-//! encloses it returns or the thread exits, and its `#[local]` values
-//! report "already in use" meanwhile.
-//!
-//! Rule 2 assumes that a stack switched to from inside a callback is not
-//! carved out of the thread's own stack above that callback (a
-//! `makecontext` stack in a frame further up).
+//! Marks are checked only when a call starts while others are recorded,
+//! and only those at or below the new call's anchor. Such a mark is gone
+//! when (1) its token was overwritten, or (2) it and the new call are both
+//! on the thread's own stack (`pthread_getattr_np`), where a running call
+//! would be above. Any other is kept: it may be live on another stack
+//! (`swapcontext`, a signal stack), and declaring a live frame gone would
+//! hand out a second `&mut` to a `#[local]` value; it stays recorded until
+//! a call that encloses it returns or the thread exits. Rule 2 assumes no
+//! stack switched to from a callback is carved out of the thread's own
+//! stack above it.
 
 use core::cell::{Cell, UnsafeCell};
 use core::mem::MaybeUninit;
