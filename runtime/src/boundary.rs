@@ -1,30 +1,22 @@
 //! The boundary: what every generated trampoline runs, one call from C.
 //!
-//! A call takes one of three ways, read in this order:
+//! A call takes one of three ways:
 //!
 //! 1. [`straight`]: [`call`] reaches the thread's slot, which stands for
-//!    the open init gate, and runs the body on the context it finds there:
-//!    the context bound to the thread, or for `attach = per_call` the one
-//!    its last call cached (`thread::take_cached`, then
-//!    `thread::release_cached`). Inline in the trampoline, with no frame.
-//! 2. [`slow`]: everything else, out of line and entered from one place
-//!    (`call_cold`): a thread's first call (`bind_first`), the slot in
-//!    dynamic TLS, and `call_slow` — the gate, an attach
-//!    (`thread::attach`), a nested or abandoned call, the release after
-//!    (`thread::leave`).
+//!    the open init gate, and runs the body inline, with no frame, on the
+//!    context bound to the thread, or the one its last per-call call
+//!    cached (`thread::take_cached`, `thread::release_cached`).
+//! 2. [`slow`]: everything else, out of line from one place (`call_cold`):
+//!    a thread's first call (`bind_first`), the slot in dynamic TLS, and
+//!    `call_slow` (the gate, `thread::attach`, a nested or abandoned call,
+//!    `thread::leave`).
 //! 3. [`outcome`]: the body under `catch_unwind`, and an `Err` or a panic
-//!    turned into the declared fallback plus the thread's last error.
+//!    turned into the fallback plus the last error.
 //!
-//! [`site`] holds what a trampoline hands in: its static [`Site`], and the
-//! [`Frame`] its body gets.
-//!
-//! The call path is `#[hot_path]` (forced inline) and generic, so a
-//! trampoline compiles to its fast path inline; what only runs when
-//! something goes wrong is `#[cold]` and out of line. In a `dev` build or
-//! at `opt-level = 0` (`cfg(callgate_unoptimized)`, set by the build
-//! script) nothing is forced inline: unoptimised code keeps every inlined
-//! function's locals apart in the caller's frame, which would make a
-//! nested callback's frames several times larger.
+//! [`site`]: what a trampoline hands in ([`Site`]) and its body gets
+//! ([`Frame`]). The call path is generic and `#[hot_path]` (forced inline,
+//! but not in a `dev` build); what runs only when something goes wrong is
+//! `#[cold]`.
 
 mod outcome;
 mod site;

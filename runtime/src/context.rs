@@ -1,9 +1,8 @@
 //! Thread contexts: the per-thread runtime state, pooled and recycled.
 //!
-//! A [`Context`] serves one thread at a time. It records the callbacks
-//! running there (`calls`, `running`; nested calls' cold paths in
-//! `nested`), tells when the calls of the threads it served before are
-//! over (`handover`), and counts what `stats()` reports (`counter`).
+//! A [`Context`] serves one thread at a time: it records the callbacks
+//! running there (`calls`, `running`, `nested`), the end of its earlier
+//! owners' calls (`handover`), and what `stats()` counts (`counter`).
 
 use core::cell::{Cell, UnsafeCell};
 
@@ -31,86 +30,58 @@ pub(crate) static CONTEXTS: FreeList<Context> = FreeList::new();
 /// The runtime state of one bound thread.
 ///
 /// The `Cell` fields and the locals belong to the thread the context
-/// currently serves, its *owner*: the methods that touch them are `unsafe`,
-/// and their callers vouch for running on the owner. A context changes
-/// owner only through the free list, whose Release/Acquire pair orders the
-/// previous owner's accesses before the next owner's.
-///
-/// Each lives in a [`Node`] of [`CONTEXTS`], aligned to 128 bytes, so the
-/// counters two threads write on their fast paths never share a cache
-/// line. The fast paths rely on the field order (asserted below).
+/// serves, its *owner*: the methods that touch them are `unsafe`, their
+/// callers vouch for running on it. A context changes owner only through
+/// the free list, whose Release/Acquire pair orders the two owners'
+/// accesses. The fast paths rely on the field order (asserted below).
 #[repr(C)]
 pub(crate) struct Context {
-    // What a bound call touches comes first, in the node's first cache line.
-    /// The entry word and the outermost call's anchor address ([`Running`]).
+    // What a bound call touches: the node's first cache line.
     running: Running,
-    /// The outermost calls' token (see [`stack`](crate::stack)): calls
-    /// that leave nothing behind share it, and it advances
-    /// ([`advance`](Context::advance)) wherever one may have. The fast path
-    /// only reads it: a count bumped by every call would make each call
-    /// wait for the last one's store.
+    /// The outermost calls' token (see [`stack`](crate::stack)).
     outer_token: Cell<u64>,
-    /// The count of the last nested call's token (the count with
-    /// [`NESTED_TOKEN`](nested::NESTED_TOKEN) set), or the start of its
-    /// block ([`next_nested_count`](Context::next_nested_count)).
+    /// The count of the last nested call's token, or the start of its block
+    /// ([`next_nested_count`](Context::next_nested_count)).
     nested_calls: Cell<u64>,
-    /// The `#[local]` values: the fast path of a callback with one
-    /// `#[local]` parameter reads their table, in this line too.
     pub(crate) locals: Locals,
     /// Release the context when the outermost call returns.
     per_call: Cell<bool>,
-    /// Serving a thread whose bound context was already released at exit,
-    /// or one without an exit hook (no pthread key was left): per call,
-    /// never cached.
+    /// Serving a thread whose exit hook ran or cannot run: per call, never
+    /// cached.
     after_exit: Cell<bool>,
-    /// A call that a `leave` or an `enter` forgot may resume on another
-    /// stack of the thread ([`forget_deeper`](Context::forget_deeper)):
-    /// the context stays with the thread until it exits.
+    /// A forgotten call may resume on another stack of the thread
+    /// ([`forget_deeper`](Context::forget_deeper)): keep the context.
     forgotten_may_resume: Cell<bool>,
-    // A bind, a per-call release and a thread's first call touch the
-    // second cache line too.
-    /// The free list's link, in the second line: the thread that pops the
-    /// context writes there as it binds anyway.
+    // What a bind and a per-call release touch: the second line.
     link: Link,
     pub(crate) binds: Counter,
     pub(crate) releases: Counter,
-    /// [`outer_token`](Context::outer_token) and
-    /// [`nested_calls`](Context::nested_calls) when the last thread served
-    /// gave the context up with all its calls over (it exited, is not in
-    /// this `fork` child, or judged every call it forgot gone): a call
-    /// whose token is at most these is over ([`Context::holder_is_gone`]).
+    /// The two tokens when the last owner gave the context up with all its
+    /// calls over: a call whose token is at most these is over.
     calls_when_gone: Cell<(u64, u64)>,
-    /// The `Closure::concurrent` a running call of the owner announced
-    /// (see `closure`), or 0; a thread writes only its own.
+    /// What a running call of the owner announced (see `closure`), or 0.
     pub(crate) hazard: Hazard,
-    /// The owning thread's stack bounds, for telling abandoned calls.
     stack: ThreadStack,
-    /// The marks of the nested running calls, for the cold paths:
-    /// `nested[d - 1]` is the mark of the call that entered at depth `d`.
+    /// The marks of the nested running calls: `nested[d - 1]` is the mark of
+    /// the call that entered at depth `d`.
     nested: UnsafeCell<Vec<Mark>>,
     /// The running outermost call's token while
-    /// [`ADVANCED`](running::ADVANCED) is set: the outermost token moved
-    /// past it ([`advance_past_running`](Context::advance_past_running)).
+    /// [`ADVANCED`](running::ADVANCED) is set.
     running_token: Cell<u64>,
     pub(crate) panics: Counter,
     pub(crate) errors: Counter,
-    /// The `thread::id` of the owner while it releases the context's
-    /// `#[local]` values, or 0: the context has left the thread's slot
-    /// then, but not yet the thread, and a `fork` from a `Local::release`
-    /// must not hand it back in the child (see `thread::reclaim_orphans`).
+    /// The `thread::id` of the owner while it releases the `#[local]` values,
+    /// or 0, for `thread::reclaim_orphans`.
     releasing: Cell<usize>,
-    // What follows only cold paths touch.
-    /// The last nested calls found certainly gone while recorded as
-    /// running (see [`claim_gone`](Context::claim_gone)).
+    // Cold.
+    /// Nested calls found gone (see [`claim_gone`](Context::claim_gone)).
     gone: GoneCalls,
-    /// References to closures the owner's running calls hold that nothing
-    /// else records, for a `fork` child to give up (see `closure`).
+    /// Closure references only the owner's calls record, for a `fork` child.
     pub(crate) held: HeldRefs,
 }
 
 // SAFETY: the non-atomic fields are reached only through `unsafe` methods
-// whose callers run on the owning thread (see the type's docs); other
-// threads read only the atomic counters.
+// whose callers run on the owning thread; other threads read only atomics.
 unsafe impl Sync for Context {}
 
 impl Context {
@@ -139,8 +110,8 @@ impl Context {
         }
     }
 
-    /// Sets how the context serves the thread that just became its owner;
-    /// `new_thread` when it served another thread (or none) before.
+    /// Sets how the context serves its new owner; `new_thread` when it served
+    /// another thread (or none) before.
     ///
     /// # Safety
     ///
@@ -153,8 +124,7 @@ impl Context {
         }
     }
 
-    /// True when the context serves a thread whose bound context was
-    /// released at its exit, or one without an exit hook.
+    /// True when the owner's exit hook ran or cannot run.
     ///
     /// # Safety
     ///
@@ -163,8 +133,7 @@ impl Context {
         self.after_exit.get()
     }
 
-    /// True when the context is released when the outermost call
-    /// returns (attached per call).
+    /// True when the outermost call's return releases the context.
     ///
     /// # Safety
     ///
@@ -192,8 +161,7 @@ impl Context {
         self.running.entry() as u32 & DEPTH
     }
 
-    /// The index of the `#[local]` value the outermost call holds through
-    /// the entry word, or 0.
+    /// The index of the `#[local]` value held through the entry word, or 0.
     ///
     /// # Safety
     ///
@@ -202,8 +170,8 @@ impl Context {
         held_in(self.running.entry())
     }
 
-    /// This context's `T` for a `#[local]` parameter of the running call
-    /// at `depth` whose anchor is `anchor` (see `Locals::get`).
+    /// This context's `T` for the running call at `depth` with `anchor` (see
+    /// `Locals::get`).
     ///
     /// # Safety
     ///
@@ -216,14 +184,13 @@ impl Context {
         depth: u32,
         anchor: &Anchor,
     ) -> Result<LocalRef<'_, T>, Failure> {
-        // A hold through the slot's state outlives the call if its
-        // `LocalRef` is leaked: the calls after this one get a new token.
+        // A leaked `LocalRef`'s hold outlives the call: later calls get a new
+        // token.
         // SAFETY: owning thread, inside a call (caller obligations).
         unsafe { self.advance_past_running() };
         let caller = Holder {
             // SAFETY: the call entered with `anchor` (caller obligation).
             call: unsafe { anchor.holder_mark() },
-            // Set by `advance_past_running` above.
             outermost: self.running_token.get(),
             outer_address: self.running.outer(),
         };
@@ -235,10 +202,8 @@ impl Context {
         }
     }
 
-    /// True when a call that may still run holds a `#[local]` value of
-    /// the context, now that its outermost call returned: a callback that
-    /// started inside it on another stack of the thread and is suspended
-    /// there (see `Locals::held_past_the_outermost_call`).
+    /// True when a call suspended on another stack of the thread may still
+    /// hold a `#[local]` value now that the outermost call returned.
     ///
     /// # Safety
     ///
@@ -248,9 +213,8 @@ impl Context {
         unsafe { self.locals.held_past_the_outermost_call(&self.stack) }
     }
 
-    /// Records that the owning thread, `thread` (its `thread::id`), is
-    /// releasing the context's `#[local]` values, or with 0 that it is
-    /// done.
+    /// Records that the owner, `thread` (its `thread::id`), releases the
+    /// `#[local]` values; 0 when done.
     ///
     /// # Safety
     ///
@@ -286,24 +250,19 @@ unsafe impl Pooled for Context {
     }
 }
 
-// What a bound call touches and the `#[local]` fast path's remembered value
-// and table (the first 32 bytes of `Locals`) share the node's first cache
-// line; the free list's link is in the second, with what a bind writes.
+// A bound call's fields and the first 32 bytes of `Locals` (what the
+// `#[local]` fast path reads) share the first cache line; what a bind
+// writes, the free list's link included, is in the second.
 const _: () = assert!(core::mem::offset_of!(ContextNode, value) == 0);
 const _: () = assert!(core::mem::offset_of!(Context, locals) + 32 <= 64);
 const _: () = assert!(core::mem::offset_of!(Context, link) >= 64);
 const _: () = assert!(core::mem::offset_of!(Context, binds) + 8 <= 128);
 const _: () = assert!(core::mem::offset_of!(Context, hazard) + 8 <= 128);
 
-/// Where in a 128-byte line pair no fast path of a context writes: the
-/// second word of [`Context::calls_when_gone`] in a node's first pair, a
-/// word of [`Context::held`] in its second. `tls` puts the word every call
-/// reads first at this offset of its own pair: x86-64 CPUs match a load
-/// against older pending stores by the low 12 bits of the address first
-/// ("4K aliasing"), so a call's store at that page offset would make the
-/// next call's load of the word wait.
-// Only the x86-64 glibc slot reads it; elsewhere only the assertions below
-// use it, which Rust 1.85 (the oldest this crate builds with) does not count.
+/// Where in a 128-byte line pair no fast path of a context writes. `tls`
+/// puts the word every call reads first at this offset of its own pair, so
+/// no call's store shares its page offset ("4K aliasing" on x86-64).
+// Rust 1.85 does not count the assertions below as a use.
 #[cfg_attr(
     not(all(
         target_arch = "x86_64",

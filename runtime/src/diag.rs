@@ -1,13 +1,9 @@
 //! Diagnostics of last resort: a line on standard error, and aborting.
 //!
 //! The runtime reports only what nobody can be told otherwise (a panic in
-//! `Local::release`, a malformed `CALLGATE`, a process without a pthread
-//! key left for it, a call that has waited long at the init gate), and
-//! aborts only where going on would unwind into C or
-//! break its invariants (the C library out of memory in
-//! `pthread_setspecific` or `pthread_atfork`, a panic while handling a
-//! panic). Every layer may call these; they call nothing else of the
-//! runtime.
+//! `Local::release`, a malformed `CALLGATE`), and aborts only where going
+//! on would unwind into C or break its invariants. Every layer may call
+//! these; they call nothing else of the runtime.
 
 use std::io::Write;
 

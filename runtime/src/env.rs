@@ -7,11 +7,9 @@
 //! (`std::env::set_var`, C `setenv`) after the first read are not seen.
 //!
 //! [`clear`] exists because the obvious loop is quadratic: every
-//! `unsetenv(3)` scans the whole environment, so removing 10 000 variables one
-//! by one takes over a tenth of a second. Where the C library has
-//! `clearenv(3)` (glibc, musl) the environment is emptied in one call that
-//! does not look at the variables, and callgate does not look at them either;
-//! elsewhere they are removed one by one.
+//! `unsetenv(3)` scans the whole environment. Where the C library has
+//! `clearenv(3)` (glibc, musl) the environment is emptied in one call;
+//! elsewhere the variables are removed one by one.
 //!
 //! # Safety
 //!
@@ -29,12 +27,9 @@ use crate::settings::{self, VAR};
 use crate::sync::lock;
 
 /// Serialises writes of `CALLGATE` through this module with the settings
-/// update that follows each, so two concurrent writers cannot leave the
-/// cache holding the value that lost in the environment. It is held for one
-/// `setenv` and a parse; a child forked meanwhile could only deadlock on it
-/// by writing the environment before `exec`, which POSIX already rules out
-/// in the child of a multi-threaded process (`setenv` is not
-/// async-signal-safe).
+/// update that follows, so the cache cannot keep the value that lost in
+/// the environment. A child forked meanwhile could deadlock on it only by
+/// writing the environment before `exec`, which POSIX rules out anyway.
 static SETTINGS_WRITE: Mutex<()> = Mutex::new(());
 
 /// Removes every variable from the process environment and returns
@@ -82,13 +77,9 @@ pub unsafe fn clear() {
     // SAFETY: the caller guarantees that nothing else touches the
     // environment while we run.
     unsafe { imp::clear() };
-    // Without asking whether `CALLGATE` was set: finding out would scan the
-    // environment that `clearenv` empties without looking at it (among
-    // 10 000 variables a `getenv` costs 8 to 50 times the `clearenv`,
-    // depending on the names), and the answer would not change the outcome.
-    // Settings read while it was unset are the defaults already; settings
-    // cached from a value removed since behind callgate's back were stale,
-    // and now match the environment again.
+    // Without asking whether `CALLGATE` was set: that would scan the
+    // environment `clearenv` empties without looking at it, and the
+    // defaults are right either way.
     settings::reset_to_default();
 }
 

@@ -1,32 +1,22 @@
 //! A lock-free, ABA-safe, fork-safe pool of never-freed nodes.
 //!
-//! Nodes live in a segmented array of slots (bucket `b` holds `2^b` slot
-//! pointers), so every node has a stable 32-bit index and is never freed while
-//! the list lives. The free list is a Treiber stack whose head packs
-//! `(tag << 32) | (index + 1)` into one `AtomicU64`; every successful push or
-//! pop bumps the tag, so a stale head read by a pop that was overtaken
-//! (pop A, pop B, push A) can never win its compare-exchange: no ABA. No
-//! operation takes a lock, so a `fork()` in the middle of one cannot leave
-//! the child a lock nobody will release; at worst the child sees one node
-//! that is neither free nor in use.
-//!
-//! A node's index and link are kept by its value ([`Pooled`]), in a cache
-//! line the value's new owner writes anyway, and the head has a line pair
-//! of its own: a thread that pops a node another CPU pushed fetches the
-//! head's line and the value's, and no line for the link alone.
+//! Nodes live in a segmented array of slots (bucket `b` holds `2^b`), so
+//! every node has a stable 32-bit index and is never freed while the list
+//! lives. The free list is a Treiber stack whose head packs
+//! `(tag << 32) | (index + 1)` into one `AtomicU64`; every push or pop
+//! bumps the tag, so a pop that was overtaken (pop A, pop B, push A) fails
+//! its compare-exchange: no ABA. No lock, so a `fork` leaves the child at
+//! worst one node neither free nor in use.
 //!
 //! # Atomic orderings
 //!
-//! * `push` publishes with a `Release` compare-exchange on `head`; `pop`
-//!   reads `head` with `Acquire`. The pair hands the node's contents (and its
-//!   `next` link) from the releasing thread to the next owner.
-//! * A bucket is published with a `Release` compare-exchange and read with
-//!   `Acquire`, so its zeroed slots are visible before anyone indexes it; a
-//!   node pointer is stored into its slot with `Release` and read with
-//!   `Acquire`, so the node's initial contents are visible to any reader.
-//! * `next` is only read between an `Acquire` load of `head` and the CAS that
-//!   validates it, so `Relaxed` suffices for it: a stale value is discarded
-//!   with the failed CAS.
+//! * `push`'s `Release` compare-exchange on `head` pairs with `pop`'s
+//!   `Acquire`: the node's contents and link pass to the next owner.
+//! * A bucket is published with a `Release` compare-exchange and a node
+//!   pointer with a `Release` store, both read with `Acquire`, so their
+//!   contents are visible to any reader.
+//! * `next` is read only between an `Acquire` load of `head` and the CAS
+//!   that validates it: `Relaxed`, a stale value fails the CAS.
 //! * `allocated` only hands out unique indices: `Relaxed`.
 
 use crate::sync::{AtomicPtr, AtomicU32, AtomicU64, Ordering, OwnLines};
@@ -34,9 +24,8 @@ use crate::sync::{AtomicPtr, AtomicU32, AtomicU64, Ordering, OwnLines};
 const BUCKETS: usize = 32;
 const EMPTY: u32 = 0;
 
-/// A pooled value's stable index in its list and its free-list link. The
-/// value keeps it (see [`Pooled`]) where its owner's own accesses make it
-/// cheapest to reach.
+/// A pooled value's stable index in its list and its free-list link, kept
+/// by the value (see [`Pooled`]).
 pub(crate) struct Link {
     /// Set by [`FreeList::alloc`] before the node is published.
     index: u32,
@@ -54,34 +43,27 @@ impl Link {
     }
 }
 
-/// A value a [`FreeList`] pools.
-///
-/// The value holds its [`Link`] rather than the node holding it beside the
-/// value, so that the link can share a cache line with the fields a new
-/// owner writes anyway: a `pop` reads it, and a thread that pops a node
-/// released on another CPU then fetches one line for both.
+/// A value a [`FreeList`] pools, which holds its [`Link`] (to share a line
+/// with what a new owner writes anyway).
 ///
 /// # Safety
 ///
-/// `link` and `link_mut` return the same field of `self` every time, a
-/// field that only the list reaches: the list's index lookup and its
-/// links rely on it, and a link that changed under them could hand one
-/// node to two owners.
+/// `link` and `link_mut` return the same field of `self` every time, which
+/// only the list reaches: a link changed under it could hand one node to
+/// two owners.
 pub(crate) unsafe trait Pooled {
     fn link(&self) -> &Link;
     fn link_mut(&mut self) -> &mut Link;
 }
 
-/// One pooled value. Aligned to 128 bytes, the unit the adjacent-line
-/// prefetcher fetches, so that the values of two nodes (written by two
-/// threads) never share a line pair.
+/// One pooled value, aligned so that two nodes (written by two threads)
+/// never share a line pair (as [`OwnLines`]).
 #[repr(C, align(128))]
 pub(crate) struct Node<T> {
     pub(crate) value: T,
 }
 
 impl<T: Pooled> Node<T> {
-    /// The node's stable index in its list.
     #[cfg_attr(callgate_loom, allow(dead_code))]
     pub(crate) fn index(&self) -> u32 {
         self.value.link().index
@@ -95,9 +77,7 @@ impl<T: Pooled> Node<T> {
 pub(crate) struct FreeList<T> {
     buckets: [AtomicPtr<AtomicPtr<Node<T>>>; BUCKETS],
     allocated: AtomicU32,
-    /// On lines of its own: every bind and every release of a thread
-    /// writes it, and the data beside it would otherwise be fetched again
-    /// by every CPU after each of them (the fast path's word, for one).
+    /// Every bind and release writes it: lines of its own.
     head: OwnLines<AtomicU64>,
 }
 
@@ -149,7 +129,6 @@ impl<T: Pooled> FreeList<T> {
                     return Some(node);
                 }
                 Err(current) => {
-                    // Another thread pushed or popped meanwhile.
                     crate::hint::rarely_taken();
                     head = current;
                 }
@@ -157,15 +136,12 @@ impl<T: Pooled> FreeList<T> {
         }
     }
 
-    /// Returns `node` to the free list; the next `pop` may hand it out.
+    /// Returns `node` to the free list.
     ///
     /// # Safety
     ///
-    /// - The caller owns `node`: it came from `pop` or `alloc` of this list
-    ///   and was not pushed since (pushing a node twice links it into the
-    ///   list twice, and two threads could then own it at once).
-    /// - Ownership passes to the list: the caller does not act as `node`'s
-    ///   owner again (the next `pop` makes another thread its owner).
+    /// The caller owns `node` (from `pop` or `alloc` of this list, not pushed
+    /// since: a node pushed twice could get two owners) and gives it up.
     pub(crate) unsafe fn push(&self, node: &Node<T>) {
         crate::valgrind::happens_before(node);
         // Relaxed: the CAS below re-validates the value.
@@ -185,9 +161,8 @@ impl<T: Pooled> FreeList<T> {
         }
     }
 
-    /// Allocates a new node holding `value`; it is owned by the caller.
-    ///
-    /// Aborts the process if 2^32 - 1 nodes already exist.
+    /// Allocates a new node holding `value`, owned by the caller; aborts past
+    /// 2^32 - 1 nodes.
     pub(crate) fn alloc(&self, value: T) -> &Node<T> {
         // Relaxed: only uniqueness of the index matters.
         let index = self.allocated.fetch_add(1, Ordering::Relaxed);
@@ -199,14 +174,12 @@ impl<T: Pooled> FreeList<T> {
         let mut node = Box::new(Node { value });
         node.value.link_mut().index = index;
         let node = Box::into_raw(node);
-        // SAFETY: `bucket` holds `1 << bucket` slots and `offset < 1 << bucket`
-        // by construction of `bucket_of`; the bucket is never freed while
-        // `self` lives.
+        // SAFETY: `bucket` holds `1 << bucket` slots, `offset < 1 << bucket`
+        // (`bucket_of`), and lives as long as `self`.
         let slot = unsafe { &*slots.add(offset) };
         // Release: pairs with the Acquire in `get` (module docs).
         slot.store(node, Ordering::Release);
-        // SAFETY: `node` came from `Box::into_raw` and is freed only by `Drop`
-        // of the list, which cannot run while `&self` is borrowed.
+        // SAFETY: from `Box::into_raw`, freed only with the list.
         unsafe { &*node }
     }
 
@@ -231,8 +204,7 @@ impl<T: Pooled> FreeList<T> {
         ) {
             Ok(_) => fresh,
             Err(winner) => {
-                // SAFETY: `fresh` came from `Box::into_raw` of a slice of
-                // exactly this length and was never shared.
+                // SAFETY: from `Box::into_raw` of a slice of this length, unshared.
                 drop(unsafe {
                     Box::from_raw(core::ptr::slice_from_raw_parts_mut(fresh, 1usize << bucket))
                 });
@@ -249,12 +221,12 @@ impl<T: Pooled> FreeList<T> {
         if slots.is_null() {
             return None;
         }
-        // SAFETY: a published bucket has `1 << bucket` slots, `offset` is
-        // below that, and buckets live as long as `self`.
+        // SAFETY: a published bucket has `1 << bucket` slots, more than
+        // `offset`, and lives as long as `self`.
         let slot = unsafe { &*slots.add(offset) };
         // Acquire: pairs with the Release store in `alloc`.
         let node = slot.load(Ordering::Acquire);
-        // SAFETY: a non-null slot points to a node that lives as long as `self`.
+        // SAFETY: a non-null slot's node lives as long as `self`.
         (!node.is_null()).then(|| unsafe { &*node })
     }
 
@@ -266,14 +238,13 @@ impl<T: Pooled> FreeList<T> {
         (0..allocated).filter_map(move |index| self.get(index))
     }
 
-    /// How many nodes were ever allocated.
     pub(crate) fn allocated(&self) -> usize {
         // Relaxed: a statistic.
         self.allocated.load(Ordering::Relaxed) as usize
     }
 
-    /// The indices of the nodes on the free list: a walk of the list, exact
-    /// only while nobody pushes or pops (a `fork` child, tests, models).
+    /// The indices of the free nodes, exact only while nobody pushes or pops
+    /// (a `fork` child, tests, models).
     #[cfg(any(unix, test, callgate_loom))]
     #[cfg_attr(callgate_loom, allow(dead_code))]
     pub(crate) fn free_indices(&self) -> Vec<u32> {
@@ -291,9 +262,7 @@ impl<T: Pooled> FreeList<T> {
         indices
     }
 
-    /// How many nodes are on the free list (see [`FreeList::free_indices`]).
-    /// Not kept as a counter, so `push` and `pop` stay one locked
-    /// instruction each.
+    /// How many nodes are free: a walk, so `push` and `pop` keep no count.
     #[cfg(test)]
     pub(crate) fn free(&self) -> usize {
         self.free_indices().len()
@@ -301,17 +270,13 @@ impl<T: Pooled> FreeList<T> {
 }
 
 impl<T> FreeList<T> {
-    /// Frees every node (dropping its value) and every bucket, and leaves
-    /// the list empty, as `new` made it.
+    /// Frees every node and bucket, leaving the list as `new` made it.
     ///
     /// # Safety
     ///
-    /// Nobody uses the list or any of its nodes during the call, and no
-    /// reference to a node is used afterwards: the same conditions as for
-    /// dropping it, for a list that cannot be dropped (a `static`).
+    /// As for dropping it: nobody uses the list or its nodes, now or after.
     #[cfg_attr(callgate_loom, allow(dead_code))]
-    // Only the ELF unload hook (Linux, Android) frees the pool and the
-    // messages.
+    // Only the ELF unload hook (Linux, Android) frees the pool.
     #[cfg_attr(not(any(target_os = "linux", target_os = "android")), allow(dead_code))]
     pub(crate) unsafe fn free_all(&self) {
         // Relaxed: the caller guarantees nobody else uses the list.
@@ -319,34 +284,31 @@ impl<T> FreeList<T> {
         self.allocated.store(0, Ordering::Relaxed);
         for (bucket, slots) in self.buckets.iter().enumerate() {
             let slots = slots.swap(core::ptr::null_mut(), Ordering::Relaxed);
-            // SAFETY: the bucket was taken out of the list above; nobody else
-            // uses the list (caller obligation).
+            // SAFETY: taken out of the list; nobody else uses it (caller
+            // obligation).
             unsafe { free_bucket(slots, bucket) };
         }
     }
 }
 
-/// Frees bucket number `bucket` (if `slots` is not null) and the nodes it
-/// holds.
+/// Frees bucket number `bucket` (if not null) and its nodes.
 ///
 /// # Safety
 ///
-/// `slots` is null or a bucket of a list made by `FreeList::bucket`, which
-/// no list refers to any more and nobody uses.
+/// `slots` is null or a bucket from `FreeList::bucket` that no list refers
+/// to and nobody uses.
 unsafe fn free_bucket<T>(slots: *mut AtomicPtr<Node<T>>, bucket: usize) {
     if slots.is_null() {
         return;
     }
-    // SAFETY: a non-null bucket was made by `Box::into_raw` of a slice of
-    // `1 << bucket` slots, and is ours now (caller obligation).
+    // SAFETY: from `Box::into_raw` of `1 << bucket` slots, ours now.
     let slots =
         unsafe { Box::from_raw(core::ptr::slice_from_raw_parts_mut(slots, 1usize << bucket)) };
     for slot in slots.iter() {
         // Relaxed: nobody else uses the bucket (caller obligation).
         let node = slot.load(Ordering::Relaxed);
         if !node.is_null() {
-            // SAFETY: every non-null slot holds a node from `Box::into_raw`
-            // in `alloc`, freed only with its bucket.
+            // SAFETY: a node from `Box::into_raw` in `alloc`, freed only here.
             drop(unsafe { Box::from_raw(node) });
         }
     }
@@ -357,16 +319,14 @@ impl<T> Drop for FreeList<T> {
         for (bucket, slots) in self.buckets.iter_mut().enumerate() {
             // Relaxed: `&mut self` means nobody else uses the list.
             let slots = slots.load(Ordering::Relaxed);
-            // SAFETY: `&mut self`: the list is going away and nobody else
-            // uses it or its buckets.
+            // SAFETY: `&mut self`: nobody else uses the list or its buckets.
             unsafe { free_bucket(slots, bucket) };
         }
     }
 }
 
-// SAFETY: the list hands `&Node<T>` to other threads and moves ownership of
-// values between threads, so `T` must be `Send + Sync`; the list's own fields
-// are atomics.
+// SAFETY: the list hands `&Node<T>` to other threads and moves values
+// between them, hence `T: Send + Sync`; its own fields are atomics.
 unsafe impl<T: Send + Sync> Sync for FreeList<T> {}
 // SAFETY: as above; dropping the list drops the `T`s on the dropping thread.
 unsafe impl<T: Send + Sync> Send for FreeList<T> {}
@@ -397,8 +357,7 @@ impl<T> core::ops::Deref for Item<T> {
     }
 }
 
-// SAFETY: both return the `link` field, which nothing but the list reaches
-// (it is private to this module, and `Item` has no other method touching it).
+// SAFETY: both return the `link` field, private to this module.
 #[cfg(any(test, callgate_loom))]
 unsafe impl<T> Pooled for Item<T> {
     fn link(&self) -> &Link {
@@ -414,8 +373,7 @@ unsafe impl<T> Pooled for Item<T> {
 mod tests {
     use super::*;
 
-    /// The head, which every pop and push writes, has a 128-byte line pair
-    /// to itself: the buckets and the count are outside it.
+    /// The head, written by every push and pop, has a line pair to itself.
     #[test]
     fn the_head_has_its_line_pair_to_itself() {
         let list: FreeList<Item<u8>> = FreeList::new();

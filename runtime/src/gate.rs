@@ -1,33 +1,25 @@
 //! The init gate: callbacks that arrive before the library's
 //! `#[callgate::init]` code has finished wait for it (or fail fast).
 //!
-//! The gate is one `AtomicU32`. Zero means *ready*, and that is the only
-//! value the fast path looks for: one `Acquire` load and a compare, no lock,
-//! no read-modify-write, no shared write. Any other value sends the caller to
+//! The gate is one `AtomicU32`. Zero means *ready*, the only value the fast
+//! path looks for (one `Acquire` load). Any other value sends the caller to
 //! the `#[cold]` slow path: the low 16 bits count the foreground inits still
 //! to finish, the next 15 the background ones, and the top bit records that
-//! one of them failed. A crate without `#[callgate::init]` never leaves zero,
-//! so it never waits. The two counts are apart because a `fork` child keeps
-//! them apart: a foreground init goes on in a child forked by the thread
-//! that loads the library, a background one never does (see
-//! [`Gate::after_fork`]).
+//! one of them failed. The two counts are apart because a `fork` child
+//! treats them apart ([`Gate::after_fork`]).
 //!
 //! # Atomic orderings
 //!
 //! * `finish` decrements the pending count with `Release`; `is_ready` loads
 //!   with `Acquire`. The pair makes everything the init code wrote visible to
 //!   a callback that sees the gate open.
-//! * `arm` publishes no data: it only has to be ordered before the init it
-//!   announces runs, which program order on the arming thread gives, and
-//!   callers that race with loading the library learn about the library
-//!   only through the loader's own synchronisation. It is `SeqCst` for
-//!   `init`, which closes the gate's fast-path word after it (see
-//!   `init::open_fast_path`).
+//! * `arm` publishes no data: program order on the arming thread orders it
+//!   before its init, and other callers learn of the library only through
+//!   the loader's synchronisation. It is `SeqCst` for `init`, which closes
+//!   the gate's fast-path word after it (see `init::open_fast_path`).
 //! * A waiter reads the count of the gate's bell before the state, and
 //!   sleeps only while the count is unchanged; `finish` rings after it
-//!   changed the state, so a waiter cannot miss the last one (see
-//!   [`Bell`]). No lock is held anywhere: a `fork` child never waits for
-//!   a thread it does not have to let go of one.
+//!   changed the state, so a waiter cannot miss the last one ([`Bell`]).
 //! * The first failure's message is published with `Release` before the
 //!   `FAILED` bit, so a waiter that sees the bit with `Acquire` sees it.
 
@@ -36,17 +28,13 @@ use core::ptr;
 use crate::sync::{AtomicBool, AtomicPtr, AtomicU32, Bell, Ordering};
 
 const FAILED: u32 = 1 << 31;
-/// One pending foreground init in `state`.
 const FOREGROUND: u32 = 1;
-/// One pending background init in `state`.
 const BACKGROUND: u32 = 1 << 16;
-/// The bits of `state` that count pending foreground inits.
 const FOREGROUND_MASK: u32 = BACKGROUND - 1;
-/// The bits of `state` that count pending background inits.
 const BACKGROUND_MASK: u32 = !FAILED & !FOREGROUND_MASK;
 
-/// Where an init runs: on the thread that loads the library, before the
-/// load returns, or on a thread of its own (`#[callgate::init(background)]`).
+/// Where an init runs: on the loading thread, or on a thread of its own
+/// (`#[callgate::init(background)]`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum InitKind {
     Foreground,
@@ -54,7 +42,6 @@ pub(crate) enum InitKind {
 }
 
 impl InitKind {
-    /// The kind of a `#[callgate::init]` with or without `background`.
     pub(crate) fn of(background: bool) -> InitKind {
         if background {
             InitKind::Background
@@ -63,7 +50,6 @@ impl InitKind {
         }
     }
 
-    /// One init of this kind in the gate's state.
     fn unit(self) -> u32 {
         match self {
             InitKind::Foreground => FOREGROUND,
@@ -71,7 +57,6 @@ impl InitKind {
         }
     }
 
-    /// The bits of the gate's state that count inits of this kind.
     fn mask(self) -> u32 {
         match self {
             InitKind::Foreground => FOREGROUND_MASK,
@@ -79,7 +64,6 @@ impl InitKind {
         }
     }
 
-    /// How many inits of this kind `state` counts as pending.
     fn pending(self, state: u32) -> u32 {
         (state & self.mask()) / self.unit()
     }
@@ -118,20 +102,17 @@ pub enum InitState {
 
 pub(crate) struct Gate {
     state: AtomicU32,
-    /// The first failure's message, a leaked `Box<String>` (null until an
-    /// init fails), set once and freed only when the library is unloaded.
+    /// The first failure's message, a leaked `Box<String>` set once (null
+    /// before), freed at unload.
     failure: AtomicPtr<String>,
-    /// Rung by every `finish`; waiters sleep on it.
+    /// Rung by every `finish`.
     bell: Bell,
-    /// Set in a `fork` child whose parent forked while an init ran on
-    /// another thread: that init cannot finish here.
+    /// Set in a `fork` child whose pending init ran on a missing thread.
     orphaned: AtomicBool,
 }
 
-/// How long a call waits at the gate before it says so (see
-/// [`Gate::pass_slow`]): far longer than an init that loads what a library
-/// needs usually takes, short enough that whoever watches a hung process
-/// still reads it.
+/// How long a call waits at the gate before it says so: far longer than
+/// an init usually takes, short enough for whoever watches a hung process.
 #[cfg(not(callgate_loom))]
 pub(crate) const LONG_WAIT: core::time::Duration = core::time::Duration::from_secs(10);
 
@@ -159,52 +140,47 @@ impl Gate {
         }
     }
 
-    /// True when every init has finished successfully: the fast path.
+    /// True when every init finished successfully: the fast path.
     #[hot_path]
     pub(crate) fn is_ready(&self) -> bool {
         // Acquire: pairs with the Release in `finish` (module docs).
         self.state.load(Ordering::Acquire) == 0
     }
 
-    /// Announces an init that is about to run. A count past 65 535 pending
-    /// foreground or 32 767 background inits carries into the next field,
-    /// so that arming aborts (a library has a handful).
+    /// Announces an init about to run. Past 65 535 foreground or 32 767
+    /// background inits the count carries into the next field: arming aborts.
     pub(crate) fn arm(&self, kind: InitKind) {
-        // SeqCst: it publishes no data (module docs), but `init` pairs it
-        // with `is_ready_seqcst` around the fast-path word.
+        // SeqCst: no data (module docs), but `init` pairs it with
+        // `is_ready_seqcst` around the fast-path word.
         let before = self.state.fetch_add(kind.unit(), Ordering::SeqCst);
         if before & kind.mask() == kind.mask() {
             crate::diag::abort_with("callgate: too many inits pending at once; aborting");
         }
     }
 
-    /// [`is_ready`](Gate::is_ready) in the single total order of `SeqCst`
-    /// operations, for a check that must not move above a store before it.
+    /// [`is_ready`](Gate::is_ready) in `SeqCst`'s total order, for a check
+    /// that must not move above a store before it.
     pub(crate) fn is_ready_seqcst(&self) -> bool {
         // SeqCst: see `init::open_fast_path`.
         self.state.load(Ordering::SeqCst) == 0
     }
 
-    /// Records that an init finished, with its outcome, and wakes the
-    /// waiters.
+    /// Records that an init finished, and wakes the waiters.
     pub(crate) fn finish(&self, kind: InitKind, outcome: Result<(), String>) {
         if let Err(message) = outcome {
             let message = Box::into_raw(Box::new(message));
-            // Release on success: publishes the message (module docs).
-            // Relaxed on failure: an earlier init's message stays, and this
-            // one is dropped unread.
+            // Release on success: publishes the message. Relaxed on failure: the
+            // first message stays, this one is dropped.
             if let Err(_first) = self.failure.compare_exchange(
                 ptr::null_mut(),
                 message,
                 Ordering::Release,
                 Ordering::Relaxed,
             ) {
-                // SAFETY: `message` came from `Box::into_raw` above and was
-                // not stored.
+                // SAFETY: from `Box::into_raw` above, not stored.
                 drop(unsafe { Box::from_raw(message) });
             }
-            // Release: pairs with the Acquire loads that read the state,
-            // which then see the message stored before it.
+            // Release: the message is stored before the bit (module docs).
             self.state.fetch_or(FAILED, Ordering::Release);
         }
         // Release: pairs with the Acquire in `is_ready` (module docs).
@@ -212,17 +188,15 @@ impl Gate {
         self.bell.ring();
     }
 
-    /// The first failure's message, once a state with `FAILED` was read
-    /// with `Acquire`.
+    /// The first failure's message, once `FAILED` was read with `Acquire`.
     fn failure(&self) -> String {
         // Acquire: pairs with the Release in `finish`.
         let message = self.failure.load(Ordering::Acquire);
         if message.is_null() {
             String::new()
         } else {
-            // SAFETY: a non-null `failure` is a leaked `Box<String>`, never
-            // changed again, and freed only by `free_failure` when nothing
-            // runs the library's code any more.
+            // SAFETY: a leaked `Box<String>`, never changed again, freed only at
+            // unload.
             unsafe { &*message }.clone()
         }
     }
@@ -231,22 +205,21 @@ impl Gate {
     ///
     /// # Safety
     ///
-    /// No thread uses the gate again (the library is being unloaded).
+    /// No thread uses the gate again (unload).
     // Only the ELF unload hook (Linux, Android) frees it.
     #[cfg_attr(not(any(target_os = "linux", target_os = "android")), allow(dead_code))]
     pub(crate) unsafe fn free_failure(&self) {
         // Relaxed: no other thread uses the gate (caller obligation).
         let message = self.failure.swap(ptr::null_mut(), Ordering::Relaxed);
         if !message.is_null() {
-            // SAFETY: a non-null `failure` is a leaked `Box<String>`, taken
-            // out of the gate just now.
+            // SAFETY: a leaked `Box<String>`, just taken out.
             drop(unsafe { Box::from_raw(message) });
         }
     }
 
-    /// The slow path: waits for the inits, or reports why the gate stays
-    /// shut. `waited` runs when the call starts to wait; `waiting_long`,
-    /// once the call has waited [`LONG_WAIT`] (never in the loom models).
+    /// The slow path: waits for the inits, or says why the gate stays shut.
+    /// `waited` runs as the call starts to wait, `waiting_long` after
+    /// [`LONG_WAIT`].
     #[cold]
     #[inline(never)]
     pub(crate) fn pass_slow(
@@ -264,9 +237,8 @@ impl Gate {
         #[cfg(callgate_loom)]
         drop(waiting_long);
         loop {
-            // The bell's count before the state: a `finish` that this read
-            // of the state misses rings after it, and the wait below then
-            // returns at once.
+            // The bell's count before the state, so a `finish` this read misses
+            // ends the wait below (see `Bell`).
             let seen = self.bell.rings();
             // Acquire: pairs with the Release RMWs in `finish`.
             let state = self.state.load(Ordering::Acquire);
@@ -297,17 +269,13 @@ impl Gate {
         }
     }
 
-    /// In a `fork` child: fails the gate from now on, when an init it waits
-    /// for has no thread to finish it here.
-    /// Only the forking thread exists in the child. `forked_by_loader`: it
-    /// is the thread that loaded the library, whose foreground inits go on;
-    /// `forked_in_background_init`: it is running a background init, which
-    /// goes on too. Every other pending init was on a thread the child does
-    /// not have. Only `fork` (unix) leaves an init behind.
+    /// In a `fork` child: fails the gate from now on if an init it waits
+    /// for has no thread to finish it here. Only the forking thread goes on:
+    /// the loading thread's foreground inits (`forked_by_loader`), or the
+    /// background init it runs (`forked_in_background_init`).
     #[cfg_attr(not(unix), allow(dead_code))]
     pub(crate) fn after_fork(&self, forked_by_loader: bool, forked_in_background_init: bool) {
-        // Relaxed: the child has one thread, and the value is this thread's
-        // own view of the parent's state at the fork.
+        // Relaxed: the child has one thread.
         let state = self.state.load(Ordering::Relaxed);
         let foreground = InitKind::Foreground.pending(state);
         let background = InitKind::Background.pending(state);
@@ -320,7 +288,7 @@ impl Gate {
     }
 
     fn is_orphaned(&self) -> bool {
-        // Acquire: pairs with the Release in `orphan`.
+        // Acquire: pairs with the Release in `after_fork`.
         self.orphaned.load(Ordering::Acquire)
     }
 

@@ -1,15 +1,11 @@
 //! Layout hints for the compiler.
 
 /// Marks the branch it is written in as rarely taken, where the compiler
-/// can (`cfg(callgate_cold_path)`, set by the build script): the code
-/// after the branch then falls through, and the branch is laid out of
-/// line.
+/// can (`cfg(callgate_cold_path)`, set by the build script), so the branch
+/// is laid out of line.
 ///
-/// Expanded where it is written, unlike [`rarely_taken`]: a call of that
-/// function reaches the compiler's layout only where the function was
-/// inlined early enough (at the MIR level), which a generic function
-/// inlined into a trampoline does not always get. Where the hint matters
-/// to a fast path's layout, this form is used.
+/// A macro, for a fast path's layout: a call of [`rarely_taken`] reaches
+/// the layout only where it was inlined early enough (at the MIR level).
 macro_rules! rarely_taken_here {
     () => {
         #[cfg(callgate_cold_path)]

@@ -12,18 +12,16 @@ use crate::{diag, hooks, stats};
 
 pub(crate) static GATE: Gate = Gate::new();
 
-/// How many inits of one library may run at the same time.
 const MAX_RUNNING_INITS: usize = 16;
 
-/// The threads running init code right now (their `pthread_self`, or 0 for
-/// a free entry): their callbacks never wait. Kept here rather than in a
-/// thread-local, so the library's thread-locals stay within 16 bytes.
+/// The threads running init code (`thread::id`, 0 for free): their calls
+/// pass the gate. Not a thread-local, to keep the library's thread-locals
+/// within 16 bytes.
 static INIT_THREADS: [AtomicUsize; MAX_RUNNING_INITS] =
     [const { AtomicUsize::new(0) }; MAX_RUNNING_INITS];
 
-/// The thread that armed the last init (its `thread::id`): the thread
-/// loading the library, which runs the foreground inits. A `fork` child
-/// forked by it finishes them; one forked by another thread cannot.
+/// The thread that armed the last init: the loading thread, which runs
+/// the foreground inits (and goes on with them in a `fork` child).
 #[cfg(unix)]
 static LOADER: AtomicUsize = AtomicUsize::new(0);
 
@@ -36,15 +34,14 @@ fn in_init() -> bool {
         .any(|entry| entry.load(Ordering::Relaxed) == id)
 }
 
-/// Marks the calling thread as running init code; returns its entry, or
-/// `None` if it already was (an init started from init code).
+/// Marks the calling thread as running init code; `None` if it already
+/// was.
 fn enter_init() -> Option<&'static AtomicUsize> {
     if in_init() {
         return None;
     }
     let id = thread_id();
-    // Relaxed: the CAS only has to claim a free entry; the entry is read
-    // back only by this thread.
+    // Relaxed: only this thread reads its entry back.
     let entry = INIT_THREADS.iter().find(|entry| {
         entry
             .compare_exchange(0, id, Ordering::Relaxed, Ordering::Relaxed)
@@ -79,10 +76,8 @@ pub fn init_state() -> InitState {
 /// counted.
 pub fn arm_init(background: bool) {
     hooks::handle_fork();
-    // Relaxed: read only in a `fork` child of this process, by the one
-    // thread there, which either is this thread (and sees its own store) or
-    // was ordered after it by whatever made it fork at this point. (Only
-    // `fork` reads it: on Windows, inside `DllMain`, nothing is recorded.)
+    // Relaxed: read only in a `fork` child, by its one thread, which is
+    // this one or was ordered after it by whatever made it fork.
     #[cfg(unix)]
     LOADER.store(thread_id(), Ordering::Relaxed);
     GATE.arm(InitKind::of(background));
@@ -123,15 +118,12 @@ pub fn run_init(name: &'static str, background: bool, init: fn() -> Result<(), F
     unsafe { start_init(name, background, init) };
 }
 
-/// Runs a foreground init on the calling thread, or starts a background
-/// one on a thread of its own.
 fn start(name: &'static str, background: bool, init: fn() -> Result<(), Failure>) {
     if !background {
         run(name, InitKind::Foreground, init);
         return;
     }
-    // A `dlclose` while the init runs must not unmap its code: the library
-    // stays loaded until the init's thread has exited.
+    // A `dlclose` meanwhile must not unmap the init's code.
     let hold = hooks::LibraryHold::take();
     let task = move || {
         run(name, InitKind::Background, init);
@@ -145,8 +137,7 @@ fn start(name: &'static str, background: bool, init: fn() -> Result<(), Failure>
     }
 }
 
-/// Inits recorded by load-time constructors and not started yet: on
-/// Windows, everything `run_init` is given.
+/// Inits recorded by load-time constructors and not started yet (Windows).
 #[cfg_attr(not(windows), allow(dead_code))]
 mod deferred {
     use std::sync::Mutex;
@@ -156,18 +147,15 @@ mod deferred {
 
     type Init = (&'static str, bool, fn() -> Result<(), Failure>);
 
-    /// Taken as a whole by the first caller of `start_all`, so each init
-    /// starts exactly once. Held only to push or take: never while an init
-    /// runs, so a constructor of a library loaded by init code cannot
-    /// deadlock on it.
+    /// Taken whole by the first `start_all`, so each init starts once; never
+    /// held while an init runs (a library loaded by init code would deadlock).
     static PENDING: Mutex<Vec<Init>> = Mutex::new(Vec::new());
 
     pub(super) fn defer(name: &'static str, background: bool, init: fn() -> Result<(), Failure>) {
         lock(&PENDING).push((name, background, init));
     }
 
-    /// Starts every deferred init: foreground ones run on the calling
-    /// thread, in load order, before this returns.
+    /// Starts every deferred init; foreground ones run here, in load order.
     #[cold]
     pub(super) fn start_all() {
         let pending = core::mem::take(&mut *lock(&PENDING));
@@ -177,9 +165,8 @@ mod deferred {
     }
 }
 
-/// Starts the inits the load-time constructors deferred (Windows): called
-/// by the first callback that finds the gate closed and by
-/// [`init_state`], outside the loader lock.
+/// Starts the deferred inits (Windows), outside the loader lock: from the
+/// first call that finds the gate closed, or [`init_state`].
 #[inline]
 fn start_deferred() {
     if cfg!(windows) {
@@ -187,19 +174,16 @@ fn start_deferred() {
     }
 }
 
-/// Starts `task` on a detached thread of its own; fails when the thread
-/// cannot be created (or its attributes set up), and then drops `task`.
-///
-/// `pthread_create` directly rather than `std::thread`: spawning through std
-/// registers a thread-local destructor on the *calling* thread (the one
-/// running `dlopen`), and glibc keeps a library loaded while such a
-/// destructor is pending, so `dlclose` could never unload it.
+/// Starts `task` on a detached thread (dropping it if that fails).
+/// `pthread_create` rather than `std::thread`, which registers a
+/// thread-local destructor on the calling (`dlopen`ing) thread: glibc
+/// keeps a library with a pending one loaded, so `dlclose` could never
+/// unload it.
 #[cfg(unix)]
 fn spawn_detached(task: Box<dyn FnOnce() + Send>) -> Result<(), std::io::Error> {
     use core::ffi::c_void;
     use core::mem::MaybeUninit;
 
-    /// A pthread return code as a `Result`.
     fn checked(rc: libc::c_int) -> Result<(), std::io::Error> {
         match rc {
             0 => Ok(()),
@@ -215,7 +199,7 @@ fn spawn_detached(task: Box<dyn FnOnce() + Send>) -> Result<(), std::io::Error> 
         core::ptr::null_mut()
     }
 
-    /// Starts a thread with the attributes `attr` running `task`.
+    /// Starts a thread with `attr` running `task`.
     ///
     /// # Safety
     ///
@@ -226,11 +210,9 @@ fn spawn_detached(task: Box<dyn FnOnce() + Send>) -> Result<(), std::io::Error> 
     ) -> Result<(), std::io::Error> {
         let arg = Box::into_raw(Box::new(task)).cast::<c_void>();
         let mut thread = MaybeUninit::<libc::pthread_t>::uninit();
-        // SAFETY:
-        // - `thread` is a valid out-pointer, `attr` an initialised
-        //   attributes object (caller obligation);
-        // - `start` has the signature `pthread_create` expects, and takes
-        //   ownership of `arg` only if the thread starts.
+        // SAFETY: `thread` is a valid out-pointer, `attr` initialised (caller
+        // obligation); `start` has the expected signature and owns `arg` only
+        // if the thread starts.
         let created =
             checked(unsafe { libc::pthread_create(thread.as_mut_ptr(), attr, start, arg) });
         if created.is_err() {
@@ -249,14 +231,12 @@ fn spawn_detached(task: Box<dyn FnOnce() + Send>) -> Result<(), std::io::Error> 
     });
     // SAFETY: `attr` was initialised above.
     let started = detached.and_then(|()| unsafe { create(attr.as_ptr(), task) });
-    // SAFETY: `attr` was initialised above and is destroyed once; a thread
-    // created with it does not depend on it.
+    // SAFETY: initialised above, destroyed once; the thread does not need
+    // it.
     let destroyed = checked(unsafe { libc::pthread_attr_destroy(attr.as_mut_ptr()) });
     started?;
     if let Err(error) = destroyed {
-        // The init runs already and will open or fail the gate itself:
-        // failing the gate here too would count its end twice. All that is
-        // lost is what the attributes held, so say so and go on.
+        // The init runs already and ends its own count: say so and go on.
         crate::diag::report(&format!(
             "callgate: pthread_attr_destroy failed after starting an init thread: {error}"
         ));
@@ -287,43 +267,33 @@ fn run(name: &'static str, kind: InitKind, init: fn() -> Result<(), Failure>) {
 }
 
 /// In a `fork` child: an init that was pending on another thread of the
-/// parent will never finish here, so the gate fails instead of making every
-/// callback wait forever. The inits the forking thread itself would run go
-/// on in the child: the one it is running, and, when it is the thread that
-/// loads the library, the foreground inits still to start.
+/// parent will never finish here, so the gate fails (`Gate::after_fork`).
 #[cfg(unix)]
 pub(crate) fn after_fork_in_child() {
     let id = thread_id();
     let forking_thread_in_init = in_init();
     // Relaxed: the child has one thread (see `arm_init`).
     let forked_by_loader = LOADER.load(Ordering::Relaxed) == id;
-    // Only this thread exists in the child: the other entries are gone.
     for entry in &INIT_THREADS {
         // Relaxed: the child has one thread.
         if entry.load(Ordering::Relaxed) != id {
             entry.store(0, Ordering::Relaxed);
         }
     }
-    // The loader runs foreground inits only, every other init thread a
-    // background one.
+    // The loader runs foreground inits only.
     GATE.after_fork(
         forked_by_loader,
         forking_thread_in_init && !forked_by_loader,
     );
 }
 
-/// Lets later calls skip the gate by opening its fast-path word
-/// ([`FastGate`]), if the gate is open. Called on a call's slow path;
-/// cheap when there is nothing to do.
+/// Opens the gate's fast-path word ([`FastGate`]) if the gate is open.
 ///
-/// The word stands for an open gate, so it must not stay open past one:
-/// an init armed after the check below closes it (`arm_init`), and one
-/// armed between the check and the opening is seen by the re-check, which
-/// closes it again. Both checks and the arm are `SeqCst`, like the opening
-/// and the closing, so the re-check cannot miss an arm whose close came
-/// first. A call that reads the word open in that short window runs as if
-/// it had passed the gate just before the arm, which any call may do
-/// anyway: an arm does not wait for calls already running.
+/// The word must not stay open past the gate: an init armed after the
+/// check closes it (`arm_init`), and one armed before the opening is seen
+/// by the re-check. All of these are `SeqCst`, so the re-check cannot miss
+/// an arm whose close came first. A call that reads the word open in that
+/// window runs as if it passed the gate just before the arm, as any may.
 #[inline]
 pub(crate) fn open_fast_path() {
     if FastGate::is_shut() {
@@ -342,9 +312,7 @@ fn open_fast_path_slow() {
     }
 }
 
-/// The gate's slow path, for the callback `name`: init code passes at
-/// once, others wait or fail. A call that waits long says so, once
-/// ([`report_long_wait`]).
+/// The gate's slow path: init code passes at once, others wait or fail.
 #[cold]
 #[inline(never)]
 pub(crate) fn pass_gate_slow(name: &str, policy: GatePolicy) -> Result<(), Closed> {
@@ -355,11 +323,9 @@ pub(crate) fn pass_gate_slow(name: &str, policy: GatePolicy) -> Result<(), Close
     GATE.pass_slow(policy, stats::record_gate_wait, || report_long_wait(name))
 }
 
-/// Says on standard error, the first time in this copy of the runtime
-/// (one per library), that a call of the callback `name` has waited
+/// Says once per copy of the runtime that a call of `name` has waited
 /// [`LONG_WAIT`](crate::gate::LONG_WAIT) at the gate: an init that waits
-/// for a thread calling a gated callback waits for good (see the guide's
-/// Known limits), and a hung process should say why.
+/// for such a call waits for good, and a hung process should say why.
 #[cold]
 fn report_long_wait(name: &str) {
     static REPORTED: AtomicBool = AtomicBool::new(false);

@@ -1,23 +1,14 @@
 //! The per-thread last error that C reads after a callback failed.
 //!
-//! It lives in its own thread-local rather than in the thread's context: an
-//! `attach = per_call` callback hands its context back before C gets to read
-//! the message. Like `errno`, it is set by a failing call and not cleared by
-//! a successful one.
+//! Its own thread-local rather than in the thread's context: a per-call
+//! callback hands its context back before C reads the message. Like
+//! `errno`, a failing call sets it and a successful one leaves it.
 //!
-//! The thread-local is a bare pointer without a destructor, so the message
-//! can be set and read at any point of thread teardown — including from
-//! pthread key destructors, after Rust's own thread-local destructors ran
-//! (a `thread_local!` with a destructor would register a new one then,
-//! which glibc never runs: a leak per thread). The message is freed by the
-//! runtime's pthread key destructor, which setting a message arms for
-//! threads that are not bound — again if the destructor already ran on the
-//! exiting thread: glibc then runs it in its next round, up to
-//! `PTHREAD_DESTRUCTOR_ITERATIONS` (4) rounds, so only a message set by
-//! another key's destructor in the last round is not freed.
-//!
-//! Messages are also linked into [`messages`], so
-//! unloading the library frees those of threads that outlive it.
+//! The thread-local is a bare pointer without a destructor, so it works at
+//! any point of thread teardown; the runtime's key destructor frees the
+//! message (setting one arms it). Messages are also linked into
+//! [`messages`], so unloading the library frees those of threads that
+//! outlive it.
 
 use core::cell::Cell;
 use core::ffi::{c_char, c_int};
@@ -25,23 +16,19 @@ use core::ffi::{c_char, c_int};
 use crate::messages::{self, Message};
 
 thread_local! {
-    /// A message from `messages::insert`, or null.
     static LAST_ERROR: Cell<*mut Message> = const { Cell::new(core::ptr::null_mut()) };
 }
 
-/// Runs `f` on the calling thread's message.
 fn with_message<R>(f: impl FnOnce(Option<&str>) -> R) -> R {
     let message = LAST_ERROR.with(Cell::get);
     if message.is_null() {
         return f(None);
     }
-    // SAFETY: a non-null pointer is a live message owned by this thread's
-    // slot; it is freed only by `discard` (or by the unload, once no thread
-    // runs the library's code), which no code inside `f` reaches.
+    // SAFETY: a live message owned by this thread's slot, freed only by
+    // `discard` (or at unload), which `f` does not reach.
     f(Some(unsafe { &*message }.text()))
 }
 
-/// Replaces the calling thread's message, freeing the old one.
 fn replace(message: Option<String>) {
     discard();
     let Some(message) = message else { return };
@@ -51,13 +38,12 @@ fn replace(message: Option<String>) {
     crate::hooks::arm_exit_hook();
 }
 
-/// Frees the calling thread's message: it is being replaced, or the thread
-/// is exiting (the runtime's key destructor).
+/// Frees the calling thread's message (replaced, or the thread exits).
 pub(crate) fn discard() {
     let old = LAST_ERROR.with(|slot| slot.replace(core::ptr::null_mut()));
     if !old.is_null() {
-        // SAFETY: the slot owned `old`, a message from `messages::insert`,
-        // and no longer refers to it.
+        // SAFETY: the slot owned `old`, from `messages::insert`, and no longer
+        // refers to it.
         unsafe { messages::free(old) };
     }
 }

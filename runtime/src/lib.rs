@@ -147,13 +147,10 @@
 #[macro_use]
 extern crate callgate_macros;
 
-/// Defines the hidden assembly function `$name` that makes one call on a
-/// stack aligned to 16 bytes, for callers that cannot promise the ABI's
-/// alignment (the TLS descriptor's call from `asm!` blocks, a key
-/// destructor started on a misaligned stack): it saves `rbp`, rounds the
-/// stack pointer down, runs `$body` (which makes the call), and restores
-/// the stack, with unwind information for each step. The argument
-/// registers pass through untouched; `$operand`s are `global_asm!`'s.
+/// Defines the hidden assembly function `$name`, which runs `$body` (a
+/// call) on a stack aligned to 16 bytes, for callers that cannot promise
+/// the ABI's alignment, with unwind information for each step. The
+/// argument registers pass through; `$operand`s are `global_asm!`'s.
 #[cfg(all(target_arch = "x86_64", target_os = "linux", not(callgate_loom)))]
 macro_rules! aligned_call_function {
     ($name:literal, [$($body:literal),+ $(,)?] $(, $($operand:tt)+)?) => {

@@ -2,30 +2,18 @@
 //! without it being part of the C signature.
 //!
 //! Every `Local` type gets a small index, the same for every callback of
-//! this copy of the runtime that asks for it ([`registry`]). Each context
-//! keeps its values in a table at those indices ([`Locals`]). A callback
-//! finds its index in a [`LocalKey`], a `static` its expansion declares,
-//! so a lookup is a key load, a shift, a bounds check, a table load and
-//! one compare of the slot's state word ([`Locals::get`]). Assigning an
-//! index, creating a value, running `bind` and reporting a value in use
-//! are cold.
+//! this copy of the runtime ([`registry`]); each context keeps its values
+//! in a table at those indices ([`Locals`]), and a callback finds its
+//! index in a [`LocalKey`] `static`.
 //!
-//! A call holds the value it took, so that a nested call cannot take it
-//! too, in one of two places:
+//! A call holds the value it took, so a nested call cannot take it too:
+//! the fast path's outermost call on an idle context in the context's
+//! entry word ([`Locals::get_ready`], [`holding`]; functions that must
+//! know whether a value is free take that index as `held`), any other call
+//! in the slot's state word with who it is ([`Holder`]), until its
+//! [`LocalRef`] drops or a later lookup finds it gone.
 //!
-//! * The outermost call of an idle context, which the trampoline's fast
-//!   path serves, records the value's index in the context's entry word,
-//!   in the store that records the call itself ([`Locals::get_ready`]).
-//!   No store to the slot, whose address takes two dependent loads. The
-//!   key holds that entry word already ([`holding`]). The functions that
-//!   must know whether a value is free take its index as `held`.
-//! * Any other call records its depth in the slot's state word, and who
-//!   it is ([`Holder`]). Its [`LocalRef`] ends the hold when it drops, or
-//!   a later lookup finds the call certainly gone (`Holder::is_gone`).
-//!
-//! Only the registry and the keys are shared between threads (their
-//! modules justify the orderings). Everything else belongs to the
-//! context's thread: plain fields.
+//! Only the registry and the keys are shared between threads.
 
 mod borrow;
 mod holder;

@@ -1,20 +1,15 @@
-//! Every last-error message the threads of this copy of the runtime hold,
-//! in one list, so unloading the library can free the messages of threads
-//! that outlive it.
-//!
-//! A message is owned by its thread's last-error slot; the list only lets
-//! the unload find it. The list is a doubly-linked list under a spin lock:
-//! it is touched only when a message is set or freed (the error path) and
-//! at unload. A `fork` cannot leave the child the lock held by a thread it
-//! does not have: the fork handlers of [`hooks`](crate::hooks) take the
-//! lock before `fork` and release it in both processes after.
+//! Every last-error message of this copy of the runtime, in one list, so
+//! unloading the library can free those of threads that outlive it. A
+//! message is owned by its thread's slot; the list only lets the unload
+//! find it. A doubly-linked list under a spin lock, touched only on the
+//! error path; the fork handlers ([`hooks`](crate::hooks)) hold the lock
+//! across `fork`.
 
 use core::cell::UnsafeCell;
 use core::ptr;
 
 use crate::sync::{AtomicBool, Ordering};
 
-/// A message and its links in the list.
 pub(crate) struct Message {
     text: String,
     prev: *mut Message,
@@ -22,7 +17,6 @@ pub(crate) struct Message {
 }
 
 impl Message {
-    /// The message's text.
     pub(crate) fn text(&self) -> &str {
         &self.text
     }
@@ -30,12 +24,12 @@ impl Message {
 
 struct List {
     locked: AtomicBool,
-    /// The first message, or null; read and written only under `locked`.
+    /// The first message, or null; only under `locked`.
     head: UnsafeCell<*mut Message>,
 }
 
-// SAFETY: `head` and the links of the messages are accessed only under the
-// spin lock; the texts are owned by the threads that hold the messages.
+// SAFETY: `head` and the links are accessed only under the spin lock;
+// the texts are owned by the messages' threads.
 unsafe impl Sync for List {}
 
 static LIST: List = List {
@@ -43,10 +37,8 @@ static LIST: List = List {
     head: UnsafeCell::new(ptr::null_mut()),
 };
 
-/// Takes the list's lock.
 pub(crate) fn lock() {
-    // Acquire: pairs with the Release in `unlock`, so the previous holder's
-    // changes to the links are visible.
+    // Acquire: pairs with the Release in `unlock`.
     while LIST
         .locked
         .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
@@ -56,15 +48,14 @@ pub(crate) fn lock() {
     }
 }
 
-/// Releases the list's lock, taken by `lock` on this thread (or, in a
-/// `fork` child, by the forking thread in the parent).
+/// Releases the lock `lock` took (in a `fork` child, the parent's).
 pub(crate) fn unlock() {
-    // Release: publishes the changes to the links to the next holder.
+    // Release: pairs with the Acquire in `lock`.
     LIST.locked.store(false, Ordering::Release);
 }
 
-/// Allocates a message holding `text` and links it into the list; the
-/// caller owns it and frees it with [`free`].
+/// Allocates a linked message holding `text`; the caller owns it and
+/// frees it with [`free`].
 pub(crate) fn insert(text: String) -> *mut Message {
     let message = Box::into_raw(Box::new(Message {
         text,
@@ -72,8 +63,8 @@ pub(crate) fn insert(text: String) -> *mut Message {
         next: ptr::null_mut(),
     }));
     lock();
-    // SAFETY: the lock is held, so `head` and the links are ours; `message`
-    // is a fresh box and the old head (if any) a live linked message.
+    // SAFETY: under the lock; `message` is fresh, the old head (if any)
+    // live and linked.
     unsafe {
         let head = *LIST.head.get();
         (*message).next = head;
@@ -91,11 +82,11 @@ pub(crate) fn insert(text: String) -> *mut Message {
 /// # Safety
 ///
 /// `message` came from `insert`, was not freed since, and the caller owns
-/// it (nothing uses it afterwards).
+/// it and gives it up.
 pub(crate) unsafe fn free(message: *mut Message) {
     lock();
-    // SAFETY: the lock is held; `message` is a live linked message (caller
-    // obligation), and so are its neighbours.
+    // SAFETY: under the lock; `message` and its neighbours are live and
+    // linked (caller obligation).
     unsafe {
         let (prev, next) = ((*message).prev, (*message).next);
         if prev.is_null() {
@@ -108,30 +99,26 @@ pub(crate) unsafe fn free(message: *mut Message) {
         }
     }
     unlock();
-    // SAFETY: unlinked above, so the list no longer refers to it; the
-    // caller gives it up.
+    // SAFETY: unlinked above; the caller gives it up.
     drop(unsafe { Box::from_raw(message) });
 }
 
-/// Frees every message in the list: the library is being unloaded, so no
-/// thread will read its message again.
+/// Frees every message: the library is being unloaded.
 ///
 /// # Safety
 ///
-/// No thread runs the library's code any more, and none will until it is
-/// unloaded: the pointers the threads' slots hold are never used again.
-// Only the ELF unload hook (Linux, Android) frees the pool and the
-// messages.
+/// No thread runs the library's code, now or until it is unloaded: the
+/// slots' pointers are never used again.
+// Only the ELF unload hook (Linux, Android) frees the messages.
 #[cfg_attr(not(any(target_os = "linux", target_os = "android")), allow(dead_code))]
 pub(crate) unsafe fn free_all() {
     lock();
-    // SAFETY: the lock is held; every linked message is live, and no thread
-    // uses its message any more (caller obligation).
+    // SAFETY: under the lock; every linked message is live and unused
+    // (caller obligation).
     let mut message = unsafe { LIST.head.get().replace(ptr::null_mut()) };
     unlock();
     while !message.is_null() {
-        // SAFETY: a live message no thread uses, unlinked from the list
-        // above (the whole chain was taken).
+        // SAFETY: live, unused, and the whole chain was taken above.
         let boxed = unsafe { Box::from_raw(message) };
         message = boxed.next;
     }

@@ -1,14 +1,7 @@
-//! Runtime settings from the `CALLGATE` environment variable, read once.
-//!
-//! `CALLGATE` is a comma-separated list of `key=value` pairs, like Go's
-//! `GODEBUG`: `attach=bound|per_call`, `panic=catch|quiet|abort`. Unknown
-//! keys and values are reported once on standard error and ignored.
-//!
-//! `panic=quiet` needs a panic hook, which the boundary installs once the
-//! settings ask for it (`boundary::quiet_panics_if_asked`).
-//!
-//! The value is read on first use and cached; [`crate::env`] updates the
-//! cache when the program sets, removes or clears the variable through it.
+//! Runtime settings from the `CALLGATE` environment variable (see
+//! [`crate::settings()`]), read on first use and cached; [`crate::env`]
+//! updates the cache. `panic=quiet` needs a panic hook, which the boundary
+//! installs (`boundary::quiet_panics_if_asked`).
 
 use std::ffi::OsStr;
 
@@ -124,8 +117,7 @@ impl Settings {
 /// The settings in force, reading `CALLGATE` on first use.
 #[inline]
 pub(crate) fn current() -> Settings {
-    // Relaxed: the settings are a self-contained value; no other memory is
-    // published with them.
+    // Relaxed: a self-contained value, publishing nothing.
     match CURRENT.load(Ordering::Relaxed) {
         UNREAD => load(),
         bits => Settings::decode(bits),
@@ -135,9 +127,8 @@ pub(crate) fn current() -> Settings {
 #[cold]
 fn load() -> Settings {
     let read = parse_and_report(std::env::var_os(VAR).as_deref());
-    // Relaxed: see `current`. Only `UNREAD` is replaced, so when
-    // `env::set_var` stored settings while we were reading, its newer value
-    // wins whichever order the two reached the cache in.
+    // Relaxed: see `current`. Only `UNREAD` is replaced, so settings that
+    // `env::set_var` stored meanwhile win.
     match CURRENT.compare_exchange(UNREAD, read.encode(), Ordering::Relaxed, Ordering::Relaxed) {
         Ok(_) => read,
         Err(bits) => Settings::decode(bits),
@@ -159,8 +150,8 @@ pub(crate) fn reset_to_default() {
     CURRENT.store(Settings::default().encode(), Ordering::Relaxed);
 }
 
-/// Parses a value of `CALLGATE`; the first malformed value of the process
-/// is reported on standard error, the rest silently ignored.
+/// Parses a value of `CALLGATE`, reporting the process's first malformed
+/// value on standard error.
 fn parse_and_report(value: Option<&OsStr>) -> Settings {
     let (settings, problems) = match value {
         None => (Settings::default(), Vec::new()),

@@ -1,68 +1,33 @@
 //! Telling which calls recorded as running on a thread still have frames,
-//! so the runtime survives calls that never return: C that `longjmp`s out
-//! of a callback (the error handling of libpng, libjpeg, Lua …), a forced
-//! unwind (`pthread_exit`, cancellation) or a foreign exception that skips
-//! the callback's Rust frames.
+//! so the runtime survives calls that never return: a `longjmp` out of a
+//! callback (libpng, Lua …), a forced unwind or a foreign exception.
 //!
 //! Every call writes a *token* into an [`Anchor`], a word in the
-//! trampoline's own frame, and the context records where that word is and
-//! what it holds: a [`Mark`]. A running call's anchor is never written by
-//! anything else, so **a mark whose word no longer holds its token belongs
-//! to a frame that is gone**: its memory was reused.
+//! trampoline's frame, and the context records where that word is and
+//! what it holds: a [`Mark`]. Nothing else writes a running call's anchor,
+//! so **a mark whose word no longer holds its token belongs to a frame that
+//! is gone**. Nested calls' tokens are unique ([`nested_token_block`]);
+//! outermost calls share the context's token until one may leave its mark
+//! behind (see `Context::advance`), so the fast path only reads it.
 //!
-//! A nested call's token is new, and no other call in the process has it
-//! (a count of the context's nested calls, in blocks the contexts take
-//! from one shared count: [`nested_token_block`]).
-//! An outermost call's is the context's outermost token, which calls that
-//! follow one another share for as long as each leaves nothing behind
-//! that keeps its mark: the token advances before the next outermost call
-//! wherever one may have — a call still recorded as running when the next
-//! one starts (abandoned), a call inside which a nested call started or a
-//! `#[local]` value was looked up (a hold that may outlive it: the token
-//! advances then and there, the running call keeping its own), and the
-//! context changing hands. So a mark that is still checked never shares
-//! its token with a later call of the context, and the fast path reads the
-//! token without writing it.
-//!
-//! Where nothing can read the token or the mark before the call returns
-//! (a body that calls and writes nothing the compiler cannot see), the
-//! compiler drops both (see `context::Running`): no call can start inside
-//! that call, and its frame cannot be abandoned.
-//!
-//! Marks are only checked when a call starts while others are recorded as
-//! running (the cold nested entry), and only marks at or below the new
-//! call's own anchor are candidates: a running outer call on the same
-//! stack is always strictly above its nested calls, so the marks above are
-//! the normal nesting and cost nothing. A candidate is gone when
-//!
-//! 1. its token was overwritten (its memory was reused: true whatever
-//!    stack it is on), or
-//! 2. it and the new call are both on the thread's own stack (the bounds
-//!    `pthread_getattr_np` reports): a running call there would be above
-//!    the new one, so a call at or below it has no frame left.
-//!
-//! Any other candidate is kept (treated as running): it may be live on
-//! another stack (`swapcontext`, a signal stack), and declaring a live
-//! frame gone would hand out a second `&mut` to a `#[local]` value. That
-//! is the case of a host that abandons a callback running on a coroutine
-//! stack and calls again from another stack: the abandoned call stays
-//! recorded until a call that encloses it returns (`leave` restores the
-//! depth that call started at) or the thread exits (the key destructor
-//! forgets every call: no frame of an exiting thread remains), and its
-//! `#[local]` values report "already in use" meanwhile.
-//!
-//! Rule 2 assumes that a stack switched to from inside a callback is not
-//! carved out of the thread's own stack *above* that callback (a
-//! `makecontext` stack in an array of a frame further up): such a stack
-//! must not call back while the callback below it is suspended.
+//! Marks are checked only when a call starts while others are recorded,
+//! and only those at or below the new call's anchor. Such a mark is gone
+//! when (1) its token was overwritten, or (2) it and the new call are both
+//! on the thread's own stack (`pthread_getattr_np`), where a running call
+//! would be above. Any other is kept: it may be live on another stack
+//! (`swapcontext`, a signal stack), and declaring a live frame gone would
+//! hand out a second `&mut` to a `#[local]` value; it stays recorded until
+//! a call that encloses it returns or the thread exits. Rule 2 assumes no
+//! stack switched to from a callback is carved out of the thread's own
+//! stack above it.
 
 use core::cell::{Cell, UnsafeCell};
 use core::mem::MaybeUninit;
 
 use crate::sync::{AtomicU64, Ordering};
 
-/// A word in a call's frame holding that call's token. Uninitialised until
-/// [`mark`](Anchor::mark) writes it: no store is spent on a placeholder.
+/// A word in a call's frame holding that call's token; uninitialised until
+/// [`mark`](Anchor::mark) writes it.
 pub(crate) struct Anchor(UnsafeCell<MaybeUninit<u64>>);
 
 impl Anchor {
@@ -75,11 +40,8 @@ impl Anchor {
     #[hot_path]
     pub(crate) fn mark(&self, token: u64) -> Mark {
         let word = self.0.get().cast::<u64>();
-        // SAFETY: `word` points to this anchor's own word. A plain write:
-        // the address escapes into the context, so the token is in memory
-        // before any call that could read it (`read_word`, from a nested
-        // callback); where nothing can, the compiler may drop it (see
-        // `context::Running`).
+        // SAFETY: this anchor's own word. A plain write: the address escapes
+        // into the context, so the token is in memory before anything reads it.
         unsafe { word.write(token) };
         Mark {
             address: word.expose_provenance(),
@@ -87,12 +49,9 @@ impl Anchor {
         }
     }
 
-    /// The mark of the running call whose anchor this is, for a
-    /// `#[local]` value it takes through the slot's state (see
-    /// [`Mark::holder_is_gone`]). The token goes to memory again with a
-    /// volatile write: the compiler may have dropped the call's own write
-    /// (see `context::Running`), and the hold is checked against it by
-    /// calls the compiler does not see coming (a signal handler's).
+    /// The running call's mark, for a `#[local]` value it takes through the
+    /// slot's state. Written again, volatile: the compiler may have dropped
+    /// the first write (`context::Running`), and a signal handler may check.
     ///
     /// # Safety
     ///
@@ -106,14 +65,9 @@ impl Anchor {
         mark
     }
 
-    /// The mark [`mark`](Anchor::mark) made, read back: for something the
-    /// running call takes that outlives it if the call is abandoned (a
-    /// `Closure::new` turn; see `Frame::mark`). Unlike
-    /// [`holder_mark`](Anchor::holder_mark) it does not write the token
-    /// again: where the compiler dropped the call's own write, nothing the
-    /// call runs can leave it (abandon it, or suspend it on another stack)
-    /// without the compiler seeing a call out, so whenever the mark is
-    /// checked while its call has a frame, the token is in memory.
+    /// The running call's mark, read back, for a `Closure::new` turn. Not
+    /// written again: where the compiler dropped the write, the call cannot be
+    /// abandoned or suspended without a call it sees.
     ///
     /// # Safety
     ///
@@ -137,45 +91,34 @@ pub(crate) struct Mark {
 }
 
 impl Mark {
-    /// The mark of a call whose anchor is at `address` and holds `token`.
     pub(crate) const fn new(address: usize, token: u64) -> Mark {
         Mark { address, token }
     }
 
-    /// Where the anchor is.
     pub(crate) const fn address(self) -> usize {
         self.address
     }
 
-    /// The token the call wrote there.
     pub(crate) const fn token(self) -> u64 {
         self.token
     }
 
     /// True when the call that made this mark certainly has no frame left,
-    /// seen from a new call marked `current` (the rules of the module).
+    /// seen from a new call marked `current` (the module's rules).
     pub(crate) fn is_gone(self, current: Mark, stack: &ThreadStack) -> bool {
-        // Address 0: the outermost call's mark as a call's leave clears it
-        // (`context::Running`). A call recorded as running with it is one
-        // that a signal handler's call interrupted after it recorded its
-        // mark and before its entry word: the handler's call found the
-        // context idle, and its leave cleared the mark. That call is
-        // running, and is kept.
+        // Address 0: a leave cleared it, so a signal handler's call interrupted
+        // this one before its entry: it runs.
         if self.address > current.address || self.address == 0 {
             return false;
         }
-        // On a coroutine's stack, which the host may have freed since a
-        // call there was abandoned (a `longjmp` out of it, then the
-        // coroutine's end): its word cannot be read, and the call cannot be
-        // told from a suspended one. It is kept.
+        // A coroutine's stack may have been freed: kept.
         if stack.is_elsewhere(self.address) {
             return false;
         }
         crate::valgrind::mark_defined(self.address, 8);
-        // SAFETY: the address is a word that was an anchor, on the thread's
-        // own stack, which stays mapped while the thread runs, or (off
-        // Linux, where the bounds are unknown) on a stack the contract
-        // keeps mapped while the thread calls back (see Known limits).
+        // SAFETY: the address was an anchor on the thread's own stack, mapped
+        // while the thread runs, or (bounds unknown) on a stack the contract
+        // keeps mapped while the thread calls back (Known limits).
         if unsafe { read_word(self.address) } != self.token {
             return true;
         }
@@ -184,24 +127,10 @@ impl Mark {
 }
 
 impl Mark {
-    /// True when the call that made this mark, and took a `#[local]`
-    /// value through the slot's state, certainly has no frame left, seen
-    /// from a running call marked `current` that asks for the value.
-    ///
-    /// A hold outlives the record of its call: a call that returns forgets
-    /// the calls recorded deeper than it, and on one thread with several
-    /// stacks a call it forgets may be suspended rather than gone (green
-    /// threads: a callback on one coroutine stack returns while one that
-    /// started after it on another is suspended). So the holder is judged
-    /// by its own mark alone, and only where its word can be read whatever
-    /// happened since: on the thread's own stack, which stays mapped (a
-    /// coroutine's stack may have been freed with the coroutine). There it
-    /// is gone when it lies below `current` on that stack (a running
-    /// call's frame is above every frame the thread has since left), or
-    /// when its token was overwritten. A holder elsewhere, or anywhere
-    /// where the thread's stack bounds are unknown (off Linux), is kept:
-    /// its value is "already in use" until its `LocalRef` drops or the
-    /// thread exits.
+    /// True when the call that made this mark, holding a `#[local]` value
+    /// through the slot's state, certainly has no frame left, seen from the
+    /// asking call `current`. Judged by its own mark, on the thread's own stack
+    /// only (a coroutine's may be freed): below `current`, or overwritten.
     pub(crate) fn holder_is_gone(self, current: Mark, stack: &ThreadStack) -> bool {
         if !stack.contains(self.address) {
             return false;
@@ -210,46 +139,29 @@ impl Mark {
             return true;
         }
         crate::valgrind::mark_defined(self.address, 8);
-        // SAFETY: an anchor's address on the thread's own stack, which
-        // stays mapped while the thread runs; 8-byte aligned (an `u64`).
+        // SAFETY: an aligned anchor address on the thread's own stack, mapped
+        // while the thread runs.
         unsafe { read_word(self.address) != self.token }
     }
 }
 
-/// How many nested tokens a context hands out from one block: a count no
-/// context reaches in the life of a process.
+/// Nested tokens per block: more than a context uses in a process's life.
 pub(crate) const NESTED_TOKEN_BLOCK: u64 = 1 << 32;
 
-/// The start of the next block of nested tokens (see
-/// [`nested_token_block`]).
 static NESTED_TOKEN_BLOCKS: AtomicU64 = AtomicU64::new(NESTED_TOKEN_BLOCK);
 
-/// A block of nested-call counts for a context that used up its own (or
-/// has none yet): `start + 1` up to the next multiple of
-/// [`NESTED_TOKEN_BLOCK`], from `start`, a non-zero multiple of it above
-/// every block taken before. So a context's counts keep growing and no
-/// two contexts share one.
+/// The start of a new block of nested-call counts, above every block taken
+/// before: a context's counts grow, and no two contexts share one.
 pub(crate) fn nested_token_block() -> u64 {
-    // Relaxed: only the count's uniqueness matters, which every
-    // read-modify-write of it gives.
+    // Relaxed: only uniqueness matters.
     NESTED_TOKEN_BLOCKS.fetch_add(NESTED_TOKEN_BLOCK, Ordering::Relaxed)
 }
 
-/// The tokens of the last nested calls that a context found certainly
-/// gone while they were still recorded as running: calls abandoned by a
-/// `longjmp` or an exception inside their body, which never returned. A
-/// nested token is unique in the process (see [`nested_token_block`]), so
-/// a token found here names one call, which ended nothing it held: a
-/// `Closure::new` turn it took is still its own (see
-/// `closure::turn_holder_is_gone`).
-///
-/// Two of them (a node has no room for more: see `context`), the older
-/// one forgotten first: the call that took a turn is usually the last one
-/// a jump abandoned, or the one before.
-///
-/// Written and read by the context's owner only, and by signal handlers'
-/// calls on it: a claim is one compare-and-swap, so that two calls of the
-/// thread cannot both claim one token.
+/// The tokens of the last two nested calls a context found gone while
+/// still recorded as running. A nested token names one call, which ended
+/// nothing it held: a `Closure::new` turn it took is still its own
+/// (`closure::turn_holder_is_gone`). Claimed with a compare-and-swap, as
+/// a signal handler's call may claim too.
 pub(crate) struct GoneCalls([AtomicU64; 2]);
 
 impl GoneCalls {
@@ -257,13 +169,10 @@ impl GoneCalls {
         GoneCalls(Default::default())
     }
 
-    /// Remembers that the nested call whose token is `token` is certainly
-    /// gone. (Only nested tokens: an outermost call's is shared by the
-    /// calls that follow it, so it names no one call.)
+    /// Remembers the nested call `token` as gone, over the older of the two.
     pub(crate) fn remember(&self, token: u64) {
-        // Relaxed, here and in the stores: only calls of this thread read
-        // the words (see `claim`). Counts grow, so the smaller token is
-        // the older call's.
+        // Relaxed: only this thread's calls read the words. Counts grow, so the
+        // smaller token is the older call's.
         let [first, second] = &self.0;
         let slot = if first.load(Ordering::Relaxed) <= second.load(Ordering::Relaxed) {
             first
@@ -273,11 +182,10 @@ impl GoneCalls {
         slot.store(token, Ordering::Relaxed);
     }
 
-    /// True, and forgotten, if `token` is that of a call remembered gone.
+    /// True, and forgotten, if `token` is remembered gone.
     pub(crate) fn claim(&self, token: u64) -> bool {
-        // Acquire: what the caller reads after its claim (a turn's state)
-        // is read after it, also as a signal handler's call on this
-        // thread may see it.
+        // Acquire: the caller's reads after its claim (a turn's state) stay
+        // after it.
         token != 0
             && self.0.iter().any(|remembered| {
                 remembered
@@ -288,9 +196,8 @@ impl GoneCalls {
 }
 
 /// How many of the calls recorded as running (`recorded`, outermost first)
-/// may still be running, seen from a new call marked `current`: the calls
-/// before the first one that is certainly gone. A call nested in a gone
-/// call is gone too, so the ones after it are dropped with it.
+/// come before the first one certainly gone: those after it are nested in
+/// it, and gone too.
 pub(crate) fn live_calls(
     recorded: impl Iterator<Item = Mark>,
     current: Mark,
@@ -306,10 +213,7 @@ pub(crate) fn live_calls(
     live
 }
 
-/// The bounds of the owning thread's own stack, looked up on first need
-/// (for the main thread glibc reads `/proc/self/maps`, musl probes the
-/// mapping) and kept until the
-/// context serves another thread.
+/// The owning thread's stack bounds, looked up on first need.
 pub(crate) struct ThreadStack(Cell<Option<(usize, usize)>>);
 
 impl ThreadStack {
@@ -317,7 +221,6 @@ impl ThreadStack {
         ThreadStack(Cell::new(None))
     }
 
-    /// Forgets the bounds: the context serves a new thread.
     pub(crate) fn forget(&self) {
         self.0.set(None);
     }
@@ -327,16 +230,14 @@ impl ThreadStack {
         (low..high).contains(&address)
     }
 
-    /// True when the bounds are known and `address` lies outside them: on
-    /// another stack of the thread (a coroutine's), which may have been
-    /// freed since.
+    /// True when the bounds are known and `address` is outside them: another
+    /// stack of the thread, which may have been freed.
     pub(crate) fn is_elsewhere(&self, address: usize) -> bool {
         let (low, high) = self.bounds();
         low < high && !(low..high).contains(&address)
     }
 
-    /// `[low, high)`, looked up on first need; `(0, 0)` where the C
-    /// library cannot tell.
+    /// `[low, high)`; `(0, 0)` where the C library cannot tell.
     fn bounds(&self) -> (usize, usize) {
         match self.0.get() {
             Some(bounds) => bounds,
@@ -354,8 +255,7 @@ impl ThreadStack {
 mod imp {
     use core::mem::MaybeUninit;
 
-    /// `[low, high)` of the calling thread's stack, or `None` if the C
-    /// library cannot tell.
+    /// `[low, high)` of the calling thread's stack, if the C library tells.
     pub(super) fn thread_stack() -> Option<(usize, usize)> {
         let mut attr = MaybeUninit::<libc::pthread_attr_t>::uninit();
         // SAFETY: `attr` is a valid out-pointer; on success it is

@@ -1,12 +1,10 @@
 //! The synchronisation primitives the concurrent parts of the runtime use.
 //!
-//! Under `cfg(callgate_loom)` they are `loom`'s model-checked versions, so the
-//! gate, the free list, [`Turn`] and [`Hazard`] (built on them) can be explored
-//! exhaustively by the loom models in `loom_models.rs`; otherwise they are
-//! `core`/`std`'s.
+//! Under `cfg(callgate_loom)` they are `loom`'s, so the loom models
+//! (`loom_models.rs`) explore the gate, the free list, [`Turn`] and
+//! [`Hazard`]; otherwise `core`/`std`'s.
 
-// Used by the closures and contexts, which loom builds leave out, and by
-// loom models.
+// Closures and contexts use it (not in loom builds), and the models.
 #[cfg(any(not(callgate_loom), test))]
 mod hazard;
 #[cfg(not(callgate_loom))]
@@ -30,8 +28,7 @@ pub(crate) use turn::{is_orphaned, orphan_marks};
 
 #[cfg(callgate_loom)]
 pub(crate) use loom::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
-// Only `Turn` and `Hazard` use it, which loom builds have only in their
-// tests.
+// Only `Turn` and `Hazard` use it, in loom builds only in their tests.
 #[cfg(all(callgate_loom, test))]
 pub(crate) use loom::sync::atomic::AtomicUsize;
 
@@ -45,11 +42,8 @@ pub(crate) use core::sync::atomic::{
 #[cfg(not(callgate_loom))]
 pub(crate) use std::sync::Mutex;
 
-/// A value on cache lines of its own: 128 bytes (the unit the adjacent-line
-/// prefetcher fetches) aligned, so that no other data shares its line pair.
-/// For a word that threads write (a compare-and-swap on a free list's head):
-/// sharing its line would make every such write cost readers of the other
-/// data a fetch from the writer's CPU.
+/// A value with its 128-byte line pair to itself, for a word that threads
+/// write (a free list's head), so its writes cost no reader of other data.
 #[repr(C, align(128))]
 pub(crate) struct OwnLines<T>(pub(crate) T);
 

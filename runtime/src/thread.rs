@@ -1,28 +1,14 @@
 //! Threads and their contexts: what the calling thread's slot holds, and
 //! how a context comes to serve a thread and leaves it again.
 //!
-//! A thread's first call pops a context (or allocates one) and stores it in
-//! the thread's [`tls`] slot, which has no destructor — so the fast path is
-//! one thread-local load and works at any point of thread teardown — and
-//! arms the thread's exit hook ([`hooks`]: a pthread key's destructor, or
-//! on Windows a fiber-local-storage callback), which releases the context
-//! when the thread exits. A thread that calls back *after* that release
-//! (from another key's destructor, say) is served per call: it gets a
-//! context for the duration of the outermost call only, so nothing leaks.
+//! A thread's first call stores a context in the thread's [`tls`] slot and
+//! arms its exit hook ([`hooks`]), which releases the context. The slot has
+//! no destructor, so it works throughout thread teardown; a thread that
+//! calls back after its release is served per call. Functions that act on
+//! a context as its owner are `unsafe`: callers vouch it is theirs.
 //!
-//! A per-call context released on a thread stays in that thread's slot,
-//! [cached](CACHES) for its next per-call attach, which then costs no
-//! atomic operation.
-//!
-//! Here: the slot's values, and the per-call fast path's take from the
-//! cache and release to it. `attach.rs`: binding a thread, on the slow
-//! path. `release.rs`: the release after an outermost per-call call, and
-//! at thread exit. `orphans.rs`: the contexts a `fork` left without a
-//! thread, and the pool at unload.
-//!
-//! A context belongs to the thread it serves: the functions that act on it
-//! as its owner are `unsafe`, and their callers vouch that the context is
-//! the calling thread's.
+//! Here: the slot's values and the per-call cache; `attach`, `release`,
+//! and `orphans` (contexts a `fork` left without a thread).
 
 use core::ptr;
 
@@ -43,37 +29,22 @@ pub(crate) use orphans::reclaim_orphans;
 use release::release;
 pub(crate) use release::{leave, release_at_exit};
 
-/// The slot's value once the key destructor released the thread's bound
-/// context: the thread is exiting, so later calls are served per call.
-/// Also once a call returned on a thread that has no exit hook (the
-/// process had no pthread key left), which is served per call too. (The
-/// slot holds null, this marker, a context node serving the thread, or a
-/// [cached](CACHES) one.)
+/// The slot's value once the exit hook released the thread's context (or
+/// there is none): later calls are served per call.
 const EXITED: *const ContextNode = ptr::without_provenance(1);
 
-/// A per-call context is not handed back to the free list when its
-/// outermost call returns: it stays in the slot, tagged as *cached* (no
-/// thread is bound, but the next per-call attach on this thread takes it
-/// without touching the free list). It counts as released. The key
-/// destructor hands it back when the thread exits, and a thread whose
-/// destructor ran never caches (its slot holds `EXITED`). Its `#[local]`
-/// values are released, but for any that a callback from a signal handler
-/// bound while the per-call fast path was caching it: those stay bound to
-/// this thread until the context leaves it (see `release_at_exit`).
-///
-/// The tag is the top bit, which no user-space address has on x86-64, so a
-/// cached value is negative as a signed number, as null and `EXITED` are
-/// at most 1: [`current`] stays one compare. Elsewhere (top-byte pointer
-/// tags exist on aarch64) nothing is cached.
+/// A per-call context stays in the slot when its outermost call returns,
+/// tagged as *cached* (counted as released) for the thread's next per-call
+/// attach. The tag is the top bit, which no x86-64 user-space address has,
+/// so [`serves`] stays one signed compare; elsewhere (aarch64 has top-byte
+/// tags) nothing is cached.
 const CACHES: bool =
     hooks::HAS_THREAD_EXIT_HOOK && cfg!(all(target_arch = "x86_64", target_pointer_width = "64"));
 
-/// The tag of a cached context in the slot.
 const CACHED_TAG: usize = 1 << (usize::BITS - 1);
 
 /// The calling thread's identity among the threads alive: its
-/// `pthread_self`, which is its descriptor's address on glibc and musl and
-/// never 0 (a 0 maps to 1 anyway, so that 0 can mean *no thread*).
+/// `pthread_self`, never 0 (0 means *no thread*).
 #[cfg(unix)]
 pub(crate) fn id() -> usize {
     // SAFETY: `pthread_self` has no preconditions.
@@ -81,8 +52,7 @@ pub(crate) fn id() -> usize {
     id.max(1)
 }
 
-/// The calling thread's identity among the threads alive: the address of
-/// a thread-local, never 0.
+/// The calling thread's identity: a thread-local's address.
 #[cfg(not(unix))]
 pub(crate) fn id() -> usize {
     thread_local! {
@@ -91,12 +61,8 @@ pub(crate) fn id() -> usize {
     ID.with(|id| core::ptr::from_ref(id).addr())
 }
 
-/// The context serving this thread, if any, for a call to run on (the
-/// fast paths read the slot themselves).
-///
-/// A per-call context found with no call running on it is kept as a
-/// bound one first ([`keep_for_interrupted_call`]): the call that attached
-/// it was interrupted, and it alone may release it.
+/// The context serving this thread, if any. A per-call context found idle
+/// is kept as a bound one ([`keep_for_interrupted_call`]).
 #[hot_path]
 pub(crate) fn current() -> Option<&'static ContextNode> {
     let node = serving()?;
@@ -108,36 +74,27 @@ pub(crate) fn current() -> Option<&'static ContextNode> {
     Some(node)
 }
 
-/// Whether a callback is running on this thread: the panic hook of
-/// `CALLGATE=panic=quiet` asks, from inside the panicking call.
+/// Whether a callback runs on this thread (for `CALLGATE=panic=quiet`).
 pub(crate) fn in_call() -> bool {
     // SAFETY: `node` serves this thread, its owner.
     serving().is_some_and(|node| unsafe { node.value.depth() } > 0)
 }
 
-/// The context serving this thread, if any, as the slot holds it.
 #[hot_path]
 fn serving() -> Option<&'static ContextNode> {
     let node = tls::get();
     if !serves(node) {
         return None;
     }
-    // SAFETY: values of the slot other than null, `EXITED` and cached ones
-    // are nodes of `CONTEXTS` (the contract of `tls::set`), which are freed
-    // only when the library is unloaded, when no thread runs its code.
+    // SAFETY: slot values other than null, `EXITED` and cached ones are
+    // nodes of `CONTEXTS` (the contract of `tls::set`), freed only at unload.
     Some(unsafe { &*node })
 }
 
 /// For [`current`]: `node`, a per-call context in the slot with no call
-/// on it, belongs to a call that the caller interrupted (a signal
-/// handler's call) after its attach and before its entry, or after its
-/// return and before its release. That call releases it; were the caller
-/// to release it too, the interrupted call would run on, or release
-/// again, a context already cached or handed back. So it becomes a bound
-/// one, whose calls release nothing (`Context::leave`): the interrupted
-/// call runs on it and the thread's exit releases it (its exit hook is
-/// armed: `attach::bind`), or that call releases it as it was about to ([`attach()`]
-/// makes it per call again when it comes back from the cache).
+/// on it, belongs to a call that the caller (a signal handler's)
+/// interrupted between attach and entry or return and release. Only that
+/// call may release it: it becomes a bound one until [`attach()`] again.
 ///
 /// # Safety
 ///
@@ -149,103 +106,77 @@ unsafe fn keep_for_interrupted_call(node: &'static ContextNode) {
     unsafe { node.value.keep_bound() };
 }
 
-/// The slot's value, for [`serves`]: a node serving this thread when
-/// `serves` says so. A raw value, so that the fast path's one compare is
-/// its only check (an `Option<&_>` adds a null check the compiler does not
-/// see is implied).
+/// The slot's value, raw: `serves`'s compare is the only check.
 #[hot_path]
 pub(crate) fn slot() -> *const ContextNode {
     tls::get()
 }
 
-/// True when the slot's `value` is a context serving the thread: then it
-/// is a node of `CONTEXTS` that only this thread uses, and freed only when
-/// the library is unloaded (the contract of `tls::set`).
+/// True when the slot's `value` is a context serving the thread (a node
+/// of `CONTEXTS`, per `tls::set`).
 #[hot_path]
 pub(crate) fn serves(value: *const ContextNode) -> bool {
     if CACHES {
-        // One signed compare: null, `EXITED` and the cached values (their
-        // top bit set: negative) are all at most `EXITED`.
+        // Null, `EXITED` and cached values (negative) are all at most `EXITED`.
         value.addr() as isize > EXITED.addr() as isize
     } else {
         value.addr() > EXITED.addr()
     }
 }
 
-/// True when a context serves the calling thread or is cached for it:
-/// something its exit hook must hand back.
+/// True when the thread has a context its exit hook must hand back.
 #[cfg(windows)]
 pub(crate) fn holds_context() -> bool {
     let seen = tls::get();
     serves(seen) || cached(seen).is_some()
 }
 
-/// The context cached in the slot's `value`, if it holds one.
 #[inline]
 fn cached(value: *const ContextNode) -> Option<&'static ContextNode> {
     if !CACHES || value.addr() & CACHED_TAG == 0 {
         return None;
     }
-    // SAFETY: a tagged value is a node of `CONTEXTS` that `release` cached
-    // for this thread; nodes are freed only when the library is unloaded.
+    // SAFETY: a tagged value is a node of `CONTEXTS` cached for this thread.
     Some(unsafe { &*value.map_addr(|address| address & !CACHED_TAG) })
 }
 
-/// The slot's value that caches `node`.
 fn tagged(node: &'static ContextNode) -> *const ContextNode {
     ptr::from_ref(node).map_addr(|address| address | CACHED_TAG)
 }
 
-/// The per-call fast path's attach: takes the context that `value`, read
-/// from `slot`, caches, by clearing the slot's tag in one instruction (no
-/// compare-and-swap where the target allows it); `None` when it caches
-/// none, or the slot no longer does (the caller then takes the slow path).
-///
-/// The context taken is the one the slot caches at that instruction: a
-/// signal handler that ran since `value` was read may have replaced it.
-/// Its last attachment was per call on this very thread: its fields
-/// already say so, and its exit hook is armed.
+/// The per-call fast path's attach: takes the context the slot caches by
+/// clearing the tag in one instruction; `None` when it caches none. Its
+/// fields and exit hook are already set for this thread.
 #[hot_path]
 pub(crate) fn take_cached(slot: &Slot, value: *const ContextNode) -> Option<&'static ContextNode> {
     cached(value)?;
     // SAFETY: a tagged slot value caches a node of `CONTEXTS` for this
-    // thread, and untagged it is that node serving this thread, a value
-    // `set` accepts: taking it from the cache makes it serve the thread.
-    // The top bit is the tag (`CACHED_TAG`).
+    // thread; untagged it serves the thread, a value `set` accepts.
     let node = unsafe { slot.untag(value) }?;
-    // SAFETY: the slot now holds this node of `CONTEXTS`, freed only when
-    // the library is unloaded.
+    // SAFETY: the slot now holds this node of `CONTEXTS`.
     let node = unsafe { &*node };
     node.value.binds.bump();
     Some(node)
 }
 
-/// The per-call fast path's release, through `slot`, where
-/// [`take_cached`] took `node`: caches `node` again with one store when
-/// it has no `#[local]` values, else releases it as [`leave`] does.
+/// The per-call fast path's release: caches `node` again with one store
+/// when it has no `#[local]` values, else releases it as [`leave`] does.
 ///
 /// # Safety
 ///
-/// As for `release`: `node` serves the calling thread, which gives it up,
-/// and no call runs on it.
+/// As for `release`.
 #[hot_path]
 pub(crate) unsafe fn release_cached(slot: &Slot, node: &'static ContextNode) {
     // SAFETY: this thread owns `node` (caller obligation).
     let plain = unsafe { !node.value.after_exit() && !node.value.locals.has_values() };
     if CACHES && plain {
-        // Counted while this call still owns `node`: once it is cached, a
-        // callback from a signal handler on this thread may take it and
-        // count on it, and the count's load and store must not straddle
-        // that (it is not one instruction in every build).
+        // Counted while this call owns `node`: once cached, a signal handler's
+        // callback may take it and count.
         node.value.releases.bump();
-        // A plain store: nothing that interrupts this thread here changes
-        // the slot for good (a callback from a signal handler finds `node`
-        // idle, runs on it and leaves it so, never released: see
-        // `keep_for_interrupted_call`; a `#[local]` value it bound stays
-        // bound, for the thread's next release or its exit:
-        // `release_at_exit`).
-        // SAFETY: a tagged node of `CONTEXTS` is a slot value, cached for
-        // this thread, which gives up the context until it takes it back.
+        // A plain store: a signal handler's callback here leaves the slot as it
+        // found it.
+        // SAFETY: a tagged node of `CONTEXTS` is a slot value, cached for this
+        // thread, which gives it up until it takes it back.
         unsafe { slot.set(tagged(node)) };
         return;
     }

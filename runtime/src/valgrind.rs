@@ -1,21 +1,11 @@
 //! Happens-before annotations for helgrind, and memcheck's "defined" mark
 //! for the words `stack` reads on purpose in frames that are gone.
 //!
-//! A context moves from one thread to the next through the free list,
-//! ordered by a Release CAS in `push` and an Acquire CAS in `pop`. helgrind
-//! does not model atomics, so without help it would report every field of a
-//! recycled context as raced between its old and new thread. These are
-//! valgrind's `ANNOTATE_HAPPENS_BEFORE`/`AFTER` client requests (helgrind's
-//! "user SO" send and receive), written as the magic instruction sequence
-//! `valgrind.h` uses: outside valgrind it is a handful of register
-//! rotations that change nothing, so it stays compiled in (it runs only
-//! when a context is bound or released, never on the call fast path).
-//!
-//! A `Closure`'s turns are the other use: they are taken and handed on
-//! with atomics (`sync::Turn`), which helgrind does not see as a lock.
-//! There the announcements are made only under valgrind ([`running`],
-//! asked when the closure is made), from the turn's slow paths, which
-//! every turn takes there: a turn's fast path has no call in it.
+//! helgrind does not model atomics, so it would report a context recycled
+//! through the free list, and what a `Closure`'s turns guard, as raced.
+//! These are valgrind's client requests, written as `valgrind.h`'s magic
+//! instruction sequence: natively it does nothing, so it stays compiled
+//! in, off the fast paths.
 
 /// `_VG_USERREQ__HG_USERSO_SEND_PRE` (helgrind.h).
 #[cfg(all(target_arch = "x86_64", not(callgate_loom), not(miri)))]
@@ -24,8 +14,7 @@ const USERSO_SEND_PRE: usize = 0x4847_0121;
 #[cfg(all(target_arch = "x86_64", not(callgate_loom), not(miri)))]
 const USERSO_RECV_POST: usize = 0x4847_0122;
 
-/// `VG_USERREQ__RUNNING_ON_VALGRIND` (valgrind.h): the number of valgrinds
-/// the process runs under, 0 natively.
+/// `VG_USERREQ__RUNNING_ON_VALGRIND` (valgrind.h): 0 natively.
 #[cfg(all(target_arch = "x86_64", not(callgate_loom), not(miri)))]
 const RUNNING_ON_VALGRIND: usize = 0x1001;
 
@@ -33,10 +22,8 @@ const RUNNING_ON_VALGRIND: usize = 0x1001;
 #[cfg(all(target_arch = "x86_64", not(callgate_loom), not(miri)))]
 const MAKE_MEM_DEFINED: usize = 0x4D43_0002;
 
-/// Tells memcheck that the `len` bytes at `address` are readable and
-/// defined: `stack` reads the anchor word of a frame that may be gone,
-/// which memcheck tracks as undefined (or inaccessible, below the stack
-/// pointer); the value read is only compared with the token.
+/// Tells memcheck that the `len` bytes at `address` are defined: `stack`
+/// reads anchor words of frames that may be gone, only to compare them.
 #[inline]
 pub(crate) fn mark_defined(address: usize, len: usize) {
     #[cfg(all(target_arch = "x86_64", not(callgate_loom), not(miri)))]
@@ -64,8 +51,7 @@ pub(crate) fn happens_after<T>(tag: *const T) {
     let _ = tag;
 }
 
-/// Whether the process runs under valgrind (a client request, which
-/// answers 0 natively). For what is decided once, not on every call.
+/// Whether the process runs under valgrind, for what is decided once.
 pub(crate) fn running() -> bool {
     #[cfg(all(target_arch = "x86_64", not(callgate_loom), not(miri)))]
     return client_request(RUNNING_ON_VALGRIND, 0, 0) != 0;
@@ -73,20 +59,16 @@ pub(crate) fn running() -> bool {
     false
 }
 
-/// Valgrind's client request `request` with two arguments; its answer
-/// (0 natively, where nothing happens).
+/// Valgrind's client request `request`; its answer (0 natively).
 #[cfg(all(target_arch = "x86_64", not(callgate_loom), not(miri)))]
 #[inline]
 fn client_request(request: usize, first: usize, second: usize) -> usize {
     let arguments: [usize; 6] = [request, first, second, 0, 0, 0];
     let answer;
-    // SAFETY: the special instruction preamble of valgrind.h for amd64: four
-    // rotations of %rdi by 128 bits in all (its value is unchanged, but it
-    // is declared clobbered) and `xchg rbx, rbx` (a no-op that preserves the
-    // reserved %rbx). Under valgrind the sequence is a client request that
-    // reads the six words at %rax and writes its answer to %rdx; natively
-    // nothing happens, and %rdx keeps the 0 it was given.
-    // `arguments` outlives the asm, which may read memory (no `nomem`).
+    // SAFETY: valgrind.h's amd64 preamble: rotations of %rdi by 128 bits in
+    // all (declared clobbered) and `xchg rbx, rbx`, which change nothing
+    // natively (%rdx keeps its 0). Under valgrind it reads the six words at
+    // %rax, which outlive the asm (no `nomem`), and answers in %rdx.
     unsafe {
         core::arch::asm!(
             "rol rdi, 3",

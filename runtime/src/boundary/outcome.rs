@@ -44,8 +44,7 @@ pub(super) fn run<R>(
 
 /// Ends a call on `node`: counts an `Err` or a panic while the context
 /// is still this thread's, runs `leave` (which may release it) and turns
-/// the outcome into the call's result. One `match`, so the value of a
-/// successful call goes straight out.
+/// the outcome into the call's result.
 #[hot_path]
 pub(super) fn conclude<R>(
     site: &Site,
@@ -73,22 +72,16 @@ pub(super) fn conclude<R>(
     }
 }
 
-/// Dropped only when something unwinds out of a callback's body: a Rust
-/// panic (caught right after, so nothing to do), or an unwind that is not
-/// a Rust panic — a forced unwind (`pthread_exit`, a cancellation acted
-/// on) or a foreign (C++) exception thrown by C code the body called.
-/// Where such an unwind reaches a landing pad here, it cannot be caught
-/// (a forced unwind must not stop; Rust cannot catch foreign exceptions),
-/// so the process aborts with a message naming the callback. Where the
-/// compiler dropped the landing pads (the body's C calls are `extern "C"`,
-/// which cannot unwind, so an optimised build often has none), the unwind
-/// passes through without running anything, and the runtime recovers the
-/// abandoned call later (see `stack`).
+/// Dropped only when something unwinds out of a callback's body. A Rust
+/// panic is caught right after; a forced unwind (`pthread_exit`,
+/// cancellation) or a foreign (C++) exception cannot be caught, so the
+/// process aborts naming the callback. Where the compiler left no landing
+/// pad, such an unwind passes through and `stack` recovers the abandoned
+/// call later.
 struct ForeignUnwind<'a>(&'a Site);
 
 impl Drop for ForeignUnwind<'_> {
-    // Inline, so the landing pad names the site directly and the fast path
-    // spends no store keeping the guard in memory.
+    // Inline: out of line, the fast path would keep the guard in memory.
     #[hot_path]
     fn drop(&mut self) {
         foreign_unwind(self.0);

@@ -61,9 +61,7 @@ pub struct Frame {
 
 impl Frame {
     /// A non-zero number unique to the calling thread among the threads
-    /// running callbacks: the address of the context serving it, which
-    /// serves one thread at a time and the same one through the call and
-    /// every call nested in it.
+    /// running callbacks: the address of the context serving it.
     #[hot_path]
     pub(crate) fn thread_mark(&self) -> usize {
         core::ptr::from_ref(self.node).addr()
@@ -92,16 +90,11 @@ impl Frame {
     }
 }
 
-/// For a call of this thread that finds something held under its own
-/// thread's mark by the call marked `holder` ([`Frame::mark`]): true
-/// when the asking call is its thread's outermost one and that call
-/// certainly has no frame left: it ran before the context last changed
-/// hands (its thread exited or gave the context up with its calls over),
-/// or it was on the thread's own stack below the asking call, or its
-/// frame's memory was reused (see `Context::holder_is_gone`). A call on
-/// another stack of the thread (a coroutine's) may be suspended there, and
-/// is not; nor is one a nested asking call (a signal handler's, say) may
-/// have interrupted.
+/// True when the call marked `holder` ([`Frame::mark`]), which holds
+/// something under this thread's mark, certainly has no frame left, as
+/// `Context::holder_is_gone` decides. Asked only from the thread's
+/// outermost call: a nested one (a signal handler's) may have interrupted
+/// the holder.
 ///
 /// # Safety
 ///

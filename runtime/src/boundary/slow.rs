@@ -1,15 +1,10 @@
 //! Every call the straight line does not serve, out of line: a thread's
-//! first call, the slot in dynamic TLS, and the slow path proper — the
-//! gate, an attach, a nested or abandoned call.
+//! first call, the slot in dynamic TLS, and the slow path proper (the
+//! gate, an attach, a nested or abandoned call).
 //!
-//! The functions a trampoline calls here are `extern "C"`, so they cannot
-//! unwind (their bodies run under `catch_unwind`): the trampoline's call
-//! needs no landing pad and no unwind-table entry, and an unwind that is
-//! not a Rust panic (a forced unwind, a foreign exception) passes the
-//! trampoline's frame as it passes theirs, instead of meeting the abort
-//! that guards calls which may unwind. They are never called from C: their
-//! parameters are Rust values passed between Rust functions compiled
-//! together.
+//! The functions a trampoline calls here are `extern "C"` (never called
+//! from C), so they cannot unwind: the trampoline needs no landing pad,
+//! and a forced unwind or foreign exception passes its frame.
 
 use core::marker::PhantomData;
 
@@ -25,15 +20,10 @@ use crate::stack::Anchor;
 use crate::tls::Slot;
 use crate::{init, stats, thread};
 
-/// Every call the trampoline's fast paths do not serve: in dynamic TLS,
-/// and where a callback served on a bound thread found null,
-/// [`call_unbound`]; else (a nested call, a per-call call with no context
-/// cached or with the fast path closed) [`call_slow`].
-///
-/// The trampoline calls it from one place, so the compiler sets up the
-/// trampoline's frame on this path only. It only chooses, so that its own
-/// frame stays small in a debug build, where every nested call passes
-/// through it.
+/// Every call the fast paths do not serve: [`call_unbound`] in dynamic
+/// TLS or for a bound callback's null slot, else [`call_slow`]. Called from
+/// one place, so the trampoline sets up a frame on this path only; it only
+/// chooses, so its frame stays small in a debug build.
 #[cold]
 #[inline(never)]
 #[allow(improper_ctypes_definitions, reason = "called from Rust only")]
@@ -46,31 +36,25 @@ pub(super) extern "C" fn call_cold<R>(
 ) -> R {
     let slot = match Slot::dynamic(site.gate == GatePolicy::Skip) {
         Some(slot) => Some(slot),
-        // The slot, reached without a call, holds null on a bound site: an
-        // unbound thread's first call.
+        // The slot holds null on a bound site: a thread's first call.
         None if site.attach == AttachMode::Bound && slot_read_null(site) => None,
         None => return call_slow(site, anchor, on_error, on_panic, body),
     };
     call_unbound(site, anchor, slot, on_error, on_panic, body)
 }
 
-/// True when the slot, reached without a call, holds null: the calling
-/// thread is not bound. False where that read is not made: the fast path
-/// is closed, or the slot is in dynamic TLS.
+/// True when the slot, reached without a call, holds null (false where it
+/// is not read so: fast path closed, or dynamic TLS).
 #[hot_path]
 fn slot_read_null(site: &Site) -> bool {
     Slot::without_call(|| site.passes_gate()).is_some_and(|slot| slot.get().is_null())
 }
 
-/// A call whose fast path's read of the slot found no context to run on:
-/// in dynamic TLS, `slot` is the slot reached through the descriptor;
-/// else `None`, for a callback served on a bound thread whose read found
-/// null. Runs the bound or per-call fast path on what the slot holds, or
-/// on what [`bind_first`] binds; else the slow path.
-///
-/// Inlined into [`call_cold`] in an optimised build; out of line at
-/// `opt-level = 0`, where `call_cold`'s frame would otherwise hold this
-/// path's, and every nested call would carry it.
+/// A call whose fast-path read found no context: `slot` is the slot
+/// reached through the descriptor in dynamic TLS, else `None` (the bound
+/// read found null). Runs a fast path on what the slot holds or
+/// [`bind_first`] binds; else the slow path. Its own function, so that in
+/// a dev build `call_cold`'s frame does not carry this path's.
 #[hot_path]
 #[allow(improper_ctypes_definitions, reason = "called from Rust only")]
 extern "C" fn call_unbound<R>(
@@ -87,25 +71,19 @@ extern "C" fn call_unbound<R>(
         value = unsafe { bind_first(site) };
     }
     if thread::serves(value) {
-        // SAFETY: a slot value that `serves` accepts (or one `bind_first`
-        // returned, which it accepts) is a node of `CONTEXTS` serving this
-        // thread; `anchor` is in the trampoline's frame (it passed it
-        // here).
+        // SAFETY: a value `thread::serves` accepts; `anchor` is in the
+        // trampoline's frame.
         return unsafe { bound_on(site, &*value, anchor, on_error, on_panic, body) };
     }
-    // Nested rather than a `let` chain: those need Rust 1.88, and the
-    // crate builds with 1.85 (`rust-version`).
+    // Not a `let` chain: those need Rust 1.88 (`rust-version` is 1.85).
     if site.attach == AttachMode::PerCall {
         if let Some(slot) = &slot {
             if let Some(node) = thread::take_cached(slot, value) {
                 let release = || {
-                    // SAFETY: the call that attached `node` per call is
-                    // returning: it gives it up, and no call runs on it
-                    // any more; `slot` is this thread's.
+                    // SAFETY: as in `straight::call`.
                     unsafe { thread::release_cached(slot, node) }
                 };
-                // SAFETY: `node` was just taken from the cache on this
-                // thread; `anchor` is in the trampoline's frame.
+                // SAFETY: as in `straight::call`.
                 return unsafe {
                     per_call_on(site, node, anchor, release, on_error, on_panic, body)
                 };
@@ -115,24 +93,16 @@ extern "C" fn call_unbound<R>(
     call_slow(site, anchor, on_error, on_panic, body)
 }
 
-/// For [`call_unbound`], whose read of the slot found null: the context
-/// it binds to the calling thread now, for a call from `site` (a callback
-/// served on a bound thread) to run on as the bound fast path does. Null
-/// where the slow path has more to do: the gate is shut, or the thread
-/// would be served per call. (Where a nested call, a signal handler's,
-/// bound the thread since the read, it is that call's context, which
-/// `bound_on` runs on or sends to the slow path.)
-///
-/// A thread's first call then runs the trampoline, [`call_cold`], this
-/// and `pthread_setspecific` (or `FlsSetValue`), and no code besides:
-/// on a thread that just started, each further page of code would cost
-/// a TLB miss. Not generic, so one copy serves every callback, and
-/// aligned to 1 KiB, so that it does not straddle two pages.
+/// The context bound to the calling thread now, whose slot read null, for
+/// a bound `site`'s call; null where the slow path has more to do (a shut
+/// gate). A signal handler's call may have bound the thread since: then
+/// its context. Not generic (one copy serves every callback) and aligned
+/// to 1 KiB (one page for a new thread's first call).
 ///
 /// # Safety
 ///
-/// The calling thread's slot held null when this thread last read it, and
-/// this thread has not called into the runtime since.
+/// The calling thread's slot held null when it last read it, with no call
+/// into the runtime since.
 #[cold]
 #[inline(never)]
 unsafe extern "C" fn bind_first(site: &Site) -> *const ContextNode {
@@ -146,10 +116,9 @@ unsafe extern "C" fn bind_first(site: &Site) -> *const ContextNode {
     unsafe { thread::bind_unbound() }.map_or(core::ptr::null(), core::ptr::from_ref)
 }
 
-/// Every call that is not a fast path's: the gate is shut or not looked
-/// at yet, the thread is not bound (or is served per call with nothing
-/// cached), or a call is recorded as running on it (a nested call, or one
-/// abandoned).
+/// Every call that is not a fast path's: the gate shut or unchecked, the
+/// thread not bound (or per call with nothing cached), or a call recorded
+/// as running (nested or abandoned).
 #[cold]
 #[inline(never)]
 #[allow(improper_ctypes_definitions, reason = "called from Rust only")]
@@ -162,8 +131,8 @@ pub(super) extern "C" fn call_slow<R>(
 ) -> R {
     outcome::quiet_panics_if_asked();
     let node = match thread::current() {
-        // Bound, past the gate: a nested or abandoned call, a `#[local]`
-        // value not ready, or a call before the fast path opened.
+        // Bound and past the gate: nested or abandoned, a `#[local]` value not
+        // ready, or the fast path not open yet.
         Some(node) if site.passes_gate() => {
             init::open_fast_path();
             node
@@ -173,11 +142,9 @@ pub(super) extern "C" fn call_slow<R>(
             Err(failure) => return failed(site, *failure, on_error),
         },
     };
-    // SAFETY:
-    // - `node` serves this thread: `current` or `arrive` just returned it
-    //   here, and only this thread's own `leave` below can release it;
-    // - `anchor` is in the frame of the trampoline that called this, and
-    //   lives until this returns.
+    // SAFETY: `node` serves this thread (just returned, and only this
+    // thread's `leave` below releases it); `anchor` is in the calling
+    // trampoline's frame, alive until this returns.
     let start = unsafe { node.value.enter(anchor) };
     let frame = Frame {
         node,
@@ -187,21 +154,16 @@ pub(super) extern "C" fn call_slow<R>(
     };
     let outcome = run(site, &frame, body);
     conclude(site, node, outcome, on_error, on_panic, || {
-        // SAFETY:
-        // - `node` still serves this thread: a nested call releases the
-        //   context only as the outermost one;
-        // - `enter` above started this call at `start`, and it has not
-        //   left;
-        // - `conclude` does not use `node` after this, which may release
-        //   it.
+        // SAFETY: `node` still serves this thread (only the outermost call
+        // releases it); `enter` started this call at `start` and it has not
+        // left; `conclude` does not use `node` after this.
         unsafe { thread::leave(node, start) }
     })
 }
 
-/// The slow start of a call: passes the gate, opens the fast path once
-/// the gate is open, and attaches the thread if it is not bound. The
-/// failure of a gate that stays shut is boxed, so the result fits in two
-/// registers.
+/// The slow start of a call: passes the gate, opens the fast path, and
+/// attaches the thread if needed. The failure is boxed to keep the result
+/// small.
 #[cold]
 #[inline(never)]
 fn arrive(site: &Site) -> Result<&'static ContextNode, Box<Failure>> {
@@ -231,8 +193,8 @@ fn pass_gate(site: &Site) -> Result<(), Failure> {
     })
 }
 
-/// Every `#[local]` call the trampoline's fast path does not serve: the
-/// slow path. Out of line and called from one place, as [`call_cold`] is.
+/// Every `#[local]` call the fast path does not serve, called from one
+/// place as [`call_cold`] is.
 #[cold]
 #[inline(never)]
 #[allow(improper_ctypes_definitions, reason = "called from Rust only")]
@@ -247,8 +209,7 @@ pub(super) extern "C" fn call_local_cold<R, T: Local>(
     call_slow_local(site, key, anchor, on_error, on_panic, body)
 }
 
-/// [`call_slow`] for a callback with one `#[local]` parameter: the body
-/// looks the value up as [`Frame::local`] does.
+/// [`call_slow`] for a callback with one `#[local]` parameter.
 #[hot_path]
 fn call_slow_local<R, T: Local>(
     site: &Site,
@@ -264,13 +225,10 @@ fn call_slow_local<R, T: Local>(
     })
 }
 
-/// The context bound to the calling thread, for a call from `site` about
-/// to start there (a closure's call, taking its hold before `call`): an
-/// unbound thread is bound first, as its first call would bind it
-/// ([`bind_first`]). The context returned stays with the thread until the
-/// thread exits. `None` where the thread is attached per call (its
-/// context goes back to the pool when the outermost call returns), after
-/// its exit hook ran, or cannot be bound now (the gate is shut).
+/// The context bound to the calling thread, binding it first as
+/// [`bind_first`] does, for a call about to start (a closure's, taking its
+/// hold before `call`). `None` where the thread is attached per call, its
+/// exit hook ran, or the gate is shut.
 #[hot_path]
 pub(crate) fn bound_context(site: &Site) -> Option<&'static ContextNode> {
     let mut value = thread::slot();
@@ -282,10 +240,8 @@ pub(crate) fn bound_context(site: &Site) -> Option<&'static ContextNode> {
     if !thread::serves(value) {
         return None;
     }
-    // SAFETY: a slot value that `serves` accepts (or one `bind_first`
-    // returned, which it accepts) is a node of `CONTEXTS` serving this
-    // thread, freed only when the library is unloaded.
+    // SAFETY: a value `thread::serves` accepts.
     let node: &'static ContextNode = unsafe { &*value };
-    // SAFETY: `node` serves this thread, its owner.
+    // SAFETY: `node` serves this thread.
     (!unsafe { node.value.per_call() }).then_some(node)
 }

@@ -1,8 +1,7 @@
 //! The straight line: what a trampoline runs inline, from the thread's slot
 //! to the body's result, when it finds a context it can run on.
 //!
-//! Its shape is what keeps a call cheap, and the compiler keeps it only
-//! while these hold:
+//! The compiler keeps it cheap only while these hold:
 //!
 //! - the straight line starts on a 64-byte boundary and, for an
 //!   `int (int)` callback, fits in one instruction-fetch line
@@ -33,9 +32,8 @@ use crate::tls::Slot;
 ///
 /// `on_error` is returned (unless the site's policy aborts) when the gate is
 /// shut, an argument is bad or the body returns `Err`; `on_panic` when the
-/// body panics. The failure's message becomes the thread's last error.
-/// `site` lives as long as the call: a trampoline's is a `static`, a
-/// closure's is in the closure's allocation.
+/// body panics; the message becomes the thread's last error. `site` lives
+/// as long as the call.
 #[hot_path]
 pub fn call<R>(
     site: &Site,
@@ -46,53 +44,43 @@ pub fn call<R>(
     align_to_fetch_line();
     // The fast path: a bound thread with no call running.
     let (bound, slot) = fast_slot(site);
-    // In this frame whichever path the call takes: a call that follows
-    // one abandoned from the same place writes its token over the
-    // abandoned call's (see `stack`).
+    // In this frame whichever path the call takes, so a call that follows
+    // one abandoned from the same place overwrites its token (see `stack`).
     let anchor = Anchor::new();
     if thread::serves(bound) {
-        // SAFETY: a slot value that `serves` accepts is a node of
-        // `CONTEXTS` serving this thread, alive until the library is
-        // unloaded.
+        // SAFETY: a value `thread::serves` accepts (see there).
         let node: &'static ContextNode = unsafe { &*bound };
-        // SAFETY: `node` serves this thread, which owns it.
+        // SAFETY: `node` serves this thread.
         if unsafe { node.value.is_idle() } {
-            // SAFETY: `node` serves this thread and is idle; `anchor` is in
-            // this call's frame.
+            // SAFETY: `node` serves this thread and is idle; `anchor` is in this
+            // call's frame.
             unsafe { node.value.enter_idle(&anchor) };
-            // SAFETY: entered just above. `node` is not a per-call context
-            // (see `Context::leave_outermost`), so it stays bound: nothing
-            // to release.
+            // SAFETY: entered just above; a bound context: nothing to release.
             return unsafe { outermost(site, node, &anchor, on_error, on_panic, body, || {}) };
         }
     } else if site.attach == AttachMode::PerCall && !bound.is_null() {
-        // The per-call fast path: the context this thread's last per-call
-        // attach cached, taken and cached again without touching the free
-        // list. (Null caches nothing; testing it here keeps the cold call
-        // on the straight line's fall-through.)
+        // The per-call fast path: the context this thread's last per-call call
+        // cached.
         if let Some(slot) = &slot {
             if let Some(node) = thread::take_cached(slot, bound) {
                 let release = || {
-                    // SAFETY: the call that attached `node` per call is
-                    // returning: it gives it up, and no call runs on it any
-                    // more; `slot` is this thread's.
+                    // SAFETY: the per-call call is returning: it gives `node` up, with
+                    // no call on it; `slot` is this thread's.
                     unsafe { thread::release_cached(slot, node) }
                 };
-                // SAFETY: `node` was just taken from the cache on this
-                // thread; `anchor` is in this call's frame.
+                // SAFETY: `node` was just taken from this thread's cache; `anchor`
+                // is in this call's frame.
                 return unsafe {
                     per_call_on(site, node, &anchor, release, on_error, on_panic, body)
                 };
             }
         }
     }
-    // Every other call, from this one place: only here does the trampoline
-    // need a frame of its own (see `call_cold`).
+    // Everything else, from this one place (see `call_cold`).
     call_cold(site, &anchor, on_error, on_panic, body)
 }
 
-/// The thread's slot value as the fast path sees it, and the slot where
-/// it reached it ([`Slot::fast`]): null (never [`thread::serves`]) and
+/// The slot's value as the fast path sees it, and the slot: null and
 /// `None` while the fast path is closed.
 #[hot_path]
 fn fast_slot(site: &Site) -> (*const ContextNode, Option<Slot>) {
@@ -100,14 +88,13 @@ fn fast_slot(site: &Site) -> (*const ContextNode, Option<Slot>) {
     (slot.as_ref().map_or(core::ptr::null(), Slot::get), slot)
 }
 
-/// The bound fast path's call on `node`, the context bound to the thread:
-/// enters it and runs the call, or takes the slow path if a call is
-/// recorded as running on it.
+/// The bound fast path on `node`: runs the call, or the slow path if a
+/// call is recorded as running.
 ///
 /// # Safety
 ///
-/// `node` serves the calling thread (a slot value that `thread::serves`
-/// accepts); `anchor` is in the frame of the trampoline making the call.
+/// `node` serves the calling thread (`thread::serves`); `anchor` is in the
+/// calling trampoline's frame.
 #[hot_path]
 pub(super) unsafe fn bound_on<R>(
     site: &Site,
@@ -117,27 +104,22 @@ pub(super) unsafe fn bound_on<R>(
     on_panic: impl FnOnce() -> R,
     body: impl FnOnce(&Frame) -> Result<R, Failure>,
 ) -> R {
-    // SAFETY:
-    // - `node` serves this thread, and only this thread releases it;
-    // - `anchor` is in the trampoline's frame and lives until the end of
-    //   the call (caller obligations).
+    // SAFETY: caller obligations; only this thread releases `node`.
     if !unsafe { node.value.enter_outermost(anchor) } {
         return call_slow(site, anchor, on_error, on_panic, body);
     }
-    // SAFETY: entered just above. `node` is not a per-call context (see
-    // `Context::leave_outermost`), so it stays bound: nothing to release.
+    // SAFETY: entered just above; a bound context: nothing to release.
     unsafe { outermost(site, node, anchor, on_error, on_panic, body, || {}) }
 }
 
-/// The per-call fast path's call on `node`, the context it just took from
-/// the thread's cache: enters it, runs the call and caches it again with
-/// `release`.
+/// The per-call fast path on `node`, just taken from the thread's cache,
+/// which `release` caches again.
 ///
 /// # Safety
 ///
-/// `node` serves the calling thread, which took it from its cache for this
-/// call; `anchor` is in the frame of the trampoline making the call;
-/// `release` gives `node` up as `thread::release_cached` does.
+/// `node` serves the calling thread, which took it from its cache;
+/// `anchor` is in the calling trampoline's frame; `release` gives `node`
+/// up as `thread::release_cached` does.
 #[hot_path]
 pub(super) unsafe fn per_call_on<R>(
     site: &Site,
@@ -148,27 +130,22 @@ pub(super) unsafe fn per_call_on<R>(
     on_panic: impl FnOnce() -> R,
     body: impl FnOnce(&Frame) -> Result<R, Failure>,
 ) -> R {
-    // SAFETY: `node` serves this thread now (it was claimed from the
-    // cache), and only this thread releases it; `anchor` is in the
-    // trampoline's frame (caller obligations). A cached context has no
-    // call running, so this succeeds; were it not to, the slow path finds
-    // `node` bound and releases it.
+    // SAFETY: caller obligations. A cached context is idle, so this
+    // succeeds; else the slow path finds `node` bound and releases it.
     if unsafe { node.value.enter_outermost(anchor) } {
-        // SAFETY: entered just above; `release` gives `node` up (caller
-        // obligation).
+        // SAFETY: entered just above; `release` gives `node` up.
         return unsafe { outermost(site, node, anchor, on_error, on_panic, body, release) };
     }
     call_slow(site, anchor, on_error, on_panic, body)
 }
 
-/// Runs a call that `Context::enter_outermost` started on `node`: the
-/// body, `leave_outermost`, then `release` (what the attachment needs once
-/// the call has left), and the outcome.
+/// Runs a call `Context::enter_outermost` started on `node`: the body,
+/// `leave_outermost`, `release`, and the outcome.
 ///
 /// # Safety
 ///
 /// `node` serves the calling thread, and the calling trampoline's call
-/// entered it with `Context::enter_outermost` and has not left it.
+/// entered it with `enter_outermost` and has not left.
 #[hot_path]
 unsafe fn outermost<R>(
     site: &Site,
@@ -187,8 +164,7 @@ unsafe fn outermost<R>(
     };
     let outcome = run(site, &frame, body);
     if let Ok(Ok(value)) = outcome {
-        // SAFETY: `node` serves this thread, and the call entered with
-        // `enter_outermost` and has not left (caller obligations).
+        // SAFETY: caller obligations.
         unsafe { node.value.leave_outermost() };
         release();
         return value;
@@ -200,15 +176,10 @@ unsafe fn outermost<R>(
     })
 }
 
-/// [`call`] for a callback with one `#[local]` parameter: `body` gets the
-/// value of `key`'s type besides the frame.
-///
-/// The fast path finds the value ready (it exists, is bound to the thread
-/// and no call holds it) before the call starts, and holds it for the
-/// call; anything else — a first use, `bind`, a value an outer call
-/// holds — goes to the slow path, which looks it up as [`Frame::local`]
-/// does. A miss never returns into the fast path, so the trampoline keeps
-/// nothing in registers across a call there.
+/// [`call`] for a callback with one `#[local]` parameter. The fast path
+/// finds the value ready (it exists, is bound to the thread and free) and
+/// holds it for the call; else the slow path looks it up as
+/// [`Frame::local`] does.
 #[hot_path]
 pub fn call_local<R, T: Local>(
     site: &Site,
@@ -224,12 +195,11 @@ pub fn call_local<R, T: Local>(
     unsafe { local_on(site, key, bound, &anchor, on_error, on_panic, body) }
 }
 
-/// The `#[local]` fast path from the slot's value `bound`; else
-/// `call_local_cold`.
+/// The `#[local]` fast path from the slot's value `bound`.
 ///
 /// # Safety
 ///
-/// `anchor` is in the frame of the trampoline making the call.
+/// `anchor` is in the calling trampoline's frame.
 #[hot_path]
 #[allow(clippy::too_many_arguments, reason = "call_local's, passed on")]
 unsafe fn local_on<R, T: Local>(
@@ -241,29 +211,24 @@ unsafe fn local_on<R, T: Local>(
     on_panic: impl FnOnce() -> R,
     body: impl FnOnce(&Frame, LocalRef<'_, T>) -> Result<R, Failure>,
 ) -> R {
-    // One call to one out-of-line function for whatever the fast path
-    // cannot serve, as for `call_cold`.
+    // Whatever the fast path cannot serve: one call, as for `call_cold`.
     let ready = 'ready: {
         if !thread::serves(bound) {
             break 'ready None;
         }
-        // SAFETY: a slot value that `serves` accepts is a node of
-        // `CONTEXTS` serving this thread, alive until the library is
-        // unloaded.
+        // SAFETY: a value `thread::serves` accepts (see there).
         let node: &'static ContextNode = unsafe { &*bound };
-        // SAFETY: `node` serves this thread, which owns it.
+        // SAFETY: `node` serves this thread.
         if !unsafe { node.value.is_idle() } {
             break 'ready None;
         }
-        // SAFETY: as above; the value is for the call that starts right
-        // after on the idle context.
+        // SAFETY: as above; for the call that starts next on the idle context.
         unsafe { node.value.locals.get_ready(key) }.map(|(entry, value)| (node, entry, value))
     };
     match ready {
         // SAFETY: `node` serves this thread and is idle; `anchor` is in the
-        // trampoline's frame (caller obligation); `entry` holds the index
-        // of `value`, a free value of `node`'s that nothing else refers
-        // to: the call holds it until it leaves.
+        // trampoline's frame (caller obligation); `entry` holds `value`'s
+        // index, a free value that the call holds until it leaves.
         Some((node, entry, value)) => unsafe {
             outermost_holding(
                 site,
@@ -280,23 +245,16 @@ unsafe fn local_on<R, T: Local>(
     }
 }
 
-/// The `#[local]` fast path's call on `node` with `value`, the free value
-/// whose index `entry` holds: enters, runs the call and leaves.
-///
-/// `value` comes as a parameter so that the compiler knows nothing else
-/// the call does here reaches it: the context's stores that a body
-/// reaching nothing else cannot read (see `context::Running`) are then
-/// dropped as on the bound fast path.
-///
-/// `#[inline]`, not `inline(always)`: inlined before its callees, the body
-/// would still reach the value through `catch_unwind`'s data in memory,
-/// and the compiler could not tell that its accesses are the parameter's.
+/// The `#[local]` fast path on `node` with `value`, whose index `entry`
+/// holds. `value` is a parameter, and this `#[inline]` rather than
+/// `#[hot_path]` (inlined first, the body would reach the value through
+/// `catch_unwind`'s data), so the compiler sees the body reach only it and
+/// drops the dead stores as on the bound path (`context::Running`).
 ///
 /// # Safety
 ///
-/// `node` serves the calling thread and is idle; `anchor` is in the frame
-/// of the trampoline making the call; `entry` is the entry word of
-/// `value`'s index (`Locals::get_ready`).
+/// `node` serves the calling thread and is idle; `anchor` is in the
+/// calling trampoline's frame; `entry` is `local::holding` `value`'s index.
 #[inline]
 #[allow(clippy::too_many_arguments, reason = "call_local's, passed on")]
 unsafe fn outermost_holding<R, T: Local>(
@@ -309,37 +267,29 @@ unsafe fn outermost_holding<R, T: Local>(
     on_panic: impl FnOnce() -> R,
     body: impl FnOnce(&Frame, LocalRef<'_, T>) -> Result<R, Failure>,
 ) -> R {
-    // SAFETY: `node` serves this thread and is idle, `anchor` is in the
-    // trampoline's frame (caller obligations); the call holds `entry`'s
-    // value until it leaves (the `LocalRef` does nothing when dropped).
+    // SAFETY: caller obligations; the call holds the value until it leaves
+    // (its `LocalRef` does nothing when dropped).
     unsafe { node.value.enter_idle_holding(anchor, entry) };
     let body = move |frame: &Frame| body(frame, LocalRef::held_by_call(value));
-    // SAFETY: entered just above; `node` is not a per-call context (see
-    // `Context::leave_outermost`), so there is nothing to release.
+    // SAFETY: entered just above; a bound context: nothing to release.
     unsafe { outermost(site, node, anchor, on_error, on_panic, body, || {}) }
 }
 
-/// Starts the function this is inlined into (a trampoline) on a 64-byte
-/// boundary where the build can, so that its straight line sits in one
-/// instruction-fetch line wherever the linker puts it.
-///
-/// It emits no instruction: it aligns *subsection 1* of the function's
-/// section, which gives the section (one per function) that alignment,
-/// and the padding lands in subsection 1, after the code, never executed.
-/// ELF x86-64 Linux only; elsewhere functions keep the compiler's
-/// alignment.
+/// Starts the trampoline this is inlined into on a 64-byte boundary, so
+/// its straight line sits in one instruction-fetch line. No instruction:
+/// aligning *subsection 1* aligns the function's section, and the padding
+/// lands after the code. ELF x86-64 Linux only.
 #[inline(always)]
 fn align_to_fetch_line() {
     align_function::<6>();
 }
 
 /// Starts the function this is inlined into on a `2^LOG2`-byte boundary,
-/// as [`align_to_fetch_line`] does (which see).
+/// as [`align_to_fetch_line`] does.
 #[inline(always)]
 pub(super) fn align_function<const LOG2: u32>() {
     #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri)))]
-    // SAFETY: assembler directives only: no instruction, no register, no
-    // memory, no flags, no stack; the current subsection is restored.
+    // SAFETY: assembler directives only; the subsection is restored.
     unsafe {
         core::arch::asm!(
             ".subsection 1",

@@ -1,22 +1,17 @@
 //! The allocation a closure's data pointer points to: a [`Shared`], read
 //! through its [`Header`] by code that does not know the body's type, and
-//! the reference count that decides when the body is dropped.
-//!
-//! The last release drops the body ([`destroy`]), or, if calls may
-//! announce the closure, leaves the drop to the last of them
-//! ([`retire`]). A small allocation outlives its body in [`tombstones`],
-//! for the misuse checks.
+//! the reference count that decides when the body is dropped ([`destroy`],
+//! or [`retire`] if calls may announce it). A small allocation outlives
+//! its body in [`tombstones`], for the misuse checks.
 //!
 //! # Atomic orderings
 //!
 //! The reference count follows `Arc`: a call takes its reference with a
-//! Relaxed increment (it can only start while an owner's reference keeps
-//! the allocation alive, and C's hand-over of the pointer to the calling
-//! thread orders the construction before it); every release is a Release
-//! decrement, and the one that reaches zero issues an Acquire fence before
-//! retiring the closure, so every counted call's use of the closure
-//! happens before its drop. The announced calls are ordered before it by
-//! the hazard words' own orderings (see `sync::Hazard`).
+//! Relaxed increment (an owner's reference keeps the allocation alive, and
+//! C's hand-over of the pointer orders the construction before the call);
+//! releases are Release decrements, and the last one issues an Acquire
+//! fence before retiring the closure. Announced calls are ordered by the
+//! hazard words (`sync::Hazard`).
 
 use core::mem::{MaybeUninit, needs_drop, size_of};
 use core::ptr::NonNull;
@@ -34,35 +29,28 @@ use crate::settings::AttachMode;
 use crate::sync::{AtomicU32, AtomicUsize, MARKED, Ordering, Retirement};
 use crate::valgrind;
 
-/// The start of every closure allocation, which the data pointer points
-/// to.
+/// The start of every closure allocation, where the data pointer points.
 #[repr(C)]
 pub(super) struct Header {
-    /// One for the owner, one per call in flight that counts itself (every
-    /// call but the announced ones: see [`Hold`]).
+    /// The owner's reference and one per counting call (see [`Hold`]).
     refs: AtomicUsize,
-    /// What the release of the last reference runs: [`destroy`] where no
-    /// call announces the closure, else [`retire`], which waits for the
-    /// calls that do; once dropped, [`released_after_drop`].
+    /// Run by the last release: [`destroy`], [`retire`] if calls announce
+    /// it, and [`released_after_drop`] once dropped.
     last_release: unsafe fn(NonNull<Header>),
-    /// Drops the closure, a `Shared<B, R>`: [`destroy`].
     pub(super) destroy: unsafe fn(NonNull<Header>),
-    /// Frees the allocation once the closure was dropped:
-    /// [`free_allocation`], for [`tombstones`].
+    /// Frees the allocation once dropped (for [`tombstones`]).
     pub(super) free: unsafe fn(NonNull<Header>),
-    /// [`MARKED`] under valgrind, else 0: what an announcement carries, so
-    /// that its withdrawal tells helgrind it happens before the drop.
+    /// [`MARKED`] under valgrind, else 0: an announcement carries it, so its
+    /// withdrawal tells helgrind.
     pub(super) marked: usize,
-    /// The calls that announced the closure and that its drop waits for,
-    /// once the last reference is released.
+    /// The announcing calls the drop waits for.
     pub(super) retirement: Retirement,
-    /// How C gave up the owner's reference, if it did: see
-    /// [`give_up_owner`](super::owner::give_up_owner).
+    /// How C gave up the owner's reference
+    /// ([`give_up_owner`](super::owner::give_up_owner)).
     pub(super) owner: AtomicU32,
 }
 
-/// A closure's allocation: the header first, then what the boundary needs
-/// to call it, then the body.
+/// A closure's allocation: the header, what the boundary needs, the body.
 #[repr(C)]
 pub(super) struct Shared<B, R> {
     header: Header,
@@ -106,49 +94,45 @@ pub(super) fn allocate<B, R>(
     NonNull::from(Box::leak(shared)).cast()
 }
 
-/// The site of the closure of `header`, whatever its body and result
-/// types: `Shared` is `#[repr(C)]`, so its header and its site, the
-/// fields before those, lie at the same offsets in every `Shared<B, R>`.
+/// The site of the closure of `header`, whatever its types: `Shared` is
+/// `#[repr(C)]`, so the site's offset is the same in every `Shared<B, R>`.
 ///
 /// # Safety
 ///
-/// `header` is the header of a closure from `allocate`, alive or kept by
-/// [`tombstones`] (whose site stays as it was).
+/// `header` is from `allocate`, alive or kept by [`tombstones`].
 pub(super) unsafe fn site_of<'a>(header: NonNull<Header>) -> &'a Site {
-    // SAFETY: an allocation from `allocate` (caller obligation), a
-    // `Shared<B, R>` whose site is at the offset `Shared<(), ()>` has it.
+    // SAFETY: from `allocate` (caller obligation), with the site at the
+    // offset of `Shared<(), ()>`'s.
     unsafe { &(*header.cast::<Shared<(), ()>>().as_ptr()).site }
 }
 
-/// Drops a `Shared<B, R>` whose last reference was released: drops its
-/// body, and keeps the allocation in [`tombstones`] (or frees it, if it
-/// is larger than they keep).
+/// Drops the body of a `Shared<B, R>` whose last reference was released,
+/// and keeps the allocation in [`tombstones`] (or frees it, if larger).
 ///
 /// # Safety
 ///
-/// `header` is the header of a `Shared<B, R>` from `allocate`, with no
-/// reference left and no call holding it; it was not dropped before.
+/// `header` is a `Shared<B, R>`'s from `allocate`, with no reference left
+/// and no call holding it, not dropped before.
 unsafe fn destroy<B, R>(header: NonNull<Header>) {
-    // The body is the only part of a `Shared` with anything to drop.
+    // Only the body has anything to drop.
     const { assert!(!needs_drop::<Header>() && !needs_drop::<Site>() && !needs_drop::<R>()) };
     let shared = header.cast::<Shared<B, R>>().as_ptr();
-    // SAFETY: a live `Shared<B, R>` from `allocate` that nothing else
-    // reaches (caller obligation). A reference counted on it from now on
-    // is a call made after the drop, whose release must not drop it again.
+    // SAFETY: a live `Shared<B, R>` nothing else reaches (caller
+    // obligation). A reference counted from now on is a call after the
+    // drop, whose release must not drop it again.
     let name = unsafe {
         (*shared).header.last_release = released_after_drop;
         (*shared).site.name
     };
-    // SAFETY: the body is alive and dropped once, here (caller
-    // obligation); the allocation stays until `free_allocation`.
+    // SAFETY: the body is alive and dropped once, here (caller obligation).
     let body = unsafe { &raw mut (*shared).body };
     // SAFETY: as above.
     if let Err(payload) = catch_unwind(AssertUnwindSafe(|| unsafe { body.drop_in_place() })) {
         dropped_with_panic(name, payload);
     }
     if size_of::<Shared<B, R>>() <= tombstones::MAX_SIZE {
-        // SAFETY: small enough, its body dropped, nothing holds it; its
-        // `free` is `free_allocation::<B, R>`.
+        // SAFETY: small enough, its body dropped, nothing holds it; its `free`
+        // is `free_allocation::<B, R>`.
         unsafe { tombstones::keep(header) };
     } else {
         // SAFETY: its body dropped, nothing holds it.
@@ -156,23 +140,20 @@ unsafe fn destroy<B, R>(header: NonNull<Header>) {
     }
 }
 
-/// Frees the allocation of a `Shared<B, R>` whose body was dropped.
+/// Frees a `Shared<B, R>` whose body was dropped.
 ///
 /// # Safety
 ///
-/// `header` is the header of a `Shared<B, R>` from `allocate` whose body
-/// was dropped, which nothing uses any more.
+/// `header` is a `Shared<B, R>`'s from `allocate`, its body dropped, and
+/// nothing uses it.
 unsafe fn free_allocation<B, R>(header: NonNull<Header>) {
-    // SAFETY: from `Box::leak` in `allocate` (caller obligation); a
-    // `MaybeUninit` has the layout of the `Shared` and drops nothing of it
-    // (the body was dropped already, the rest has nothing to drop).
+    // SAFETY: from `Box::leak` in `allocate` (caller obligation); as a
+    // `MaybeUninit` nothing more is dropped.
     drop(unsafe { Box::from_raw(header.cast::<MaybeUninit<Shared<B, R>>>().as_ptr()) });
 }
 
-/// The last release of a closure that was dropped already (its
-/// allocation kept by [`tombstones`]): only a call made after the drop,
-/// a use after free by C, counts a reference on it. Caught as that call
-/// ends; the body it ran had been dropped.
+/// The last release of a closure kept by [`tombstones`]: a call made after
+/// the drop, a use after free by C.
 ///
 /// # Safety
 ///
@@ -210,13 +191,13 @@ pub(super) unsafe fn retain(header: NonNull<Header>) {
     }
 }
 
-/// Gives up one reference; the last one drops the closure, once the calls
-/// that announced it have returned.
+/// Gives up one reference; the last one drops the closure (once the
+/// announcing calls returned).
 ///
 /// # Safety
 ///
-/// The caller owns one reference to the live closure of `header`, and uses
-/// neither the reference nor the closure afterwards.
+/// The caller owns one reference to the live closure, and uses neither
+/// afterwards.
 #[hot_path]
 pub(super) unsafe fn release(header: NonNull<Header>) {
     // SAFETY: live until this decrement (caller obligation).
@@ -226,7 +207,7 @@ pub(super) unsafe fn release(header: NonNull<Header>) {
         return;
     }
     fence(Ordering::Acquire);
-    // SAFETY: the last reference is gone; `last_release` was set by
-    // `allocate` for this allocation's type and kind.
+    // SAFETY: the last reference is gone; `last_release` is this
+    // allocation's.
     unsafe { ((*header.as_ptr()).last_release)(header) };
 }

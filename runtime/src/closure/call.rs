@@ -1,7 +1,6 @@
 //! One call of a closure, from the C function to its body: the
-//! `unsafe extern "C"` functions C calls, a pair per parameter list
-//! (`arity!`), [`run`] at the boundary, and the three bodies it runs
-//! ([`Invoke`]): [`Exclusive`], [`Concurrent`] and [`Once`].
+//! `unsafe extern "C"` functions (a pair per parameter list, `arity!`),
+//! [`run`] at the boundary, and the three bodies ([`Invoke`]).
 
 use core::cell::UnsafeCell;
 use core::ffi::c_void;
@@ -18,18 +17,14 @@ use crate::failure::Failure;
 
 /// How a closure's body is stored and called.
 trait Invoke<Args> {
-    /// What the body returns.
     type Out: Outcome;
-    /// How a call keeps the closure alive.
     const HOLD: Hold;
     /// Runs the body in the call `frame` serves.
     ///
     /// # Safety
     ///
-    /// `header` is the header of the closure whose body `self` is, and the
-    /// call holds a reference to it (for a once closure, the owner's): an
-    /// `FnMut` call may give up another reference through it (see
-    /// `Exclusive::with`).
+    /// `header` is the closure's whose body `self` is, and the call holds a
+    /// reference to it (the owner's, for a once closure).
     unsafe fn invoke(
         &self,
         frame: &Frame,
@@ -38,26 +33,21 @@ trait Invoke<Args> {
     ) -> Result<<Self::Out as Outcome>::C, Failure>;
 }
 
-/// The C result of a body called with `Args`.
 type ReturnOf<B, Args> = <<B as Invoke<Args>>::Out as Outcome>::C;
 
 /// Runs one call of the closure whose data is `data`, at the boundary.
 ///
 /// # Safety
 ///
-/// `data` is the data pointer of a live closure whose body is a `B` and
-/// whose result is `ReturnOf<B, Args>`; for a once closure, this is its one
-/// call.
+/// `data` is a live closure's, with a `B` body and a `ReturnOf<B, Args>`
+/// result; for a once closure, this is its one call.
 #[hot_path]
 unsafe fn run<B: Invoke<Args>, Args>(data: *mut c_void, args: Args) -> ReturnOf<B, Args> {
     let header = NonNull::new(data.cast::<Header>()).unwrap_or_else(|| null_data());
     // SAFETY: a live `Shared<B, ReturnOf<B, Args>>` (caller obligation),
-    // kept alive by what this call holds until `unhold` (and until the
-    // hold is taken, by the caller: the closure is alive as the call
-    // starts).
+    // kept alive by what this call holds until `unhold`.
     let shared = unsafe { &*header.cast::<Shared<B, ReturnOf<B, Args>>>().as_ptr() };
-    // SAFETY: live (caller obligation), held by `B::HOLD` as `allocate`
-    // recorded; its site.
+    // SAFETY: live (caller obligation), held by `B::HOLD`, as allocated.
     let Some(held) = (unsafe { hold(header, &shared.site, B::HOLD) }) else {
         // SAFETY: forwarded caller obligations.
         return unsafe { run_recorded::<B, Args>(header, args) };
@@ -67,21 +57,17 @@ unsafe fn run<B: Invoke<Args>, Args>(data: *mut c_void, args: Args) -> ReturnOf<
         &shared.site,
         || on_failure,
         || on_failure,
-        // SAFETY: `header` is this closure's, and this call holds it (taken
-        // above, or the owner's reference for a once closure).
+        // SAFETY: this closure's header, held by this call.
         |frame| unsafe { shared.body.invoke(frame, header, args) },
     );
-    // SAFETY: what this call took, given up after its last use of the
-    // closure.
+    // SAFETY: what this call took, after its last use of the closure.
     unsafe { unhold(header, held) };
     result
 }
 
-/// [`run`] for a call of a `Closure::concurrent` that cannot announce the
-/// closure in its thread's hazard word (see [`hold`]): it counts a
-/// reference, and records it in the context it runs on while it runs, so
-/// that a `fork` child that lacks the thread gives it up
-/// (`give_up_left_behind`).
+/// [`run`] for a `Closure::concurrent` call that cannot announce the
+/// closure (see [`hold`]): it counts a reference and records it in its
+/// context, for a `fork` child to give up (`give_up_left_behind`).
 ///
 /// # Safety
 ///
@@ -136,10 +122,8 @@ pub(super) struct Once<F> {
 impl<F> Once<F> {
     #[hot_path]
     fn take(&self) -> Result<F, Failure> {
-        // SAFETY: a once closure has one call: a second one aborts before
-        // it gets here (`hold` gives up the owner's reference for the
-        // call, once), so this is the only access to the cell until the
-        // closure is dropped.
+        // SAFETY: a once closure has one call (`hold` aborts a second), so
+        // this is the only access to the cell until the closure is dropped.
         let body = unsafe { (*self.body.get()).take() };
         body.ok_or_else(|| Failure::new("the once closure was already called"))
     }

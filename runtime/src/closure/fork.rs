@@ -1,8 +1,6 @@
-//! What a `fork` child gives up for the calls of the threads it lacks,
-//! which never return there: the counted references their contexts
-//! recorded while the calls ran ([`RecordedReference`], [`WaitNote`]),
-//! given up by `give_up_left_behind`. The announcements of such calls are
-//! ended by `end_hold`.
+//! What a `fork` child gives up for the calls of the threads it lacks: the
+//! references their contexts recorded while the calls ran
+//! ([`RecordedReference`], [`WaitNote`]).
 
 use core::ptr::NonNull;
 
@@ -13,13 +11,13 @@ use crate::context::ContextNode;
 use crate::sync::{OuterWait, Turn};
 use crate::thread;
 
-/// A counted reference of a running call, recorded in the context serving
-/// the thread (see `sync::HeldRefs`) until this is dropped.
+/// A running call's counted reference, recorded in its context
+/// (`sync::HeldRefs`) until dropped.
 pub(super) struct RecordedReference(Option<(&'static ContextNode, usize)>);
 
 impl RecordedReference {
-    /// Records the reference this thread's running call holds to the
-    /// closure of `header` (taken before, given up after the drop).
+    /// Records the reference this thread's call holds to the closure of
+    /// `header` (taken before, given up after the drop).
     pub(super) fn new(header: NonNull<Header>) -> RecordedReference {
         // Exposed: a `fork` child turns it back into a pointer.
         let object = header.as_ptr().expose_provenance();
@@ -37,26 +35,21 @@ impl Drop for RecordedReference {
     }
 }
 
-/// A `Closure::new` call's note, in its context, that it waits for the
-/// closure's turn while holding a reference to it: a `fork` child that
-/// lacks the waiting thread gives that reference up
-/// (`give_up_left_behind`). Erased when dropped, once the call has the
-/// turn (or gave up).
+/// A `Closure::new` call's note that it waits for the turn while holding
+/// a reference, for a `fork` child to give up; erased when dropped.
 pub(super) struct WaitNote(Option<(&'static ContextNode, OuterWait)>);
 
 impl WaitNote {
-    /// Notes that this thread's call waits for `turn`, the turn of the
-    /// closure of `header`.
+    /// Notes that this thread's call waits for `turn`.
     ///
     /// # Safety
     ///
-    /// The call holds a reference to the closure of `header` until the
-    /// note is dropped (or, if it takes the turn, until it ends it).
+    /// The call holds a reference to the closure of `header` until the note
+    /// is dropped (or, if it takes the turn, until it ends it).
     #[cold]
     #[inline(never)]
     pub(super) unsafe fn new(header: NonNull<Header>, turn: &Turn) -> WaitNote {
-        // The addresses are exposed: a `fork` child turns them back into
-        // pointers.
+        // Exposed: a `fork` child turns them back into pointers.
         let object = header.as_ptr().expose_provenance();
         let turn = core::ptr::from_ref(turn).expose_provenance();
         WaitNote(thread::current().map(|node| (node, node.value.held.note_wait(object, turn))))
@@ -71,20 +64,15 @@ impl Drop for WaitNote {
     }
 }
 
-/// In a `fork` child: gives up a reference that a call of a thread the
-/// fork left behind held, recorded in that thread's context (see
-/// `sync::HeldRefs`), as the call will never give it up. `object` is the
-/// closure's exposed address; `turn`, for a call that waited for that
-/// closure's turn, the turn's, and `mark` that thread's mark. A call that
-/// had taken the turn when the fork came (the turn is held under `mark`)
-/// is left to the child's first call of the closure, which takes the turn
-/// over and gives its reference up then (see `Exclusive::with`).
+/// In a `fork` child: gives up a missing thread's call's reference.
+/// `object` is the closure's exposed address, `turn` the turn it waited
+/// for (or 0), `mark` its thread's. A call that had taken the turn is left
+/// to the child's first call, which takes the turn over.
 ///
 /// # Safety
 ///
-/// Runs on the only thread of a `fork` child; `object`, `turn` and
-/// `mark` come from the context of a thread the child does not have
-/// (`HeldRefs::take_left`), once.
+/// Runs on the only thread of a `fork` child, once per record of a thread
+/// it lacks (`HeldRefs::take_left`).
 #[cfg(unix)]
 #[cold]
 pub(crate) unsafe fn give_up_left_behind(object: usize, turn: usize, mark: usize) {
@@ -93,14 +81,13 @@ pub(crate) unsafe fn give_up_left_behind(object: usize, turn: usize, mark: usize
         return;
     };
     if turn != 0 {
-        // SAFETY: the turn of a closure the left call held a reference
-        // to, alive with it.
+        // SAFETY: the turn of a closure the call held a reference to.
         let turn = unsafe { &*core::ptr::with_exposed_provenance::<Turn>(turn) };
         if turn.is_held_under(mark) {
             return;
         }
     }
-    // SAFETY: the left call held this reference (recorded after it took
-    // it, erased before giving it up) and will never give it up.
+    // SAFETY: the call held this reference (recorded after taking it,
+    // erased before giving it up) and will never give it up.
     unsafe { release(header) };
 }

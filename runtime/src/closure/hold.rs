@@ -1,27 +1,17 @@
-//! How a call keeps its closure alive until it returns ([`Hold`]). The
-//! owner holds a reference; a call, by the closure's kind:
+//! How a call keeps its closure alive until it returns ([`Hold`]), besides
+//! the owner's reference:
 //!
-//! * a `Closure::new` call takes a reference of its own, a count shared by
-//!   every thread (its calls take turns anyway);
+//! * a `Closure::new` call takes a reference (its calls take turns anyway);
 //! * a `Closure::concurrent` call announces the closure in its thread's
-//!   hazard word instead (`sync::Hazard`, in the thread's context), so
-//!   that calls from many threads at once do not contend for one counter.
-//!   When the last reference goes, the closure's retirement ([`retire`])
-//!   reads every context's word and leaves the drop to the last call it
-//!   finds announcing it. A call that finds its thread's word taken (by a
-//!   call it is nested in, or an abandoned one), or runs on a thread
-//!   attached per call, takes a reference, which it records in its context
-//!   while it runs (`run_recorded`);
-//! * the call of a once closure uses the owner's reference.
+//!   hazard word (`sync::Hazard`), so calls from many threads share no
+//!   counter; the retirement ([`retire`]) leaves the drop to the last one.
+//!   A call that cannot announce takes a reference and records it
+//!   (`run_recorded`);
+//! * a once closure's call uses the owner's reference.
 //!
-//! A call abandoned by a `longjmp` out of the body keeps its hold: an
-//! announcement until its thread exits ([`end_hold`]; the thread's later
-//! calls take references meanwhile); a `Closure::new` call's reference
-//! until a later call takes the turn back (see `Exclusive::with`); any
-//! other reference for good (the closure leaks).
-//!
-//! The drop is ordered after every call's use of the closure as the
-//! "Atomic orderings" of `allocation` say.
+//! An abandoned call keeps its hold: an announcement until its thread
+//! exits ([`end_hold`]), a `Closure::new` reference until a later call
+//! takes the turn back, any other reference for good (the closure leaks).
 
 use core::ptr::NonNull;
 
@@ -32,15 +22,14 @@ use crate::context::CONTEXTS;
 use crate::sync::{Hazard, MARKED};
 use crate::valgrind;
 
-/// How the calls of a closure keep it alive (see the module docs).
+/// How the calls of a closure keep it alive.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Hold {
     /// Each call takes a reference of its own: `Closure::new`.
     Counted,
     /// The one call uses the owner's reference: a once closure.
     Owner,
-    /// A call announces the closure in its thread's hazard word where it
-    /// can, else takes a reference and records it in its context:
+    /// An announcement where it can, else a recorded reference:
     /// `Closure::concurrent`.
     Announced,
 }
@@ -53,30 +42,22 @@ pub(super) enum Held {
     Announcement(&'static Hazard),
 }
 
-/// Takes what a call of the closure of `header` holds it by, as `hold`
-/// says; for a `Closure::concurrent` call, binds the thread if it was
-/// not. `None` where such a call cannot announce the closure (an outer or
-/// abandoned call of the thread holds the word, or the thread has no
-/// bound context: see `bound_context`): it takes a reference in
-/// `run_recorded` instead.
-///
-/// Taken here, before `call`, from the context the thread's slot holds,
-/// rather than in the body from the call's frame: there the hold would
-/// live in memory across `call` (which reads the site in the closure after
-/// the body, so the hold is given up after it returns), and so would the
-/// call's records, at a cost on every call.
+/// Takes what a call of the closure holds it by; for a
+/// `Closure::concurrent` call, binds the thread first. `None` where such a
+/// call cannot announce (it takes a reference in `run_recorded`). Taken
+/// before `call`, from the thread's slot: in the body, the hold and the
+/// call's records would live in memory across `call`.
 ///
 /// # Safety
 ///
-/// `header` belongs to a live closure, whose calls hold it by `hold`, and
+/// `header` belongs to a live closure whose calls hold it by `hold`;
 /// `site` is its site.
 #[hot_path]
 pub(super) unsafe fn hold(header: NonNull<Header>, site: &Site, hold: Hold) -> Option<Held> {
     match hold {
         Hold::Owner => {
-            // SAFETY: the header of a closure (caller obligation), or of
-            // one already dropped and still kept, whose second call this
-            // catches.
+            // SAFETY: a closure's header (caller obligation), or a dropped one's,
+            // still kept, whose second call this catches.
             unsafe { give_up_owner(header, CALLED) };
             return Some(Held::Reference);
         }
@@ -86,24 +67,19 @@ pub(super) unsafe fn hold(header: NonNull<Header>, site: &Site, hold: Hold) -> O
                 let hazard = &node.value.hazard;
                 // SAFETY: live (caller obligation).
                 let marked = unsafe { (*header.as_ptr()).marked };
-                // The address is exposed: a thread that ends the hold for
-                // the call (its exit hook) turns the word back into a
-                // pointer (`end_hold`).
+                // Exposed: `end_hold` may turn it back into a pointer.
                 let object = header.as_ptr().expose_provenance();
                 // SAFETY:
-                // - `node` serves this thread, the only one that announces
-                //   through its word, and stays with it (bound, not per
-                //   call); if this announces, no other call of the thread
-                //   can (the word is taken) until this call withdraws in
-                //   `unhold`;
-                // - a header is a non-zero multiple of 8, of a closure that
-                //   is alive and not retired (the caller may call it).
+                // - `node` serves this thread, the only one announcing through its
+                //   word, and stays bound; the word stays taken until `unhold`;
+                // - a header is a non-zero multiple of 8, of a live closure not retired
+                //   (the caller may call it).
                 if unsafe { hazard.announce(object, marked) } {
                     return Some(Held::Announcement(hazard));
                 }
             }
-            // A call nested in an announced one, a word left taken by an
-            // abandoned call, a thread attached per call, a gate shut.
+            // Nested in an announced call, a word an abandoned call left, a
+            // per-call thread, a shut gate.
             crate::hint::rarely_taken();
             return None;
         }
@@ -117,19 +93,17 @@ pub(super) unsafe fn hold(header: NonNull<Header>, site: &Site, hold: Hold) -> O
 ///
 /// # Safety
 ///
-/// `held` is what the call of the closure of `header` on this thread
-/// held, and the call returned: it uses the closure no more.
+/// `held` is what this thread's call of the closure held, and the call
+/// uses the closure no more.
 #[hot_path]
 pub(super) unsafe fn unhold(header: NonNull<Header>, held: Held) {
     match held {
         // SAFETY: the call's reference (caller obligation).
         Held::Reference => unsafe { release(header) },
         Held::Announcement(hazard) => {
-            // SAFETY: this thread announced through its own word, and the
-            // call is over (caller obligation).
+            // SAFETY: this thread's own word; the call is over (caller obligation).
             let withdrawn = unsafe { hazard.withdraw() };
-            // Anything but the bare address: a retirement waits for this
-            // call, or helgrind is told.
+            // Not the bare address: a retirement waits, or helgrind is told.
             if withdrawn != header.addr().get() {
                 // SAFETY: forwarded caller obligation.
                 unsafe { end_hold(withdrawn) };
@@ -138,22 +112,19 @@ pub(super) unsafe fn unhold(header: NonNull<Header>, held: Held) {
     }
 }
 
-/// Ends a hold withdrawn from a hazard word with flags (or nothing, for
-/// 0): tells helgrind (under valgrind) that the call's uses of the closure
-/// happen before its drop, and releases the call's part of a retirement
-/// that waits for it. Called by the call itself, and by the hooks for a
-/// call its thread abandoned (the thread exits, or a `fork` child lacks
-/// it): a `longjmp` or a forced unwind left it with its announcement.
+/// Ends a hold withdrawn from a hazard word with flags: tells helgrind,
+/// and releases the call's part of a retirement that waits for it. Called
+/// by the call, or by the hooks for a call its thread abandoned.
 ///
 /// # Safety
 ///
-/// `withdrawn` is what a hazard word held, withdrawn by (or for) the call
-/// that announced it, which uses the closure no more.
+/// `withdrawn` was withdrawn by (or for) the announcing call, which uses
+/// the closure no more.
 #[cold]
 #[inline(never)]
 pub(crate) unsafe fn end_hold(withdrawn: usize) {
-    // An address `hold` exposed, of a closure still alive: its retirement
-    // waits for this hold, or has not started.
+    // An address `hold` exposed, of a closure whose retirement waits for
+    // this hold or has not started.
     let Some(header) = NonNull::new(core::ptr::with_exposed_provenance_mut::<Header>(
         Hazard::object(withdrawn),
     )) else {
@@ -163,34 +134,27 @@ pub(crate) unsafe fn end_hold(withdrawn: usize) {
         valgrind::happens_before(header.as_ptr());
     }
     // SAFETY: a retirement that deferred to the call keeps the closure
-    // alive until the call's release; the call releases once.
+    // alive until the call's release, which happens once.
     if Hazard::deferred(withdrawn) && unsafe { (*header.as_ptr()).retirement.release() } {
         // SAFETY: the last holder of a closure with no reference left.
         unsafe { destroy_now(header) };
     }
 }
 
-/// The last release of a closure whose calls may announce it: drops it
-/// now, or leaves that to the last of the calls announcing it.
+/// The last release of a closure whose calls may announce it.
 ///
 /// # Safety
 ///
-/// The last reference to the closure of `header` was just released, by
-/// the caller.
+/// The caller just released the last reference.
 pub(super) unsafe fn retire(header: NonNull<Header>) {
-    // SAFETY: no reference is left, but the allocation is alive until
-    // destroyed below (caller obligation).
+    // SAFETY: alive until destroyed below (caller obligation).
     let shared = unsafe { header.as_ref() };
     if shared.marked != 0 {
-        // For helgrind: this thread's reads of the header happen before
-        // the drop, which writes to it (`destroy`), on whichever thread
-        // the drop runs.
+        // For helgrind: this thread's reads happen before the drop.
         valgrind::happens_before(header.as_ptr());
     }
-    // SAFETY: the closure's own retirement, once (the last reference goes
-    // once); a thread announces it only in its context's word, and
-    // `CONTEXTS` has every context (nodes are never freed while a
-    // closure is alive: only when the library is unloaded).
+    // SAFETY: retired once (the last reference goes once); a thread
+    // announces only in its context's word, and `CONTEXTS` has them all.
     let unheld = unsafe {
         shared.retirement.retire(
             header.addr().get(),
@@ -203,18 +167,17 @@ pub(super) unsafe fn retire(header: NonNull<Header>) {
     }
 }
 
-/// Drops the closure of `header`.
 ///
 /// # Safety
 ///
-/// Nothing holds the closure any more: no reference, no announcing call.
+/// Nothing holds the closure: no reference, no announcing call.
 unsafe fn destroy_now(header: NonNull<Header>) {
     // SAFETY: alive until the call below (caller obligation).
     let shared = unsafe { header.as_ref() };
     if shared.marked != 0 {
         valgrind::happens_after(header.as_ptr());
     }
-    // SAFETY: `destroy` was set by `allocate` for this allocation's type;
-    // nothing holds the closure (caller obligation).
+    // SAFETY: `destroy` is this allocation's (`allocate`); nothing holds
+    // the closure (caller obligation).
     unsafe { (shared.destroy)(header) };
 }

@@ -1,18 +1,11 @@
-//! The owner's reference as C gives it up: by the closure's `free`, or
-//! by a once closure's call. The header's `owner` word records which, so
-//! that a second `free`, a once closure's second call, or its call and a
-//! `free`, abort with a message naming the closure. The word is there to
-//! read while a call still holds the closure, and after the drop while
-//! [`tombstones`](super::tombstones) keeps the allocation (its body
-//! dropped), so the check reads a live allocation rather than freed
-//! memory. The call paths of `Closure::new` and `Closure::concurrent`
-//! check nothing.
+//! The owner's reference as C gives it up, by `free` or a once closure's
+//! call: the header's `owner` word records which, so a second give-up
+//! aborts with a message naming the closure.
 //!
 //! # Atomic orderings
 //!
 //! The `owner` word is Relaxed: it orders nothing (the reference count
-//! does), and of two read-modify-writes of it one reads the other's value
-//! (see [`give_up_owner`]).
+//! does), and of two swaps one reads the other's value.
 
 use core::ffi::c_void;
 use core::ptr::NonNull;
@@ -21,32 +14,26 @@ use super::allocation::{Header, release, site_of};
 use crate::diag::abort_with;
 use crate::sync::Ordering;
 
-/// `Header::owner` while the owner's reference is held (by a
-/// [`Closure`](super::Closure) or [`OnceClosure`](super::OnceClosure)
-/// handle, or by C after `into_raw_parts`).
+/// `Header::owner` while the owner's reference is held (by a handle, or by
+/// C after `into_raw_parts`).
 pub(super) const OWNED: u32 = 0;
-/// `Header::owner` once C's `free` gave up the owner's reference.
+/// Given up by C's `free`.
 pub(super) const FREED: u32 = 1;
-/// `Header::owner` once a once closure's call took the owner's reference.
+/// Given up by a once closure's call.
 pub(super) const CALLED: u32 = 2;
 
-/// Records that C gave up the owner's reference to the closure of
-/// `header`, `by` its `free` ([`FREED`]) or by a once closure's call
-/// ([`CALLED`]). If C gave it up before, aborts with a message naming the
-/// closure: a second `free`, a once closure's second call, a `free` after
-/// its call or a call after its `free`.
+/// Records that C gave up the owner's reference, `by` [`FREED`] or
+/// [`CALLED`]; aborts naming the closure if it did before.
 ///
 /// # Safety
 ///
-/// `header` is the header of a closure from `allocate`, alive or kept by
+/// `header` is from `allocate`, alive or kept by
 /// [`tombstones`](super::tombstones).
 #[hot_path]
 pub(super) unsafe fn give_up_owner(header: NonNull<Header>, by: u32) {
     // SAFETY: alive or kept (caller obligation).
     let owner = unsafe { &(*header.as_ptr()).owner };
-    // Relaxed: the word orders nothing (the reference count does). A
-    // swap reads the last value before its own in the word's modification
-    // order, so of two give-ups the second sees the first.
+    // Relaxed: see "Atomic orderings" in the module docs.
     let before = owner.swap(by, Ordering::Relaxed);
     if before != OWNED {
         // SAFETY: as above.
@@ -54,7 +41,6 @@ pub(super) unsafe fn give_up_owner(header: NonNull<Header>, by: u32) {
     }
 }
 
-/// The abort of [`give_up_owner`].
 ///
 /// # Safety
 ///
@@ -75,9 +61,7 @@ unsafe fn given_up_twice(header: NonNull<Header>, before: u32, by: u32) -> ! {
     abort_with(&format!("callgate: {what}; aborting"))
 }
 
-/// The `free` of every closure: releases the reference C holds. A second
-/// `free`, or one after a once closure's call, aborts with a message while
-/// the closure is alive or kept by [`tombstones`](super::tombstones).
+/// The `free` of every closure: releases the reference C holds.
 ///
 /// # Safety
 ///
@@ -85,12 +69,11 @@ unsafe fn given_up_twice(header: NonNull<Header>, before: u32, by: u32) -> ! {
 /// and C uses it no more.
 pub(super) unsafe extern "C" fn free_closure(data: *mut c_void) {
     if let Some(header) = NonNull::new(data.cast::<Header>()) {
-        // SAFETY: the data of a closure (caller obligation), or of one
-        // already dropped and still kept, whose second `free` this
-        // catches.
+        // SAFETY: a closure's data (caller obligation), or a dropped one's,
+        // still kept, whose second `free` this catches.
         unsafe { give_up_owner(header, FREED) };
-        // SAFETY: C gives up its reference (caller obligation), which it
-        // held: it had not given it up (checked just above).
+        // SAFETY: C's reference (caller obligation), not given up before
+        // (checked just above).
         unsafe { release(header) };
     }
 }

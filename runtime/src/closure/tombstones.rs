@@ -1,22 +1,15 @@
-//! The allocations of the closures dropped last, kept after their drop so
-//! that C's misuse of a closure's data finds its header still there: a
-//! second `free`, or a once closure's second call, reads the header's
-//! `owner` word and aborts with a message (`give_up_owner`), where an
-//! allocation freed at the drop would make that read a use after free.
-//!
-//! Bounded: [`SLOTS`] allocations of at most [`MAX_SIZE`] bytes each (a
-//! larger closure is freed at its drop). Keeping one frees the one its
-//! slot held, kept [`SLOTS`] drops earlier. What a kept allocation owned
-//! went with its body's drop: only its own bytes stay. The ELF unload
-//! hook frees them with the library.
+//! The allocations of the last closures dropped, kept so that C's misuse
+//! of a closure's data (a second `free`) reads a header still there and
+//! aborts with a message, rather than read freed memory. Bounded: [`SLOTS`]
+//! allocations of at most [`MAX_SIZE`] bytes.
 //!
 //! # Atomic orderings
 //!
-//! A slot is swapped AcqRel: the Release publishes the allocation (and
-//! the drop of its body) to the thread that takes it out again, and the
-//! Acquire orders the writes of the thread that kept the allocation taken
-//! out before its free. The count that picks the slot is Relaxed: two
-//! threads on one slot each swap, and the second frees the first's.
+//! A slot is swapped AcqRel: the Release publishes the allocation (its
+//! body dropped) to the thread that takes it out again, whose Acquire
+//! orders the keeper's writes before the free. The count that picks the
+//! slot is Relaxed: two threads on one slot each swap, and the second
+//! frees the first's.
 
 use core::ptr::{self, NonNull};
 
@@ -24,35 +17,31 @@ use super::allocation::Header;
 use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
 use crate::valgrind;
 
-/// How many dropped closures are kept.
 pub(super) const SLOTS: usize = 64;
 
-/// The largest allocation kept, in bytes: callgate's part of it takes 88
-/// to 120 (with an `i32` result), the rest is what the closure captured.
+/// The largest allocation kept, in bytes.
 pub(super) const MAX_SIZE: usize = 512;
 
 static KEPT: [AtomicPtr<Header>; SLOTS] = [const { AtomicPtr::new(ptr::null_mut()) }; SLOTS];
 
-/// The count of allocations kept, which picks the next slot.
+/// Picks the next slot.
 static NEXT: AtomicUsize = AtomicUsize::new(0);
 
-/// Keeps the allocation of `header`, and frees the one its slot held.
+/// Keeps the allocation, and frees the one its slot held.
 ///
 /// # Safety
 ///
-/// `header` is the header of a closure allocation of at most [`MAX_SIZE`]
-/// bytes, whose body was dropped, which nothing holds, and which its
-/// header's `free` frees.
+/// `header` is a closure allocation of at most [`MAX_SIZE`] bytes, its
+/// body dropped, nothing holding it, freed by its header's `free`.
 pub(super) unsafe fn keep(header: NonNull<Header>) {
-    // For helgrind, which does not see the slot's ordering: this thread's
-    // writes happen before the free by the thread that takes it out.
+    // For helgrind, which does not see the slot's ordering.
     valgrind::happens_before(header.as_ptr());
     // Relaxed, AcqRel: see "Atomic orderings" in the module docs.
     let slot = NEXT.fetch_add(1, Ordering::Relaxed) % SLOTS;
     let evicted = KEPT[slot].swap(header.as_ptr(), Ordering::AcqRel);
     if let Some(evicted) = NonNull::new(evicted) {
-        // SAFETY: kept by `keep` (whose caller obligations stand for it),
-        // and now out of its slot: nothing else frees it.
+        // SAFETY: kept (under `keep`'s obligations) and out of its slot now:
+        // nothing else frees it.
         unsafe { free(evicted) };
     }
 }
@@ -61,8 +50,7 @@ pub(super) unsafe fn keep(header: NonNull<Header>) {
 ///
 /// # Safety
 ///
-/// No thread runs the library's code, and none will until it is
-/// unloaded.
+/// No thread runs the library's code, now or until it is unloaded.
 // Only the ELF unload hook (Linux, Android) frees them.
 #[cfg_attr(not(any(target_os = "linux", target_os = "android")), allow(dead_code))]
 #[cold]
@@ -84,8 +72,8 @@ pub(crate) unsafe fn free_all() {
 /// `header` was kept by [`keep`] and taken out of its slot.
 unsafe fn free(header: NonNull<Header>) {
     valgrind::happens_after(header.as_ptr());
-    // SAFETY: kept, so its `free` frees it, and nothing holds it (the
-    // obligations of `keep`); out of its slot, so freed once.
+    // SAFETY: kept (so its `free` frees it and nothing holds it) and out of
+    // its slot: freed once.
     unsafe { ((*header.as_ptr()).free)(header) };
 }
 

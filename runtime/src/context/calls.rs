@@ -1,6 +1,6 @@
 //! Recording the callbacks that run on a context's owner: the outermost
-//! call's fast entry and leave, `enter` and `leave` for any depth, and the
-//! outermost token that tells an outermost call's mark from a later one's.
+//! call's fast entry and leave, `enter` and `leave` at any depth, and the
+//! outermost token.
 
 use super::Context;
 use super::running::{ADVANCED, DEPTH};
@@ -8,11 +8,9 @@ use crate::local::holding;
 use crate::stack::{Anchor, Mark};
 
 impl Context {
-    /// The fast path of a bound thread: a callback with `anchor` in its
-    /// frame starts on the owner if no call is recorded as running there,
-    /// and ends with [`leave_outermost`](Context::leave_outermost).
-    /// Otherwise returns false, doing nothing, and the caller takes
-    /// [`enter`](Context::enter).
+    /// The bound fast path: starts the call with `anchor` if the owner is
+    /// idle (it ends with [`leave_outermost`](Context::leave_outermost)); else
+    /// false, and the caller takes [`enter`](Context::enter).
     ///
     /// # Safety
     ///
@@ -28,8 +26,7 @@ impl Context {
         true
     }
 
-    /// True when no call is recorded as running on the owner: the next
-    /// [`enter_outermost`](Context::enter_outermost) succeeds.
+    /// True when no call is recorded as running on the owner.
     ///
     /// # Safety
     ///
@@ -40,8 +37,7 @@ impl Context {
         self.running.entry() == 0
     }
 
-    /// [`enter_outermost`](Context::enter_outermost) on a context the
-    /// caller knows is idle.
+    /// [`enter_outermost`](Context::enter_outermost) on an idle context.
     ///
     /// # Safety
     ///
@@ -53,14 +49,14 @@ impl Context {
         unsafe { self.enter_idle_holding(anchor, holding(0)) };
     }
 
-    /// [`enter_idle`](Context::enter_idle) for a call that holds a
-    /// `#[local]` value until it leaves: `entry` is [`holding`] its index
-    /// (from `Locals::get_ready`), so the depth and the hold are one store.
+    /// [`enter_idle`](Context::enter_idle) for a call that holds a `#[local]`
+    /// value until it leaves: `entry` is [`holding`] its index, so the depth
+    /// and the hold are one store.
     ///
     /// # Safety
     ///
-    /// As for `enter_idle`; `entry` is `holding(0)` or `holding` the index
-    /// of a value of this context that is free.
+    /// As for `enter_idle`; `entry` is `holding(0)` or `holding` the index of
+    /// a free value of this context.
     #[hot_path]
     pub(crate) unsafe fn enter_idle_holding(&self, anchor: &Anchor, entry: u64) {
         debug_assert_eq!(self.running.entry(), 0);
@@ -69,36 +65,29 @@ impl Context {
         self.running.set_entry(entry);
     }
 
-    /// Records the call whose anchor is `anchor` as the outermost one, with
-    /// the current outermost token: two stores the compiler may drop (see
-    /// [`Running`](super::running::Running)).
+    /// Records `anchor`'s call as the outermost one, with the current token.
     #[hot_path]
     pub(super) fn mark_outermost(&self, anchor: &Anchor) {
         let token = self.outer_token.get();
         self.running.set_outer(anchor.mark(token).address());
     }
 
-    /// Gives the outermost calls from now on a token no earlier call had.
-    /// Not while a running outermost call's mark holds the token
-    /// ([`outer_mark`](Context::outer_mark)), unless
-    /// [`advance_past_running`](Context::advance_past_running) kept it
-    /// aside.
+    /// Gives later outermost calls a new token; not while a running call's
+    /// mark holds it, unless
+    /// [`advance_past_running`](Context::advance_past_running) kept it aside.
     pub(super) fn advance(&self) {
         self.outer_token.set(self.outer_token.get().wrapping_add(1));
     }
 
     /// Something inside the running outermost call (a nested call, a
-    /// `#[local]` lookup) may leave a mark behind that outlives it: the
-    /// calls after it get a new token now, the running one's kept in
+    /// `#[local]` lookup) may leave its mark behind: later calls get a new
+    /// token now, the running one's kept in
     /// [`running_token`](Context::running_token) with [`ADVANCED`] set.
-    /// Its leave then has nothing to check.
     ///
     /// # Safety
     ///
-    /// The caller is the context's owner, inside an outermost call that
-    /// is running (the depth is at least 1): at depth 0 the flag would
-    /// outlive every call and make the next outermost one's mark carry a
-    /// token that is not its own.
+    /// The caller is the context's owner, inside a running outermost call (at
+    /// depth 0 the flag would give the next call a token not its own).
     pub(super) unsafe fn advance_past_running(&self) {
         let entry = self.running.entry();
         debug_assert_ne!(entry as u32 & DEPTH, 0, "inside a call");
@@ -109,7 +98,6 @@ impl Context {
         }
     }
 
-    /// The token of the outermost call recorded as running.
     fn running_outer_token(&self) -> u64 {
         if self.running.entry() & u64::from(ADVANCED) == 0 {
             self.outer_token.get()
@@ -118,53 +106,36 @@ impl Context {
         }
     }
 
-    /// The mark of the outermost call recorded as running.
     pub(super) fn outer_mark(&self) -> Mark {
         Mark::new(self.running.outer(), self.running_outer_token())
     }
 
-    /// The call that [`enter_outermost`](Context::enter_outermost) started
-    /// returns. Unlike [`leave`](Context::leave), never a release: a
-    /// per-call context is in the slot only while the call that attached
-    /// it runs, which entered through `enter` (a signal handler's call
-    /// between that attach and `enter` leaves the release to it).
-    ///
-    /// Nothing to check either: a value an abandoned nested call holds in
-    /// its slot's state names this call's token, which advanced as that
-    /// call started or looked the value up
-    /// ([`advance_past_running`](Context::advance_past_running)), so later
-    /// lookups tell this call over (`Holder::is_gone`).
+    /// The call [`enter_outermost`](Context::enter_outermost) started returns:
+    /// never a release (a per-call attachment's call entered through
+    /// [`enter`](Context::enter)), nothing to check.
     ///
     /// # Safety
     ///
     /// - The caller is the context's owner.
-    /// - The returning call entered with `enter_outermost` and has not
-    ///   left yet.
+    /// - The returning call entered with `enter_outermost` and has not left.
     #[hot_path]
     pub(crate) unsafe fn leave_outermost(&self) {
-        // Depth 0, no `ADVANCED`, and the call's hold ends.
         self.running.set_idle();
     }
 
     /// A callback starts on the owning thread, with `anchor` in its frame;
-    /// returns the depth it starts at, which its `leave` restores.
-    ///
-    /// The outermost call only records its mark. A call that starts while
-    /// others are recorded as running takes the cold path, which first
-    /// drops the recorded calls whose frames are provably gone.
+    /// returns the depth it starts at. A nested call takes the cold path.
     ///
     /// # Safety
     ///
     /// - The caller is the context's owner.
-    /// - `anchor` is in the frame of the call that is starting and lives
-    ///   until that call leaves.
+    /// - `anchor` is in the starting call's frame and lives until it leaves.
     #[hot_path]
     pub(crate) unsafe fn enter(&self, anchor: &Anchor) -> u32 {
         // SAFETY: owning thread (caller obligation).
         let recorded = unsafe { self.depth() };
         let start = if recorded == 0 {
-            // Off the fast path, a token of its own whatever came before:
-            // the same margin as `leave`'s (see there).
+            // A token of its own: the same margin as `leave`'s.
             self.advance();
             self.mark_outermost(anchor);
             0
@@ -172,40 +143,31 @@ impl Context {
             // SAFETY: forwarded caller obligations.
             unsafe { self.enter_nested(recorded, anchor) }
         };
-        // The held index stays: an outer call's, or 0 (when `recorded` is
-        // 0, or `enter_nested` found every recorded call gone).
+        // The held index stays: an outer call's, or 0.
         self.set_depth(start + 1);
         start
     }
 
-    /// Sets the depth, keeping the held index and [`ADVANCED`].
     #[hot_path]
     fn set_depth(&self, depth: u32) {
         self.running
             .set_entry(self.running.entry() & !u64::from(DEPTH) | u64::from(depth));
     }
 
-    /// A callback that entered at depth `start` returns; true when it was
-    /// the outermost one of a per-call attachment, to be released now.
+    /// A callback that entered at depth `start` returns; true when it was a
+    /// per-call attachment's outermost call, to be released now.
     ///
-    /// Restoring `start` rather than decrementing forgets the calls
-    /// recorded deeper: nested ones that were abandoned, or ones that
-    /// started later on another stack of the thread and are suspended
-    /// there ([`forget_deeper`](Context::forget_deeper)). What they hold
-    /// stays held until their holders are found gone (`Locals::get`).
-    /// A call that finds fewer calls recorded than its depth was forgotten
-    /// so (coroutines need not finish in the order they started): what is
-    /// recorded belongs to other calls, and it leaves it as it is.
-    ///
-    /// The outermost call advances the token as it leaves: a margin the
-    /// token rules do not need (a forgotten call started inside this one,
-    /// which advanced it), free off the fast path.
+    /// Restoring `start` forgets the calls recorded deeper: abandoned ones, or
+    /// ones suspended on another stack ([`forget_deeper`](Context::forget_deeper)).
+    /// A call that finds fewer calls recorded than its depth was itself
+    /// forgotten so (coroutines end in any order), and leaves the record
+    /// alone. The outermost call advances the token: a margin, free here.
     ///
     /// # Safety
     ///
     /// - The caller is the context's owner.
-    /// - `start` is what the `enter` of the call that is returning gave,
-    ///   and that call has not left yet.
+    /// - `start` is what the returning call's `enter` gave, and it has not
+    ///   left.
     #[hot_path]
     pub(crate) unsafe fn leave(&self, start: u32) -> bool {
         // SAFETY: owning thread (caller obligation).
@@ -214,21 +176,17 @@ impl Context {
             return false;
         }
         if depth > start + 1 {
-            // SAFETY: owning thread; the returning call entered at `start`
-            // and `depth` calls are recorded (caller obligations).
+            // SAFETY: owner; the call entered at `start`, `depth` calls recorded.
             unsafe { self.forget_deeper(start, depth) };
         }
         if start == 0 {
-            // No call runs any more: depth 0 and no `ADVANCED`; the held
-            // index is 0 (a call that entered through `enter` holds
-            // nothing through the word). The next outermost call gets a
-            // new token (a margin: see above).
+            // The held index is 0 already: a call entered through `enter` holds
+            // nothing through the word.
             self.running
                 .set_entry(self.running.entry() & !u64::from(u32::MAX));
             self.advance();
         } else {
-            // Keeps the held index (an outer call's) and `ADVANCED`
-            // for the outermost call.
+            // Keeps the held index and `ADVANCED`.
             self.set_depth(start);
         }
         // `&`, not `&&`: no branch for the short-circuit on the common path.

@@ -2,9 +2,8 @@
 
 use crate::sync::{AtomicU64, Ordering};
 
-/// A per-thread counter: written only by the context's owner (a plain
-/// load + store, no read-modify-write, no shared cache line), read by
-/// `stats()` from any thread.
+/// A per-thread counter: written only by the context's owner, so a plain
+/// load and store; read by `stats()` from any thread.
 pub(crate) struct Counter(AtomicU64);
 
 impl Counter {
@@ -12,22 +11,19 @@ impl Counter {
         Counter(AtomicU64::new(0))
     }
 
-    /// Counts one more; returns the count before.
     #[hot_path]
     pub(crate) fn bump(&self) -> u64 {
-        // Relaxed: a statistic with a single writer (the owning thread), so
-        // load + store cannot lose an update; readers only need atomicity.
+        // Relaxed: one writer, so load and store lose nothing; readers need
+        // only atomicity.
         let before = self.0.load(Ordering::Relaxed);
         self.0.store(before.wrapping_add(1), Ordering::Relaxed);
         before
     }
 
-    /// The count so far.
     #[inline]
     pub(crate) fn get(&self) -> u64 {
-        // Relaxed: another thread reads a statistic, which needs only
-        // atomicity; the owner, or the only thread of a `fork` child
-        // (`Context::reset_orphan`), reads the last store.
+        // Relaxed: a statistic for other threads; the owner (or a `fork`
+        // child's only thread) reads its own last store.
         self.0.load(Ordering::Relaxed)
     }
 }

@@ -1,24 +1,20 @@
 //! A context changing hands: its owner gives it up, exits, or is missing
-//! from a `fork` child. The calls made on it until then are over, and the
-//! next owner's calls tell them so by their tokens.
+//! from a `fork` child; the next owner's calls tell the old calls over by
+//! their tokens.
 
 use super::Context;
 use super::nested::NESTED_TOKEN;
 use crate::stack::Mark;
 
 impl Context {
-    /// True when the call marked `holder` (kept by something it took: a
-    /// `Closure::new` turn, see `Frame::mark`) certainly has no frame
-    /// left, seen from the owner's outermost running call: its token is
-    /// from before the context last changed hands
-    /// ([`calls_when_gone`](Context::calls_when_gone)), or its mark tells
-    /// (`Mark::holder_is_gone`). A holder that may be suspended on another
-    /// stack is kept.
+    /// True when the call marked `holder` (`Frame::mark`) certainly has no
+    /// frame left, seen from the owner's outermost call: its token is from
+    /// before the context changed hands, or its mark tells.
     ///
     /// # Safety
     ///
-    /// The caller is the context's owner, inside its outermost running
-    /// call; `holder` is the mark of a call made on this context.
+    /// The caller is the context's owner, inside its outermost running call;
+    /// `holder` is the mark of a call made on this context.
     #[cold]
     pub(crate) unsafe fn holder_is_gone(&self, holder: Mark) -> bool {
         let token = holder.token();
@@ -31,8 +27,7 @@ impl Context {
         before || holder.holder_is_gone(self.outer_mark(), &self.stack)
     }
 
-    /// True when a call that a `leave` forgot may be suspended on another
-    /// stack and resume (see [`forget_deeper`](Context::forget_deeper)).
+    /// True when a forgotten call may resume on another stack.
     ///
     /// # Safety
     ///
@@ -41,10 +36,8 @@ impl Context {
         self.forgotten_may_resume.get()
     }
 
-    /// True when the owner may be inside a call on the context, where it
-    /// may hold a `Closure::new` turn under the context's mark: a call is
-    /// recorded as running (or was abandoned and not yet found so), or one
-    /// that a `leave` forgot may resume on another stack.
+    /// True when the owner may be inside a call on the context (and hold a
+    /// `Closure::new` turn under its mark).
     ///
     /// # Safety
     ///
@@ -56,17 +49,9 @@ impl Context {
         !unsafe { self.is_idle() } || self.forgotten_may_resume.get()
     }
 
-    /// The owning thread gives the context up, back to the free list:
-    /// records its calls as over for the next owner, unless a call it
-    /// forgot may still resume, and clears
-    /// [`forgotten_may_resume`](Context::forgotten_may_resume).
-    ///
-    /// They are over otherwise: its outermost call returned or it is
-    /// exiting, and each call forgotten on the way was judged gone by its
-    /// mark (a living thread whose forgotten call may resume keeps its
-    /// context: `thread::release`). So a turn stamped by one of them can
-    /// be taken back by the next owner's calls, whatever stack it was
-    /// abandoned on.
+    /// The owner gives the context up to the free list: records its calls as
+    /// over for the next owner (who may then take back their turns), unless a
+    /// forgotten call may still resume.
     ///
     /// # Safety
     ///
@@ -77,22 +62,19 @@ impl Context {
             self.advance();
         } else {
             self.all_calls_over();
-            // What abandoned calls recorded: their references leak.
+            // Abandoned calls' recorded references leak.
             self.held.forget();
         }
     }
 
-    /// The owning thread is exiting and none of its frames remain: forget
-    /// every call recorded as running and free every `#[local]` value.
-    /// Returns what the hazard word announced (see
-    /// [`Hazard::withdraw`](crate::sync::Hazard::withdraw)): an abandoned
-    /// call's, whose hold the caller ends.
+    /// The owning thread exits, with none of its frames left: forgets every
+    /// call and frees every `#[local]` hold. Returns what the hazard word
+    /// announced, whose hold the caller ends.
     ///
     /// # Safety
     ///
-    /// The caller is the context's owner, running the thread's key
-    /// destructor: the thread's callbacks have all returned or been
-    /// abandoned, so no `LocalRef` can be used again.
+    /// The caller is the context's owner, in the thread's key destructor: no
+    /// `LocalRef` can be used again.
     #[must_use]
     pub(crate) unsafe fn forget_all_calls(&self) -> usize {
         // SAFETY: owning thread (caller obligation).
@@ -102,16 +84,14 @@ impl Context {
         }
         self.running.set_entry(0);
         self.all_calls_over();
-        // What abandoned calls recorded: their references leak.
+        // Abandoned calls' recorded references leak.
         self.held.forget();
         // SAFETY: owning thread; the calls are over (caller obligation).
         unsafe { self.hazard.withdraw() }
     }
 
-    /// Resets a context whose thread does not exist in this `fork` child.
-    /// Returns what its hazard word announced (see
-    /// [`Hazard::withdraw`](crate::sync::Hazard::withdraw)): a call of
-    /// that thread that will never return, whose hold the caller ends.
+    /// Resets a context whose thread this `fork` child lacks; returns what its
+    /// hazard word announced, whose hold the caller ends.
     ///
     /// # Safety
     ///
@@ -128,27 +108,23 @@ impl Context {
         self.releasing.set(0);
         // SAFETY: forwarded caller obligation.
         unsafe { self.locals.abandon() };
-        // Count the release only if the context was attached: a thread may
-        // have been between popping and counting its bind, or between
-        // counting its release and pushing, when the parent forked.
+        // Counted only if attached: the parent may have forked between a pop
+        // and its bind's count, or a release's count and its push.
         if self.binds.get() > self.releases.get() {
             self.releases.bump();
         }
         self.all_calls_over();
-        // SAFETY: the context's thread is gone; this thread, the only one,
-        // stands in for it (caller obligation).
+        // SAFETY: the only thread stands in for the gone owner (caller
+        // obligation).
         unsafe { self.hazard.withdraw() }
     }
 
-    /// Every call made on the context is over, wherever it ran: records
-    /// their last tokens ([`calls_when_gone`](Context::calls_when_gone)),
-    /// advances the outermost token past them, and clears
-    /// [`forgotten_may_resume`](Context::forgotten_may_resume).
+    /// Every call made on the context is over: records their tokens
+    /// ([`calls_when_gone`](Context::calls_when_gone)) and advances past them.
     fn all_calls_over(&self) {
         self.forgotten_may_resume.set(false);
         self.calls_when_gone
             .set((self.outer_token.get(), self.nested_calls.get()));
-        // The next outermost call's token is above the recorded one.
         self.advance();
     }
 }

@@ -1,46 +1,33 @@
 //! The cold paths of a call that starts or returns while other calls are
-//! recorded as running: nested tokens, dropping the recorded calls whose
-//! frames are gone, and remembering the nested ones among them for the
-//! `Closure::new` turns they may have taken.
+//! recorded as running: nested tokens, and dropping the recorded calls
+//! whose frames are gone.
 
 use super::Context;
 use super::running::DEPTH;
 use crate::stack::{self, Anchor, Mark};
 
-/// The bit that tells a nested call's token from an outermost one's: the
-/// two counts stay far below it.
+/// The bit of a nested call's token: both counts stay far below it.
 pub(super) const NESTED_TOKEN: u64 = 1 << 63;
 
 /// Nested calls recorded without allocating.
 const NESTED_RESERVE: usize = 16;
 
 impl Context {
-    /// Makes room for the marks of nested calls, once, when the context is
-    /// new: nested entries up to this depth then never allocate (a call
-    /// from a signal handler that interrupted malloc would deadlock on it).
+    /// Makes room for the marks of nested calls, once: a signal handler's call
+    /// that interrupted malloc must not allocate.
     ///
     /// # Safety
     ///
     /// The caller is the context's owner, and no callback runs on it yet.
     pub(crate) unsafe fn reserve_nested(&self) {
-        // SAFETY: owning thread, no call running (caller obligation).
+        // SAFETY: owner, no call running (caller obligation).
         unsafe { (*self.nested.get()).reserve(NESTED_RESERVE) };
     }
 
-    /// The cold half of `enter`, with `recorded` calls recorded as running:
-    /// keeps those that may still run (see [`stack`]), records the new
-    /// call, and returns how many it kept, the depth the new call starts at.
-    ///
-    /// The new anchor gets a nested token first, so a recorded call whose
-    /// anchor was at the same address reads as overwritten. If no recorded
-    /// call is live, the new one becomes the outermost, with an outermost
-    /// token, and the gone outermost call's entry-word hold ends; holds in
-    /// slots' states are judged by their holders' marks (`Locals::get`).
-    ///
-    /// The calls recorded deeper than the first gone one are dropped with
-    /// it. On the thread's own stack they are gone too, but one that
-    /// started on another stack may be suspended there: each is judged by
-    /// its mark, as in [`forget_deeper`](Context::forget_deeper).
+    /// The cold half of `enter`: of the `recorded` calls, keeps those before
+    /// the first that is gone (see [`stack`]), records the new call, and
+    /// returns the depth it starts at. The new anchor gets its token first, so
+    /// a gone call whose anchor was there reads as overwritten.
     ///
     /// # Safety
     ///
@@ -49,8 +36,7 @@ impl Context {
     #[inline(never)]
     pub(super) unsafe fn enter_nested(&self, recorded: u32, anchor: &Anchor) -> u32 {
         let mark = anchor.mark(NESTED_TOKEN | self.next_nested_count());
-        // SAFETY: owning thread (caller obligation); no user code runs
-        // while this borrow lives.
+        // SAFETY: owner (caller obligation); no user code runs meanwhile.
         let nested = unsafe { &mut *self.nested.get() };
         nested.truncate(recorded as usize - 1);
         let recorded_marks = || core::iter::once(self.outer_mark()).chain(nested.iter().copied());
@@ -63,7 +49,7 @@ impl Context {
             }
         }
         if live == 0 {
-            // Every recorded call is gone, the outermost one too.
+            // Every recorded call is gone: this one is the outermost.
             self.advance();
             self.mark_outermost(anchor);
         } else {
@@ -71,10 +57,8 @@ impl Context {
                 .set(self.nested_calls.get().wrapping_add(1));
             nested.truncate(live as usize - 1);
             nested.push(mark);
-            // The outermost call is live, and this one may be abandoned
-            // with holds that name it.
-            // SAFETY: owning thread (caller obligation), and the outermost
-            // call runs (`live` > 0).
+            // This call may be abandoned with holds that name it.
+            // SAFETY: owner (caller obligation), inside the live outermost call.
             unsafe { self.advance_past_running() };
         }
         if live == 0 {
@@ -83,20 +67,15 @@ impl Context {
         live
     }
 
-    /// Ends the hold of the `#[local]` value the outermost call holds
-    /// through the entry word, and clears
-    /// [`ADVANCED`](super::running::ADVANCED): that call is gone and the
-    /// one starting takes its place with the outermost token.
+    /// Ends the gone outermost call's entry-word hold and clears
+    /// [`ADVANCED`](super::running::ADVANCED).
     fn free_entry_hold(&self) {
         self.running
             .set_entry(self.running.entry() & u64::from(DEPTH));
     }
 
-    /// The count of the next nested call's token: the one after the last,
-    /// from a new block when the context has none yet (its count is 0) or
-    /// used its block up (see `stack::nested_token_block`). Counts only
-    /// grow: the block's start becomes the last count. (Only
-    /// [`enter_nested`](Context::enter_nested) takes a count for good.)
+    /// The next nested call's count: the one after the last, or the start of
+    /// a new block (`stack::nested_token_block`).
     fn next_nested_count(&self) -> u64 {
         let last = self.nested_calls.get();
         let next = last.wrapping_add(1);
@@ -109,23 +88,17 @@ impl Context {
     }
 
     /// The call that entered at `start` returns while `depth` calls are
-    /// recorded: the deeper ones are forgotten. One that started inside it
-    /// on another stack of the thread may be suspended there, and resume
-    /// once the context serves another thread. Unless every forgotten call
-    /// is certainly gone by its mark, seen from the returning call, the
-    /// context stays with the thread until it exits (a per-call release
-    /// keeps it bound instead: `thread::release`).
+    /// recorded: the deeper ones are forgotten, and unless each is certainly
+    /// gone by its mark, the context stays with the thread until it exits.
     ///
     /// # Safety
     ///
-    /// The caller is the context's owner, in the returning call, which
-    /// entered at `start`; `depth` (more than `start + 1`) is the depth
-    /// recorded.
+    /// The caller is the context's owner, in the returning call, which entered
+    /// at `start`; `depth` (above `start + 1`) is the depth recorded.
     #[cold]
     #[inline(never)]
     pub(super) unsafe fn forget_deeper(&self, start: u32, depth: u32) {
-        // SAFETY: owning thread (caller obligation); no user code runs
-        // while this borrow lives.
+        // SAFETY: owner (caller obligation); no user code runs meanwhile.
         let nested = unsafe { &*self.nested.get() };
         // `nested[d - 2]` is the mark of the call recorded at depth `d`.
         let returning = match start {
@@ -140,8 +113,7 @@ impl Context {
                 }
                 all && gone
             }),
-            // Not recorded as the entries say: keep the context, on the
-            // safe side.
+            // Not recorded as expected: keep the context, to be safe.
             _ => false,
         };
         if !gone {
@@ -149,21 +121,15 @@ impl Context {
         }
     }
 
-    /// True when `holder` (the mark a `Closure::new` turn keeps of the
-    /// call that took it) is one of the last few nested calls this context
-    /// found gone while recorded as running
-    /// ([`GoneCalls`](crate::stack::GoneCalls)); forgotten then, so only
-    /// one call takes over what it held. Unlike
-    /// [`holder_is_gone`](Context::holder_is_gone) it holds at any depth:
-    /// a nested token names one call in the process, which never returned,
-    /// so a turn that still keeps its mark was not taken since (a call
-    /// that takes a turn ends it or keeps it under its own mark).
+    /// True when `holder` (a `Closure::new` turn's mark) is one of the nested
+    /// calls this context found gone ([`GoneCalls`](crate::stack::GoneCalls));
+    /// forgotten then, so one call takes over. Valid at any depth: a nested
+    /// token names one call in the process.
     pub(crate) fn claim_gone(&self, holder: Mark) -> bool {
         holder.token() & NESTED_TOKEN != 0 && self.gone.claim(holder.token())
     }
 
-    /// Remembers `mark`, a recorded call found certainly gone, if it is a
-    /// nested one (see [`claim_gone`](Context::claim_gone)).
+    /// Remembers `mark`, found gone, if it is a nested call's.
     fn remember_gone(&self, mark: Mark) {
         if mark.token() & NESTED_TOKEN != 0 {
             self.gone.remember(mark.token());

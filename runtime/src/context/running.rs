@@ -1,30 +1,22 @@
-//! The two words a bound call writes as it enters and clears as it leaves:
-//! the entry word and the outermost call's anchor address.
+//! The two words a bound call writes as it enters and clears as it leaves.
 
 use core::cell::UnsafeCell;
 
 /// The entry word and the outermost running call's anchor address, in 16
 /// aligned bytes that the outermost call's leave clears with one store.
-///
-/// The entry word packs three fields, so that an outermost call holding a
-/// `#[local]` value enters with one store too:
+/// The entry word packs, so an outermost call holding a `#[local]` value
+/// also enters with one store:
 ///
 /// * the *depth*, low 31 bits: the callbacks running on the owner as far
-///   as the runtime knows (abandoned ones count until a `leave` or an
-///   entry finds them out; see [`stack`](crate::stack));
+///   as the runtime knows (see [`stack`](crate::stack));
 /// * [`ADVANCED`], bit 31;
 /// * the *held* index, high 32 bits: the `#[local]` value the outermost
-///   call took through
-///   [`enter_idle_holding`](super::Context::enter_idle_holding), or 0;
-///   non-zero only while the depth is.
+///   call holds ([`enter_idle_holding`](super::Context::enter_idle_holding)),
+///   or 0; non-zero only while the depth is.
 ///
 /// The address is read only while the depth is non-zero. Since the leave
-/// overwrites both words, the compiler drops the outermost call's records
-/// (both words and the anchor's token) wherever nothing can read them
-/// before the leave: a body that calls nothing it cannot see and writes
-/// through no pointer that might reach the context. A `#[local]` value
-/// reaches the body as a `&mut T` (`boundary::straight::outermost_holding`), which
-/// reaches nothing else, so using it keeps them dead.
+/// overwrites both words, the compiler drops the call's records (and the
+/// anchor's token) wherever the body cannot read them.
 #[repr(C, align(16))]
 pub(super) struct Running(UnsafeCell<[u64; 2]>);
 
@@ -35,9 +27,8 @@ impl Running {
 
     #[hot_path]
     pub(super) fn entry(&self) -> u64 {
-        // SAFETY: only the context's owner reaches `Running` (the
-        // `Context` methods that do are `unsafe`, their callers vouch for
-        // it), and no reference into the cell outlives a method.
+        // SAFETY: only the context's owner reaches `Running` (through `unsafe`
+        // `Context` methods), and no reference into the cell outlives a call.
         unsafe { (*self.0.get())[0] }
     }
 
@@ -68,12 +59,8 @@ impl Running {
 }
 
 /// The entry word's bit that says the outermost token moved past the
-/// running outermost call's, which `Context::running_token` keeps
-/// ([`advance_past_running`](super::Context::advance_past_running)). Set
-/// only while the depth is at least 1: every store that makes the depth 0
-/// clears it, and so does a call that takes a gone outermost call's place
-/// (`free_entry_hold`).
+/// running outermost call's (`Context::running_token`); set only while the
+/// depth is at least 1.
 pub(super) const ADVANCED: u32 = 1 << 31;
 
-/// The depth's bits of the entry word's low half.
 pub(super) const DEPTH: u32 = !ADVANCED;

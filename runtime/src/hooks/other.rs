@@ -1,14 +1,10 @@
 //! Targets with neither pthread keys nor fiber-local storage: no hook at
-//! thread exit, so every call is served per call, and a `thread_local!`
-//! destructor frees the last error.
+//! thread exit, so every call is served per call.
 
 use crate::context::ContextNode;
 
-/// Without pthread keys there is no portable hook at thread exit, so
-/// every call attaches and releases (the `per_call` behaviour).
 pub(crate) const HAS_THREAD_EXIT_HOOK: bool = false;
 
-/// No hook: every thread is served per call.
 pub(crate) fn exit_hook_ready() -> bool {
     false
 }
@@ -17,9 +13,8 @@ pub(crate) fn register_exit_hook(_node: &'static ContextNode) {
     unreachable!("per-call only on this platform")
 }
 
-/// Frees the last error when the thread's Rust thread-locals are
-/// destroyed (a message set after that leaks: there is no later hook).
-/// Every call is per call here, so there is no context to release.
+/// Frees the last error with the thread's Rust thread-locals (a message
+/// set after that leaks).
 struct FreeOnExit;
 
 impl Drop for FreeOnExit {
@@ -32,16 +27,14 @@ thread_local! {
     static FREE_ON_EXIT: FreeOnExit = const { FreeOnExit };
 }
 
-/// Makes sure the thread's last-error message is freed when it exits.
 #[cold]
 pub(crate) fn arm_exit_hook() {
     let _ = FREE_ON_EXIT.try_with(|_| ());
 }
 
-/// No `fork` here.
 pub(crate) fn handle_fork() {}
 
-/// Nothing unloads a library under a running thread here: no hold.
+/// Nothing unloads a library under a running thread here.
 pub(crate) struct LibraryHold;
 
 impl LibraryHold {

@@ -1,6 +1,5 @@
 //! Unix: a pthread key whose destructor releases an exiting thread's
-//! context and frees its last error, the `fork` child handler, and the
-//! `dlopen` pin that keeps the code of a pending key destructor mapped.
+//! context and last error, the `fork` handlers, and the `dlopen` pin.
 
 use core::ffi::c_void;
 use core::ptr;
@@ -10,68 +9,54 @@ use crate::context::ContextNode;
 use crate::diag;
 use crate::sync::{AtomicUsize, Ordering};
 
-/// Bound threads are released by the key destructor when they exit.
 pub(crate) const HAS_THREAD_EXIT_HOOK: bool = true;
 
-/// `pthread_key_t + 1`, 0 before the key exists (keys may be 0), or
+/// `pthread_key_t + 1` (keys may be 0), 0 before the key exists, or
 /// [`NO_KEY`].
 static KEY: AtomicUsize = AtomicUsize::new(0);
-/// `KEY` once `pthread_key_create` failed: every key of the process is
-/// in use (`PTHREAD_KEYS_MAX`). Above every `pthread_key_t + 1`.
+/// `KEY` once `pthread_key_create` failed (`PTHREAD_KEYS_MAX`).
 const NO_KEY: usize = usize::MAX;
 static PIN: Once = Once::new();
 static AT_FORK: Once = Once::new();
 
-/// The key value of a thread that is not bound but needs its exit hook:
-/// to free its last-error message, or to release a per-call context
-/// whose outermost call never returned.
+/// The key value of a thread that is not bound but needs its exit hook
+/// (a last error, or a per-call context whose call never returned).
 static ARMED: u8 = 0;
 
 fn armed() -> *const c_void {
     (&raw const ARMED).cast()
 }
 
-/// Makes sure the thread's exit hook runs even if the thread is not
-/// bound: a no-op if it is armed already.
+/// Makes sure the thread's exit hook runs even if it is not bound.
 #[cold]
 pub(crate) fn arm_exit_hook() {
     let Some(key) = key() else { return };
-    // SAFETY: `key` is a live key created by `key()`, deleted only when
-    // the library is unloaded.
+    // SAFETY: a live key from `key()`, deleted only at unload.
     if unsafe { libc::pthread_getspecific(key) }.is_null() {
         // SAFETY: as above.
         let rc = unsafe { libc::pthread_setspecific(key, armed()) };
         if rc != 0 {
             diag::abort_with("callgate: pthread_setspecific failed (out of memory); aborting");
         }
-        // A thread served per call registers the `fork` handler as a
-        // bound one does: a child must take back the contexts its
-        // parent's other threads held, whichever way they attached.
+        // A child must take back contexts of per-call threads too.
         handle_fork();
     }
 }
 
-/// True when threads have an exit hook: the pthread key exists, or has
-/// just been created. False once creating it failed; the caller then
-/// serves the thread per call (see the guide's Known limits).
+/// True when threads have an exit hook; false once creating the key
+/// failed (threads are then served per call: Known limits).
 pub(crate) fn exit_hook_ready() -> bool {
     key().is_some()
 }
 
-/// Stores `node`, the context just bound to the calling thread, in the
-/// pthread key, so `on_thread_exit` releases it when the thread exits.
-/// Called only once [`exit_hook_ready`] returned true.
-///
-/// Always inlined: a thread's first call runs it inside `bind_first`,
-/// whose page it then shares (see `boundary::slow::bind_first`), and the
-/// compiler alone does not always inline it.
+/// Stores `node`, just bound to the calling thread, in the pthread key,
+/// once [`exit_hook_ready`]. `#[hot_path]`, to share `bind_first`'s page.
 #[hot_path]
 pub(crate) fn register_exit_hook(node: &'static ContextNode) {
     let Some(key) = key() else {
         unreachable!("a thread was bound without an exit hook")
     };
-    // SAFETY: `key` is a live key created by `key()`, deleted only when
-    // the library is unloaded.
+    // SAFETY: as in `arm_exit_hook`.
     let rc = unsafe { libc::pthread_setspecific(key, ptr_of(node)) };
     if rc != 0 {
         diag::abort_with("callgate: pthread_setspecific failed (out of memory); aborting");
@@ -84,11 +69,10 @@ fn ptr_of(node: &'static ContextNode) -> *const c_void {
     (node as *const ContextNode).cast()
 }
 
-/// The process-wide key of this copy of the runtime, created on first
-/// use; `None` if creating it failed.
+/// This copy of the runtime's key, created on first use; `None` if that
+/// failed.
 fn key() -> Option<libc::pthread_key_t> {
-    // Acquire: pairs with the AcqRel CAS below, so the key is fully
-    // created before another thread uses it.
+    // Acquire: pairs with the AcqRel CAS in `create_key`.
     stored_key(match KEY.load(Ordering::Acquire) {
         0 => create_key(),
         stored => stored,
@@ -102,12 +86,8 @@ fn stored_key(stored: usize) -> Option<libc::pthread_key_t> {
     }
 }
 
-/// Creates the key and publishes it, or [`NO_KEY`] if the process has
-/// none left; returns what `KEY` holds then.
-///
-/// The failure is final for this copy of the runtime: trying again on
-/// every later attach would cost each one a failing scan of the
-/// process's keys.
+/// Creates and publishes the key, or [`NO_KEY`] for good (so later
+/// attaches do not scan the keys again); returns what `KEY` holds then.
 #[cold]
 fn create_key() -> usize {
     let mut key: libc::pthread_key_t = 0;
@@ -125,8 +105,7 @@ fn create_key() -> usize {
         }
         Err(winner) => {
             if stored != NO_KEY {
-                // SAFETY: we created `key` above and nobody else has
-                // seen it.
+                // SAFETY: ours, and never published.
                 let rc = unsafe { libc::pthread_key_delete(key) };
                 debug_assert_eq!(rc, 0);
             }
@@ -135,22 +114,13 @@ fn create_key() -> usize {
     }
 }
 
-/// Reported once, when creating the key fails.
 const NO_KEY_WARNING: &str = "callgate: pthread_key_create failed: every pthread key of the \
     process is in use (PTHREAD_KEYS_MAX); callbacks go on, each call served per call \
     (see Known limits in callgate's guide)";
 
-/// The key destructor: [`on_thread_exit`], entered on a stack aligned
-/// as the ABI requires.
-///
-/// On x86-64 Linux through `__callgate_thread_exit_hook`, which aligns
-/// the stack to 16 bytes first: musl (1.2.3) runs the key destructors of
-/// a thread cancelled asynchronously on whatever stack the cancelled code
-/// had, resuming it at its cancellation code as if that had been called
-/// there, so the destructor may start 8 bytes off the alignment every
-/// compiled function assumes (and crash in the first aligned vector
-/// store). Elsewhere, and under Miri (which runs no assembly), the C
-/// library's alignment is kept.
+/// The key destructor: on x86-64 Linux through
+/// `__callgate_thread_exit_hook`, which aligns the stack first (musl 1.2.3
+/// may run an asynchronously cancelled thread's destructors 8 bytes off).
 #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri)))]
 const THREAD_EXIT_HOOK: unsafe extern "C" fn(*mut c_void) = __callgate_thread_exit_hook;
 #[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(miri))))]
@@ -158,15 +128,11 @@ const THREAD_EXIT_HOOK: unsafe extern "C" fn(*mut c_void) = on_thread_exit;
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 unsafe extern "C" {
-    /// `on_thread_exit(value)` on a stack aligned to 16 bytes (the
-    /// assembly below); every register the ABI has a callee preserve is
-    /// preserved.
+    /// `on_thread_exit(value)` on a 16-byte aligned stack.
     fn __callgate_thread_exit_hook(value: *mut c_void);
 }
 
-// Calls `on_thread_exit` with the argument still in `rdi`, on a stack
-// aligned to 16 bytes. Hidden: each copy of the runtime registers its
-// own.
+// Hidden: each copy of the runtime registers its own.
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 aligned_call_function!(
     "__callgate_thread_exit_hook",
@@ -174,38 +140,27 @@ aligned_call_function!(
     on_thread_exit = sym on_thread_exit,
 );
 
-/// The key destructor's work: the thread is exiting; free its last
-/// error and release the context serving it. The key's value only arms
-/// the hook (the context is found in the thread's slot).
+/// The key destructor's work: frees the exiting thread's last error and
+/// releases its context (found in the slot).
 ///
 /// # Safety
 ///
-/// Called only by the C library, as the destructor of this copy's
-/// pthread key, on the exiting thread whose value it was (through
-/// `__callgate_thread_exit_hook`): its outermost calls have returned
-/// or were abandoned, and none of them runs again.
+/// Called only by the C library, as this copy's key destructor, on the
+/// exiting thread: its calls returned or were abandoned.
 unsafe extern "C" fn on_thread_exit(_value: *mut c_void) {
     crate::last_error::discard();
-    // SAFETY: this is the key destructor of the exiting thread.
+    // SAFETY: the exiting thread's key destructor.
     let withdrawn = unsafe { crate::thread::release_at_exit() };
-    // SAFETY: just withdrawn from the exiting thread's context, whose
-    // calls are all over.
+    // SAFETY: just withdrawn from the exiting thread's context.
     unsafe { crate::closure::end_hold(withdrawn) };
 }
 
-/// In a `fork` child only the forking thread exists: the contexts bound
-/// to the parent's other threads would stay bound forever, and an init
-/// running on one of them would never finish, so the child handler hands
-/// the contexts back (but those of threads left inside a call, whose
-/// `Closure::new` turns the child's calls take over: see
-/// `thread::reclaim_orphans`) and fails the gate for the inits it has
-/// no thread for.
-///
-/// Without the handler a child could hang or leak, so a failure to
-/// register it (the C library is out of memory) aborts.
+/// Registers the `fork` handlers: the child hands back the contexts of the
+/// parent's other threads (`thread::reclaim_orphans`) and fails their
+/// inits. Without them a child could hang or leak: failing aborts.
 fn register_fork_handler() {
-    // SAFETY: the handlers have the expected signature; glibc
-    // unregisters a library's handlers when it is unloaded.
+    // SAFETY: the handlers have the expected signature; glibc unregisters
+    // them when the library is unloaded.
     let rc = unsafe {
         libc::pthread_atfork(Some(before_fork), Some(in_fork_parent), Some(in_fork_child))
     };
@@ -216,13 +171,12 @@ fn register_fork_handler() {
     }
 }
 
-/// Registers the `fork` child handler, once per copy of the runtime.
 pub(crate) fn handle_fork() {
     AT_FORK.call_once(register_fork_handler);
 }
 
-/// Before `fork`: hold the message list's lock, so the child never
-/// inherits it held by a thread it does not have.
+/// Holds the message list's lock across `fork`, so the child never
+/// inherits it held.
 extern "C" fn before_fork() {
     crate::messages::lock();
 }
@@ -233,34 +187,29 @@ extern "C" fn in_fork_parent() {
 
 extern "C" fn in_fork_child() {
     crate::messages::unlock();
-    // SAFETY: `pthread_atfork` runs child handlers in the child, right
-    // after `fork`, on its only thread.
+    // SAFETY: a child handler runs on the child's only thread.
     let left = unsafe { crate::thread::reclaim_orphans() };
     for withdrawn in left.announced {
-        // SAFETY: withdrawn from the context of a thread this child
-        // does not have.
+        // SAFETY: withdrawn from a context of a thread the child lacks.
         unsafe { crate::closure::end_hold(withdrawn) };
     }
     for (object, turn, mark) in left.held {
-        // SAFETY: taken once from the context of a thread this child
-        // does not have, on the child's only thread.
+        // SAFETY: taken once from a context of a thread the child lacks, on its
+        // only thread.
         unsafe { crate::closure::give_up_left_behind(object, turn, mark) };
     }
     crate::init::after_fork_in_child();
 }
 
-/// Once a thread is bound, a pending key destructor points into this
-/// object's code, so it must never be unmapped: `dlopen` ourselves with
-/// `RTLD_NODELETE` (a no-op for the main executable).
+/// A pending key destructor points into this object's code: once a thread
+/// is bound, `dlopen` ourselves with `RTLD_NODELETE`.
 fn pin_this_object() {
-    // The handle is deliberately kept: with RTLD_NODELETE the object
-    // stays mapped for the rest of the process anyway.
+    // The handle is kept: the object stays mapped anyway.
     let _ = open_this_object(libc::RTLD_NODELETE);
 }
 
-/// Takes a reference on the shared object this code is in, with
-/// `RTLD_NOLOAD | extra_flags`; null if it cannot be found (then nothing
-/// was taken).
+/// Takes a reference on the shared object this code is in
+/// (`RTLD_NOLOAD | extra_flags`); null if it cannot be found.
 fn open_this_object(extra_flags: libc::c_int) -> *mut c_void {
     if cfg!(miri) {
         // Miri has no `dladdr`, and unloads nothing it interprets.
@@ -278,8 +227,8 @@ fn open_this_object(extra_flags: libc::c_int) -> *mut c_void {
     if info.dli_fname.is_null() {
         return ptr::null_mut();
     }
-    // SAFETY: `dli_fname` is a NUL-terminated path owned by the loader;
-    // RTLD_NOLOAD only takes a reference on an already-loaded object.
+    // SAFETY: a NUL-terminated path owned by the loader; `RTLD_NOLOAD`
+    // only takes a reference on a loaded object.
     unsafe {
         libc::dlopen(
             info.dli_fname,
@@ -288,11 +237,9 @@ fn open_this_object(extra_flags: libc::c_int) -> *mut c_void {
     }
 }
 
-/// Keeps the library loaded while a background init runs: taken by the
-/// load-time constructor (a `dlopen` reference), handed to the init's
-/// thread, which trades it for a thread-exit destructor of the library
-/// (see [`LibraryHold::until_thread_exit`]). Dropped instead (the thread
-/// could not start), the reference is kept: the library stays loaded.
+/// Keeps the library loaded while a background init runs: a `dlopen`
+/// reference, which the init's thread trades for a thread-exit destructor
+/// ([`until_thread_exit`](LibraryHold::until_thread_exit)).
 pub(crate) struct LibraryHold {
     handle: *mut c_void,
 }
@@ -301,38 +248,28 @@ pub(crate) struct LibraryHold {
 unsafe impl Send for LibraryHold {}
 
 impl LibraryHold {
-    /// Takes a reference on the library; called by its constructor,
-    /// before the init's thread starts.
+    /// Takes a reference, before the init's thread starts.
     pub(crate) fn take() -> LibraryHold {
         LibraryHold {
             handle: open_this_object(0),
         }
     }
 
-    /// On the init's thread, once the init has finished: keeps the
-    /// library loaded until this thread has exited, then lets go of the
-    /// `dlopen` reference that kept it loaded while the init ran.
-    ///
-    /// glibc does not unload a library while a thread has a pending
-    /// thread-exit destructor (`__cxa_thread_atexit_impl`) of it, even
-    /// after `dlclose`; once the thread has exited, the next `dlclose`
-    /// in the process unloads it. So a `dlclose` made while the init
-    /// runs, or while its thread returns from it, never unmaps the code
-    /// under that thread. The destructor is registered only after the
-    /// init: registering takes the loader's lock, which a `dlopen`
-    /// holds while another library's constructor may wait for this
-    /// init at the gate.
+    /// On the init's thread, once the init finished: keeps the library loaded
+    /// until the thread exits (glibc does not unload a library with a pending
+    /// thread-exit destructor), then lets the `dlopen` reference go. Not
+    /// before the init: registering takes the loader's lock, which a `dlopen`
+    /// may hold while its constructor waits for this init.
     pub(crate) fn until_thread_exit(self) {
         if self.handle.is_null() {
             return;
         }
         if thread_exit_destructor::register() {
-            // SAFETY: `handle` came from `dlopen` and is closed once;
-            // the registered destructor keeps the library loaded.
+            // SAFETY: from `dlopen`, closed once.
             let rc = unsafe { libc::dlclose(self.handle) };
             debug_assert_eq!(rc, 0);
         }
-        // Otherwise the reference is kept: the library stays loaded.
+        // Otherwise the reference is kept.
     }
 }
 
@@ -341,22 +278,19 @@ mod thread_exit_destructor {
     use core::ffi::c_void;
 
     unsafe extern "C" {
-        /// glibc's thread-exit destructor registration (C++'s
-        /// `thread_local` destructors use it), since glibc 2.18.
+        /// glibc's thread-exit destructor registration (since glibc 2.18).
         fn __cxa_thread_atexit_impl(
             destructor: unsafe extern "C" fn(*mut c_void),
             object: *mut c_void,
             dso_symbol: *mut c_void,
         ) -> libc::c_int;
-        /// This object's handle, defined by the C runtime's start files.
         static __dso_handle: u8;
     }
 
-    /// Nothing to destroy: the registration itself is the point.
     unsafe extern "C" fn nothing(_: *mut c_void) {}
 
-    /// Registers a destructor of this library for the calling thread's
-    /// exit; false if glibc could not (it is out of memory).
+    /// Registers a destructor of this library for the thread's exit; false if
+    /// glibc could not.
     pub(super) fn register() -> bool {
         // SAFETY: `nothing` ignores its argument; `__dso_handle` names
         // this object, so glibc ties the destructor to it.

@@ -1,38 +1,14 @@
 //! Windows: a fiber-local-storage (FLS) slot whose callback releases an
-//! exiting thread's context and frees its last error.
+//! exiting thread's context and frees its last error. FLS, because TLS
+//! callbacks and `DLL_THREAD_DETACH` run under the loader lock, where a
+//! `Local::release` that loads a library would deadlock.
 //!
-//! Why FLS rather than a TLS callback or `DLL_THREAD_DETACH`: those run
-//! under the loader lock, where `Local::release` code that loads a library,
-//! waits on another thread or takes a lock a loading thread holds would
-//! deadlock. The FLS callback of a thread's fiber runs when the thread
-//! exits, before the loader lock is taken (the mechanism .NET and jni-rs
-//! moved their per-thread detach to for this reason). Only FLS has a
-//! callback at all: `TlsAlloc` slots have none.
-//!
-//! FLS is per fiber, the context slot per thread. The value stored marks
-//! the fiber it was stored on ([`fiber_mark`]: the fiber's address, or a
-//! number of the thread's own while it is not a fiber), so no two fibers
-//! hold the same value. The callback runs on the thread that makes a
-//! fiber's data go away, with that data's value; it tells two cases apart:
-//!
-//! - the data is the running fiber's (`FlsGetValue` returns the same
-//!   value, or the value marks the running fiber): the thread exits (or
-//!   deleted its running fiber, which exits it). Its context is released
-//!   and its last error freed;
-//! - the data is another fiber's: a suspended fiber deleted with
-//!   `DeleteFiber`, by this thread or by another. The calling thread goes
-//!   on and keeps its context (a callback suspended on another of its
-//!   fibers may hold one of its values); if the deleted fiber carried its
-//!   exit hook, the running fiber is armed instead.
-//!
-//! A thread whose armed fiber is deleted by *another* thread loses its
-//! exit hook until its next call that arms one (an attach or a failure on
-//! a fiber with no value); a bound thread's fast path arms nothing, so it
-//! may keep its context after it exits (the guide's Platforms page).
-//!
-//! The six functions are declared here rather than taken from a bindings
-//! crate: six signatures of `kernel32`, which std links already, do not
-//! justify a dependency.
+//! FLS is per fiber, the context per thread. The value stored marks its
+//! fiber ([`fiber_mark`]): when the running fiber's data goes away the
+//! thread exits; when another fiber is deleted (`DeleteFiber`), the thread
+//! keeps its context and arms its running fiber instead. (A thread whose
+//! armed fiber another thread deletes is unarmed until its next arming
+//! call: the guide's Platforms page.)
 
 use core::cell::Cell;
 use core::ffi::c_void;
@@ -43,7 +19,6 @@ use crate::context::ContextNode;
 use crate::diag;
 use crate::sync::{AtomicUsize, Ordering};
 
-/// Bound threads are released by the FLS callback when they exit.
 pub(crate) const HAS_THREAD_EXIT_HOOK: bool = true;
 
 type FlsCallback = unsafe extern "system" fn(data: *const c_void);
@@ -64,15 +39,11 @@ unsafe extern "system" {
 
 /// The FLS index + 1, 0 before it exists, or [`NO_INDEX`].
 static INDEX: AtomicUsize = AtomicUsize::new(0);
-/// `INDEX` once `FlsAlloc` failed: the process has no FLS index left.
-/// Above every index + 1.
+/// `INDEX` once `FlsAlloc` failed.
 const NO_INDEX: usize = usize::MAX;
 static PIN: Once = Once::new();
 
-/// Makes sure the thread's exit callback runs even if the thread is not
-/// bound: to free its last-error message, or to release a per-call context
-/// whose outermost call never returned. A no-op if the running fiber is
-/// armed already.
+/// Makes sure the thread's exit callback runs even if it is not bound.
 #[cold]
 pub(crate) fn arm_exit_hook() {
     let Some(index) = index() else { return };
@@ -81,28 +52,21 @@ pub(crate) fn arm_exit_hook() {
 
 /// Stores the running fiber's mark in its FLS slot unless it holds one.
 fn arm(index: u32) {
-    // SAFETY: `index` is a live FLS index from `index()`, never freed
-    // once published.
+    // SAFETY: a live index from `index()`, never freed.
     if unsafe { FlsGetValue(index) }.is_null() {
         set_value(index, fiber_mark());
         PIN.call_once(pin_this_module);
     }
 }
 
-/// The FLS value that marks the running fiber: its address (unique while
-/// it lives, and no two threads run one fiber at once; the data that holds
-/// it goes away with it), or while the thread is not a fiber the thread's
-/// [`thread_mark`].
+/// The running fiber's address, or else the thread's [`thread_mark`].
 fn fiber_mark() -> *const c_void {
     running_fiber().unwrap_or_else(thread_mark)
 }
 
-/// The mark of the calling thread while it is not a fiber: an odd number,
-/// which no fiber's address is, taken once per thread from a process-wide
-/// count, so that no other thread, live or gone, has it. (The data it is
-/// stored in can outlive the thread: `ConvertThreadToFiber` hands the
-/// thread's data to the fiber it makes, which a thread exiting on another
-/// fiber leaves behind.)
+/// The calling thread's mark while it is not a fiber: an odd number (no
+/// fiber's address) that no other thread, live or gone, has, since
+/// `ConvertThreadToFiber` may hand it to a fiber that outlives the thread.
 fn thread_mark() -> *const c_void {
     thread_local! {
         static MARK: Cell<usize> = const { Cell::new(0) };
@@ -117,9 +81,8 @@ fn thread_mark() -> *const c_void {
     })
 }
 
-/// The running fiber, or `None` while the thread is not a fiber (or on an
-/// architecture whose TEB layout is not read here: then every fiber of a
-/// thread shares the thread's mark).
+/// The running fiber, or `None` while the thread is not a fiber (or the
+/// TEB layout is not known: the fibers then share the thread's mark).
 fn running_fiber() -> Option<*const c_void> {
     // SAFETY: no preconditions; reads a flag of the thread's TEB.
     if unsafe { IsThreadAFiber() } == 0 {
@@ -128,14 +91,12 @@ fn running_fiber() -> Option<*const c_void> {
     fiber_data()
 }
 
-/// The TEB's `NT_TIB::FiberData`: the running fiber's address once the
-/// thread is a fiber. What `GetCurrentFiber` reads (an inline function of
-/// `winnt.h`, not an export).
+/// The TEB's `NT_TIB::FiberData`, as `winnt.h`'s inline `GetCurrentFiber`.
 #[cfg(target_arch = "x86_64")]
 fn fiber_data() -> Option<*const c_void> {
     let fiber: *const c_void;
-    // SAFETY: a load from the calling thread's own TEB, which `gs` points
-    // to on x86-64 Windows; `FiberData` is at 0x20 in `NT_TIB`.
+    // SAFETY: a load from the calling thread's TEB (`gs` on x86-64
+    // Windows), `NT_TIB::FiberData` at 0x20.
     unsafe {
         core::arch::asm!("mov {}, gs:[0x20]", out(reg) fiber, options(nostack, readonly, preserves_flags));
     }
@@ -145,8 +106,7 @@ fn fiber_data() -> Option<*const c_void> {
 #[cfg(target_arch = "aarch64")]
 fn fiber_data() -> Option<*const c_void> {
     let fiber: *const c_void;
-    // SAFETY: a load from the calling thread's own TEB, which `x18` points
-    // to on ARM64 Windows; `FiberData` is at 0x20 in `NT_TIB`.
+    // SAFETY: as on x86-64, with the TEB at `x18`.
     unsafe {
         core::arch::asm!("ldr {}, [x18, #0x20]", out(reg) fiber, options(nostack, readonly, preserves_flags));
     }
@@ -158,16 +118,13 @@ fn fiber_data() -> Option<*const c_void> {
     None
 }
 
-/// True when threads have an exit hook: the FLS index exists, or has just
-/// been allocated. False once allocating it failed; the caller then serves
-/// the thread per call (see the guide's Known limits).
+/// True when threads have an exit hook; false once allocating the index
+/// failed (threads are then served per call: Known limits).
 pub(crate) fn exit_hook_ready() -> bool {
     index().is_some()
 }
 
-/// Arms the running fiber, so `on_fiber_exit` releases `_node`, the
-/// context just bound to the calling thread, when the thread exits.
-/// Called only once [`exit_hook_ready`] returned true.
+/// Arms the running fiber, once [`exit_hook_ready`].
 pub(crate) fn register_exit_hook(_node: &'static ContextNode) {
     let Some(index) = index() else {
         unreachable!("a thread was bound without an exit hook")
@@ -175,12 +132,10 @@ pub(crate) fn register_exit_hook(_node: &'static ContextNode) {
     arm(index);
 }
 
-/// No `fork` on Windows.
 pub(crate) fn handle_fork() {}
 
-/// A background init holds nothing on Windows: it starts only at the
-/// first gated call, after `DllMain`, and `FreeLibrary` while it runs is
-/// the host's to avoid (the guide's Platforms page).
+/// A background init holds nothing on Windows: it starts after `DllMain`,
+/// and `FreeLibrary` while it runs is the host's to avoid (Platforms page).
 pub(crate) struct LibraryHold;
 
 impl LibraryHold {
@@ -192,17 +147,15 @@ impl LibraryHold {
 }
 
 fn set_value(index: u32, value: *const c_void) {
-    // SAFETY: `index` is a live FLS index from `index()`.
+    // SAFETY: a live index from `index()`.
     if unsafe { FlsSetValue(index, value) } == 0 {
         diag::abort_with("callgate: FlsSetValue failed (out of memory); aborting");
     }
 }
 
-/// The process-wide FLS index of this copy of the runtime, allocated on
-/// first use; `None` if allocating it failed.
+/// This copy of the runtime's FLS index, allocated on first use.
 fn index() -> Option<u32> {
-    // Acquire: pairs with the AcqRel CAS in `alloc_index`, so the index is
-    // allocated before another thread uses it.
+    // Acquire: pairs with the AcqRel CAS in `alloc_index`.
     match INDEX.load(Ordering::Acquire) {
         0 => stored_index(alloc_index()),
         stored => stored_index(stored),
@@ -216,13 +169,11 @@ fn stored_index(stored: usize) -> Option<u32> {
     }
 }
 
-/// Allocates the index and publishes it, or [`NO_INDEX`] if the process has
-/// none left; returns what `INDEX` holds then. The failure is final for
-/// this copy of the runtime, as on Unix.
+/// Allocates and publishes the index, or [`NO_INDEX`] for good, as on unix.
 #[cold]
 fn alloc_index() -> usize {
-    // SAFETY: `on_fiber_exit` has the callback signature and stays mapped:
-    // the module is pinned before any value is stored.
+    // SAFETY: the callback signature; it stays mapped (the module is pinned
+    // before any value is stored).
     let index = unsafe { FlsAlloc(Some(on_fiber_exit)) };
     let stored = if index == FLS_OUT_OF_INDEXES {
         NO_INDEX
@@ -242,8 +193,7 @@ fn alloc_index() -> usize {
         }
         Err(winner) => {
             if stored != NO_INDEX {
-                // SAFETY: we allocated `index` above, nobody else has seen
-                // it and no value is stored in it.
+                // SAFETY: ours, unpublished, and holding no value.
                 let freed = unsafe { FlsFree(index) };
                 debug_assert_ne!(freed, 0);
             }
@@ -252,55 +202,44 @@ fn alloc_index() -> usize {
     }
 }
 
-/// The FLS callback: a fiber's data holding a value of ours goes away —
-/// the thread exits, or a fiber is deleted (module docs).
+/// The FLS callback: a fiber's data holding a value of ours goes away
+/// (module docs).
 ///
 /// # Safety
 ///
-/// Called only by Windows, as the callback of this module's FLS index,
-/// with the value the going fiber stored there (or null): on the thread
-/// whose fiber goes away, so that when it is the running fiber's, the
-/// thread is exiting and no callback of its runs again but one that
-/// called `ExitThread`.
+/// Called only by Windows, as this module's FLS callback, on the thread
+/// whose fiber's data goes away, with its value (or null).
 unsafe extern "system" fn on_fiber_exit(value: *const c_void) {
     if value.is_null() {
         return;
     }
     let Some(index) = index() else { return };
-    // SAFETY: `index` is a live FLS index (a value was stored in it).
+    // SAFETY: a live index (a value was stored in it).
     let running = unsafe { FlsGetValue(index) };
     if !ptr::eq(running, value) && running_fiber() != Some(value) {
-        // Another fiber's data: the thread goes on with what it has, and
-        // arms its running fiber (unless it is armed) in case the deleted
-        // one carried its hook.
+        // Another fiber's: arm the running one, in case that one carried the
+        // hook.
         if crate::thread::holds_context() || crate::last_error::is_set() {
             arm(index);
         }
         return;
     }
     crate::last_error::discard();
-    // SAFETY: the running fiber's data is going away, so this thread is
-    // exiting (`DeleteFiber` of the running fiber exits the thread). No
-    // callback runs on its context but one that called `ExitThread`, which
-    // never returns: `release_at_exit` forgets such calls.
+    // SAFETY: the running fiber's data goes away, so the thread exits; a
+    // call still on its context called `ExitThread` and never returns
+    // (`release_at_exit` forgets it).
     let withdrawn = unsafe { crate::thread::release_at_exit() };
-    // SAFETY: just withdrawn from the exiting thread's context, whose calls
-    // are all over.
+    // SAFETY: just withdrawn from the exiting thread's context.
     unsafe { crate::closure::end_hold(withdrawn) };
 }
 
-/// Once a fiber holds a value of ours (its thread is bound, served per
-/// call, or holds a last error), a pending FLS callback points into this
-/// module's code, so it must never be unloaded: pin the DLL (a no-op for
-/// the main executable), as `RTLD_NODELETE` does on unix for bound
-/// threads. Unlike a pthread key, which the unload hook deletes, the FLS
-/// index cannot be taken back at unload: `FlsFree` runs the callback for
-/// every fiber holding a value, on the unloading thread, under the loader
-/// lock.
+/// A pending FLS callback points into this module's code, so the DLL is
+/// pinned once a fiber holds a value (freeing the index at unload would
+/// run every callback under the loader lock).
 fn pin_this_module() {
     let mut module = ptr::null_mut();
-    // SAFETY: with `FROM_ADDRESS` the name is an address inside the module
-    // (our own code); `module` is a valid out-pointer.
+    // SAFETY: with `FROM_ADDRESS` the name is an address in our own code;
+    // `module` is a valid out-pointer.
     let found = unsafe {
         GetModuleHandleExW(
             GET_MODULE_HANDLE_EX_FLAG_PIN | GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS,
@@ -308,7 +247,7 @@ fn pin_this_module() {
             &mut module,
         )
     };
-    // Failing here only leaves the module unloadable by mistake: report it.
+    // Failing only leaves the module unloadable by mistake: report it.
     if found == 0 {
         diag::report(
             "callgate: GetModuleHandleExW could not pin the library; unloading it while threads are bound will crash",

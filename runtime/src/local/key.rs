@@ -1,10 +1,9 @@
-//! [`LocalKey`]: where a callback finds its `Local` type's index, kept as
-//! the context entry word of an outermost call that holds the value.
+//! [`LocalKey`]: where a callback finds its `Local` type's index.
 //!
 //! # Atomic orderings
 //!
-//! The index is stored and loaded `Relaxed`: it is a plain number, the
-//! same whichever thread stores it, and nothing is published with it.
+//! The index is stored and loaded `Relaxed`: a plain number, the same
+//! whichever thread stores it, publishing nothing.
 
 use core::any::TypeId;
 use core::marker::PhantomData;
@@ -16,12 +15,11 @@ use crate::sync::{AtomicU64, Ordering};
 /// Where the callbacks that take a `#[local] &mut T` find `T`'s index: a
 /// `static` next to each of them. Empty until the first call that asks.
 ///
-/// Aligned to 128 bytes, so that no `static` that threads write shares
-/// its cache lines: the fast path reads it on every call.
+/// Aligned to 128 bytes: no written `static` shares its lines.
 #[repr(align(128))]
 pub struct LocalKey<T> {
-    /// `T`'s index as the entry word that holds it ([`holding`]), so that
-    /// the fast path compares and stores it as it is; 0 before the lookup.
+    /// `T`'s index as the entry word that holds it ([`holding`]), so the fast
+    /// path compares and stores it as it is; 0 before the lookup.
     entry: AtomicU64,
     _type: PhantomData<fn() -> T>,
 }
@@ -33,8 +31,8 @@ impl<T> Default for LocalKey<T> {
 }
 
 impl<T> LocalKey<T> {
-    /// A key whose index is looked up on first use. (No `Local` bound
-    /// here: `Frame::local` reports a missing impl, once.)
+    /// A key whose index is looked up on first use. (No `Local` bound:
+    /// `Frame::local` reports a missing impl once.)
     pub const fn new() -> LocalKey<T> {
         LocalKey {
             entry: AtomicU64::new(0),
@@ -42,8 +40,7 @@ impl<T> LocalKey<T> {
         }
     }
 
-    /// The entry word that holds `T`'s value ([`holding`] its index), or 0
-    /// before the index is looked up.
+    /// The entry word that holds `T`'s value, or 0 before the lookup.
     #[hot_path]
     pub(super) fn entry(&self) -> u64 {
         // Relaxed: a plain number (module docs).

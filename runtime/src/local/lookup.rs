@@ -1,6 +1,5 @@
-//! Taking a context's `#[local]` value for a call: on an idle context
-//! through the entry word (`get_ready`), else through the slot's state
-//! (`get`), creating and binding the value on first use.
+//! Taking a context's `#[local]` value for a call, creating and binding it
+//! on first use.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -21,9 +20,8 @@ fn in_use<T>() -> Failure {
     ))
 }
 
-/// The error of a call that asks for a `#[local]` type it holds already:
-/// two of its parameters name one type (through two paths or an alias,
-/// which `#[c_callback]` refuses at compile time too).
+/// A call asks for a `#[local]` type it holds already (two parameters name
+/// it through two paths or an alias).
 #[cold]
 fn taken_twice<T>() -> Failure {
     Failure::new(format!(
@@ -34,69 +32,57 @@ fn taken_twice<T>() -> Failure {
 }
 
 impl Locals {
-    /// For the outermost call of an idle context: `key`'s value, if it
-    /// exists and is bound to the thread, with the entry word that holds
-    /// it ([`holding`](super::holding) its index). Only `last` is written:
-    /// the call's entry records the hold and its leave ends it. The
-    /// pointer becomes the call's `&mut T` (`boundary::straight::outermost_holding`).
+    /// For the outermost call of an idle context: `key`'s value, if it exists
+    /// and is bound, with the entry word that holds it
+    /// ([`holding`](super::holding) its index).
     ///
     /// # Safety
     ///
-    /// As for `get`, and no call is running on the context (so none holds
-    /// a value): the value is for the call that starts on it next.
+    /// As for `get`, and the context is idle: the value is for the call that
+    /// starts on it next.
     #[hot_path]
     pub(crate) unsafe fn get_ready<T: Local>(&self, key: &LocalKey<T>) -> Option<(u64, *mut T)> {
         let entry = key.entry();
-        // The remembered value is bound and, as no call runs, `READY`
-        // (`last`); a key not looked up yet is 0, never `last`.
+        // `last` is bound and `READY` (no call runs); an unlooked-up key is 0.
         let mut head = self.last_slot.get();
         if entry != self.last.get() {
             crate::hint::rarely_taken();
             let index = held_in(entry);
-            // SAFETY: owning thread (caller obligation); the borrow ends here.
+            // SAFETY: owner (caller obligation); the borrow ends here.
             head = *unsafe { &*self.table.get() }.get(index as usize)?;
-            // SAFETY: as in `get`: a `READY` entry is a live slot of `T`. It is
-            // only read.
+            // SAFETY: as in `get`: a `READY` entry is a live slot of `T`; read.
             if unsafe { (*head).state } != READY {
                 return None;
             }
             self.last.set(entry);
             self.last_slot.set(head);
         }
-        // SAFETY: `head` is a live slot of `T` (a `READY` entry of `T`'s
-        // index, or the one remembered as such).
+        // SAFETY: a live slot of `T`: a `READY` entry of `T`'s index, or the
+        // one remembered as such.
         Some((entry, unsafe { Slot::value_at(head) }))
     }
 
-    /// True when `head`, the entry at `index`, is a value bound to the
-    /// thread that no call holds; `held` is the index the outermost call
-    /// holds (0 for none).
+    /// True when `head` (at `index`) is bound and free; `held` is the index
+    /// the outermost call holds (0 for none).
     ///
     /// # Safety
     ///
-    /// `head` is a live slot or a sentinel of this context, on its owning
-    /// thread.
+    /// `head` is a live slot or a sentinel of this context, on its thread.
     #[hot_path]
     unsafe fn is_free(head: *mut Head, index: u32, held: u32) -> bool {
         // SAFETY: caller obligation.
         unsafe { (*head).state == READY && index != held }
     }
 
-    /// This context's `T`, created and bound on first use, for the call
-    /// running at `depth` (at least 1) marked `caller`; `held` is the
-    /// index the outermost call holds through the entry word (0: none);
-    /// `stack` is the owning thread's.
-    ///
-    /// A hold through the state whose call is certainly gone
-    /// (`Holder::is_gone`: abandoned by a `longjmp`) is stale: the value is
-    /// free. No other hold is, since a call the runtime no longer records
-    /// may be suspended on another stack of the thread.
+    /// This context's `T`, created and bound on first use, for the call at
+    /// `depth` (at least 1) marked `caller`; `held` is the entry word's held
+    /// index. A hold whose call is certainly gone (`Holder::is_gone`) is
+    /// stale: the value is free.
     ///
     /// # Safety
     ///
-    /// Only the thread that owns the context may call this, from the
-    /// running call marked `caller` (its anchor holds the token), with the
-    /// `held` index its entry word records.
+    /// Only the context's owner, from the running call marked `caller`, with
+    /// its entry word's `held` index.
     #[hot_path]
     pub(crate) unsafe fn get<T: Local>(
         &self,
@@ -107,17 +93,13 @@ impl Locals {
         stack: &ThreadStack,
     ) -> Result<LocalRef<'_, T>, Failure> {
         debug_assert!((1..=DEEPEST).contains(&depth));
-        // 0 before the lookup, where the entry is a sentinel or missing.
+        // 0 before the lookup: a sentinel or missing entry.
         let index = key.looked_up();
-        // SAFETY: owning thread (caller obligation); the borrow ends before
-        // any user code runs.
+        // SAFETY: owner (caller obligation); the borrow ends before user code.
         if let Some(&head) = unsafe { &*self.table.get() }.get(index as usize) {
-            // SAFETY: entries are live slots (freed only by `Drop` or
-            // `release_all`, which take them out of the table) or the
-            // sentinels, and only this thread touches them. A `READY`
-            // entry is a slot (sentinels are never `READY`) of `T`: the
-            // index is `T`'s, as the key is `T`'s. Only its head is written;
-            // no call holds the value.
+            // SAFETY: entries are live slots (freed only after leaving the
+            // table) or sentinels, this thread's. A `READY` entry is a slot of
+            // `T` (as the key is `T`'s); only its head is written.
             unsafe {
                 if Self::is_free(head, index, held) {
                     self.hold(head, depth, caller);
@@ -127,14 +109,12 @@ impl Locals {
         }
         // SAFETY: forwarded caller obligation.
         let head = unsafe { self.get_slow(key, depth, held, caller, stack) }?;
-        // SAFETY: `get_slow` returns a live, bound slot of `T` that it
-        // marked held.
+        // SAFETY: `get_slow` returns a live, bound slot of `T`, held.
         Ok(unsafe { LocalRef::held_in_state(head) })
     }
 
-    /// `get` when the value is not ready: no index or value yet, not
-    /// bound, or held. Returns `T`'s slot, now held at `depth`, or the
-    /// failure, made here, out of the caller's code.
+    /// `get` when the value is not ready (no index or value yet, not bound,
+    /// or held): `T`'s slot, now held, or the failure.
     ///
     /// # Safety
     ///
@@ -153,8 +133,7 @@ impl Locals {
         let held_outermost = index == held;
         let index = index as usize;
         let head = {
-            // SAFETY: owning thread (caller obligation); a short borrow with
-            // no user code inside.
+            // SAFETY: owner (caller obligation); no user code inside.
             let table = unsafe { &mut *self.table.get() };
             if table.len() <= index {
                 let mut grown = core::mem::take(table).into_vec();
@@ -163,29 +142,27 @@ impl Locals {
             }
             table[index]
         };
-        // SAFETY: `head` is a live slot or a sentinel (as in `get`); a
-        // sentinel is only read.
+        // SAFETY: a live slot or a sentinel (as in `get`), read.
         let head = match unsafe { (*head).state } {
-            // SAFETY: owning thread (caller obligation).
+            // SAFETY: owner (caller obligation).
             ABSENT => unsafe { self.create::<T>(index) },
             _ => head,
         };
-        // SAFETY: `head` is a live slot of `T` (the index is `T`'s) or the
-        // constructing sentinel, which is only read; only this thread
-        // touches it. An outer call may hold a `LocalRef` to the value, so
-        // only the head is accessed through the raw pointer, and the value
-        // is borrowed (by `bind`) only when the slot is not held.
+        // SAFETY: a live slot of `T` or the constructing sentinel (read only),
+        // this thread's. An outer call may hold a `LocalRef` to the value, so
+        // only the head is accessed, and the value is borrowed (by `bind`) only
+        // when not held.
         unsafe {
             let state = (*head).state;
             if (1..=DEEPEST).contains(&state) && (*head).holder.is_gone(caller, stack) {
-                // A stale hold (see `get`): its call is gone.
+                // A stale hold: its call is gone.
                 free_hold(head);
             }
             match (*head).state {
                 _ if held_outermost => return Err(in_use::<T>()),
                 READY => self.hold(head, depth, caller),
                 UNBOUND => {
-                    // Held before `bind` runs: `bind` may call back into Rust.
+                    // Held before `bind`, which may call back into Rust.
                     self.hold(head, depth, caller);
                     let slot = head.cast::<Slot<T>>();
                     if let Err(payload) = catch_unwind(AssertUnwindSafe(|| (*slot).value.bind())) {
@@ -202,15 +179,13 @@ impl Locals {
         Ok(head)
     }
 
-    /// Holds the free value at `head` through the slot's state for the
-    /// call at `depth` marked `caller`, and forgets it as `last`: that call
-    /// may outlive its record (see `get`), and the fast path must not find
-    /// the value meanwhile.
+    /// Holds the free value at `head` for the call at `depth` marked `caller`,
+    /// and forgets it as `last`, so the fast path cannot take it meanwhile.
     ///
     /// # Safety
     ///
-    /// `head` is a live slot of this context, on its owning thread, and no
-    /// reference to its head exists.
+    /// `head` is a live slot of this context, on its thread, with no reference
+    /// to its head.
     #[hot_path]
     unsafe fn hold(&self, head: *mut Head, depth: u32, caller: Holder) {
         // SAFETY: caller obligation.
@@ -223,19 +198,17 @@ impl Locals {
         }
     }
 
-    /// Creates this context's `T` with `Default` and puts its slot at
-    /// `index` (`T`'s), which the table has.
+    /// Creates this context's `T` and puts its slot at `index`.
     ///
     /// # Safety
     ///
-    /// Only the thread that owns the context may call this.
+    /// Only the context's owner.
     #[cold]
     unsafe fn create<T: Local>(&self, index: usize) -> *mut Head {
-        // A re-entrant request for `T` from `default` finds the sentinel:
-        // it would recurse forever.
-        // SAFETY: owning thread (caller obligation); a short borrow with no
-        // user code inside. (So are the borrows below; the table may grow,
-        // never shrink, while `default` runs: `index` stays in it.)
+        // A re-entrant request for `T` from `default` finds the sentinel
+        // rather than recurse.
+        // SAFETY: owner (caller obligation); no user code inside. (Likewise
+        // below: the table may grow while `default` runs, never shrink.)
         unsafe { (&mut *self.table.get())[index] = constructing() };
         let value = catch_unwind(T::default);
         let value = value.unwrap_or_else(|payload| {

@@ -1,12 +1,11 @@
 //! The registry of `Local` types: one index per type for this copy of the
-//! runtime, whichever thread asks first.
+//! runtime.
 //!
 //! # Atomic orderings
 //!
-//! The registry is a list that only grows at its head: a new entry is
-//! published with a Release compare-exchange on the head, and every walk
-//! starts from an Acquire load of it (or the Acquire of a failed
-//! compare-exchange), so the entries it reaches are fully written.
+//! A list that only grows at its head: entries are published with a
+//! Release compare-exchange on the head, and every walk starts from an
+//! Acquire of it, so the entries it reaches are fully written.
 
 use core::any::TypeId;
 use core::ptr;
@@ -14,17 +13,14 @@ use core::ptr;
 use crate::diag;
 use crate::sync::{AtomicPtr, Ordering};
 
-/// One type of the registry.
 struct Registered {
     id: TypeId,
     index: u32,
-    /// The entry registered before this one, or null.
     next: *const Registered,
 }
 
-/// Every `Local` type looked up so far, newest first: indices 1, 2, …
-/// in registration order. Never shrinks while the library is loaded, so
-/// no lock: a `fork` can never leave the child one held.
+/// Every `Local` type looked up so far, newest first (indices 1, 2, …).
+/// Lock-free, so a `fork` never leaves the child a lock held.
 static REGISTRY: AtomicPtr<Registered> = AtomicPtr::new(ptr::null_mut());
 
 /// The index of the type `id`, registering it if it is new.
@@ -37,13 +33,12 @@ pub(super) fn index_of(id: TypeId) -> u32 {
     loop {
         let mut entry = head.cast_const();
         while !entry.is_null() {
-            // SAFETY: registered entries are freed only at unload, when no
-            // thread runs this code; the Acquire above made them visible.
+            // SAFETY: entries are freed only at unload; the Acquire above made
+            // them visible.
             let registered = unsafe { &*entry };
             if registered.id == id {
                 if !fresh.is_null() {
-                    // SAFETY: `fresh` came from `Box::into_raw` below and
-                    // was never published.
+                    // SAFETY: from `Box::into_raw` below, never published.
                     drop(unsafe { Box::from_raw(fresh) });
                 }
                 return registered.index;
@@ -72,8 +67,8 @@ pub(super) fn index_of(id: TypeId) -> u32 {
                 (*fresh).next = head;
             }
         }
-        // Release on success: publishes `fresh` (module docs); Acquire on
-        // failure: the walk of the new head sees its entries.
+        // Release on success: publishes `fresh`. Acquire on failure: for the
+        // walk from the new head.
         match REGISTRY.compare_exchange(head, fresh, Ordering::AcqRel, Ordering::Acquire) {
             Ok(_) => return index,
             Err(now) => head = now,
@@ -85,15 +80,15 @@ pub(super) fn index_of(id: TypeId) -> u32 {
 ///
 /// # Safety
 ///
-/// No thread runs the library's code, and none will until it is unloaded.
+/// No thread runs the library's code, now or until it is unloaded.
 // Only the ELF unload hook (Linux, Android) frees the registry.
 #[cfg_attr(not(any(target_os = "linux", target_os = "android")), allow(dead_code))]
 pub(crate) unsafe fn free_registry() {
     // Relaxed: nobody else uses the registry (caller obligation).
     let mut entry = REGISTRY.swap(ptr::null_mut(), Ordering::Relaxed);
     while !entry.is_null() {
-        // SAFETY: every entry came from `Box::into_raw` in `index_of` and is
-        // reachable once; nobody uses it (caller obligation).
+        // SAFETY: from `Box::into_raw` in `index_of`, each reached once;
+        // unused (caller obligation).
         let registered = unsafe { Box::from_raw(entry) };
         entry = registered.next.cast_mut();
     }

@@ -1,6 +1,5 @@
-//! Letting go of a context's `#[local]` values: running `Local::release`
-//! when its thread lets go of it, freeing the holds of calls that are
-//! gone, and abandoning the values in a `fork` child.
+//! Letting go of a context's `#[local]` values: `Local::release`, the
+//! holds of gone calls, and abandoning the values in a `fork` child.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -11,28 +10,24 @@ use crate::diag;
 use crate::stack::ThreadStack;
 
 impl Locals {
-    /// True when a `#[local]` value is bound to the thread the context
-    /// serves: releasing the context has a `Local::release` to run.
+    /// True when a value is bound: releasing has a `Local::release` to run.
     ///
     /// # Safety
     ///
-    /// Only the thread that owns the context may call this.
+    /// Only the context's owner.
     #[inline]
     pub(crate) unsafe fn has_values(&self) -> bool {
         self.bound.get() != 0
     }
 
-    /// Runs `Local::release` on every bound value. A value whose `release`
-    /// panicked is dropped (its state is unknown) and the message printed.
+    /// Runs `Local::release` on every bound value; one that panicked is
+    /// dropped (its state is unknown) and the message printed.
     ///
     /// # Safety
     ///
-    /// Only the thread that owns the context may call this, while no call
-    /// holds a value through the context (its `held` index is 0): a value
-    /// held that way has the state `READY`, which `release` takes for
-    /// free. No `LocalRef` of the context is alive: a value whose state
-    /// says a call holds it was held by a call that is gone, and is freed
-    /// and released.
+    /// Only the context's owner, while no call holds a value through the entry
+    /// word (its state is `READY`, which `release` takes for free), and no
+    /// `LocalRef` of the context is alive.
     #[inline]
     pub(crate) unsafe fn release_all(&self) {
         // SAFETY: forwarded caller obligation.
@@ -51,8 +46,6 @@ impl Locals {
     #[cold]
     #[inline(never)]
     unsafe fn release_each(&self) {
-        // No `LocalRef` is alive (caller obligation): every hold recorded
-        // in a state is stale, and `release` skips held values.
         // SAFETY: owning thread; every call that held a value through its
         // state is gone (caller obligations).
         unsafe { self.free_every_hold() };
@@ -95,9 +88,8 @@ impl Locals {
     }
 
     /// True when a value is held through its state by a call that may
-    /// still run once the outermost call is over: one that is not
-    /// certainly gone (`Holder::is_gone`), such as a callback suspended on
-    /// another stack of the thread (green threads).
+    /// still run once the outermost call is over (`Holder::is_gone`): one
+    /// suspended on another stack of the thread.
     ///
     /// # Safety
     ///
@@ -118,9 +110,7 @@ impl Locals {
     }
 
     /// Frees every value held by a call through its state: those calls are
-    /// gone, so their `&mut` borrows can never be used again. The one the
-    /// outermost call holds through the context's entry word is the
-    /// context's to free.
+    /// gone. (A hold through the entry word is the context's to end.)
     ///
     /// # Safety
     ///
@@ -133,9 +123,8 @@ impl Locals {
         // user code inside.
         for &head in unsafe { &*self.table.get() } {
             // SAFETY: a live slot or a sentinel, touched only by this
-            // thread; a sentinel's state is never a depth, so only slots
-            // are written, and only their heads, never the value a running
-            // call may borrow.
+            // thread; a sentinel's state is never a depth, so only slots'
+            // heads are written.
             unsafe {
                 let state = (*head).state;
                 if (1..=DEEPEST).contains(&state) {
@@ -145,10 +134,9 @@ impl Locals {
         }
     }
 
-    /// Abandons every value: the thread the context served does not exist
-    /// in this `fork` child, so neither `release` nor `Drop` may run on its
-    /// behalf (either could act on that thread's resources). The values are
-    /// leaked; the next thread gets new ones from `Default`.
+    /// Abandons (leaks) every value: the thread the context served does not
+    /// exist in this `fork` child, and neither `release` nor `Drop` may act
+    /// on its resources.
     ///
     /// # Safety
     ///

@@ -7,44 +7,40 @@ use super::Local;
 use super::holder::Holder;
 use crate::failure::payload_message;
 
-/// The state word of a slot: who may take the value.
-///
-/// [`READY`] is the only value the fast path accepts; a call that takes the
-/// value stores its depth, and its `LocalRef` stores `READY` back.
+/// The state word of a slot: [`READY`] (the only state the fast path
+/// accepts), a holding call's depth, or one of the states below.
 pub(super) type State = u32;
 
-/// Bound to the thread the context serves, and nobody holds it.
+/// Bound to the context's thread, and free.
 pub(super) const READY: State = 0;
-/// The deepest call a state can name: `1..=DEEPEST` is held by the call
-/// running at that depth (its `LocalRef`, or its `bind`).
+/// `1..=DEEPEST`: held by the call at that depth (its `LocalRef`, or its
+/// `bind`).
 pub(super) const DEEPEST: State = u32::MAX - 4;
-/// `Default::default` is running for this type: the entry is a sentinel.
+/// A sentinel: `Default::default` is running.
 const CONSTRUCTING: State = u32::MAX - 3;
-/// No value of this type yet: the entry is a sentinel.
+/// A sentinel: no value of this type yet.
 pub(super) const ABSENT: State = u32::MAX - 2;
 /// `release` holds the value, outside every call.
 const OUTSIDE: State = u32::MAX - 1;
-/// Nobody holds the value, and `bind` has not run for the thread the
-/// context serves.
+/// Free, and `bind` has not run for the context's thread.
 pub(super) const UNBOUND: State = u32::MAX;
 
-/// The type-independent head of every slot, reachable through the
-/// type-erased pointer (`Slot` is `repr(C)` with the head first).
+/// The head of every slot, reached through the type-erased pointer
+/// (`Slot` is `repr(C)`, head first).
 #[repr(C)]
 pub(super) struct Head {
     pub(super) state: State,
-    /// `bind` ran for the thread the context serves (so a held value goes
-    /// back to `READY`, not `UNBOUND`, when its call is found gone).
+    /// `bind` ran for the context's thread (a gone holder's value goes back
+    /// to `READY`, not `UNBOUND`).
     pub(super) bound: bool,
-    /// While the state is a depth: the holding call, which tells whether
-    /// it is certainly gone (see `Locals::get`).
+    /// While the state is a depth: the holding call.
     pub(super) holder: Holder,
-    /// The value's operations; `None` for the two sentinels.
+    /// The value's operations; `None` for the sentinels.
     pub(super) vtable: Option<&'static SlotVtable>,
 }
 
-/// The table entry of a type with no value yet. Never written: its state
-/// is neither `READY` nor a depth, the only states anything overwrites.
+/// The entry of a type with no value yet. Never written: only `READY` and
+/// depths are overwritten.
 static ABSENT_SLOT: Head = Head {
     state: ABSENT,
     bound: false,
@@ -52,8 +48,7 @@ static ABSENT_SLOT: Head = Head {
     vtable: None,
 };
 
-/// The table entry of a type whose `Default::default` is running. Never
-/// written, as `ABSENT_SLOT`.
+/// The entry of a type whose `Default::default` runs. Never written.
 static CONSTRUCTING_SLOT: Head = Head {
     state: CONSTRUCTING,
     bound: false,
@@ -116,18 +111,17 @@ impl<T: Local> Slot<T> {
         type_name: core::any::type_name::<T>,
     };
 
-    /// Runs `Local::release` if the value is bound and free: `None` if it
-    /// did not, else the panic message if it panicked. The slot is held
-    /// meanwhile, so a callback made from `release` cannot borrow the
-    /// value a second time.
+    /// Runs `Local::release` if the value is bound and free: `None` if not,
+    /// else the panic message if it panicked. Held meanwhile, so a callback
+    /// from `release` cannot borrow the value again.
     ///
     /// # Safety
     ///
     /// `slot` is a live `Slot<T>` of the calling thread's context.
     unsafe fn release(slot: *mut Head) -> Option<Result<(), String>> {
         let slot = slot.cast::<Slot<T>>();
-        // SAFETY: live and ours (caller obligation); only fields are touched
-        // through the raw pointer, and `&mut value` only while held.
+        // SAFETY: live and ours (caller obligation); `&mut value` only while
+        // held.
         unsafe {
             if (*slot).head.state != READY {
                 return None;

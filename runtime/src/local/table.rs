@@ -1,6 +1,5 @@
 //! [`Locals`]: the table of one context's `#[local]` values, and the
-//! value the fast path found last. Taking a value is in `lookup`, letting
-//! go of values in `release`.
+//! value the fast path found last.
 
 use core::cell::{Cell, UnsafeCell};
 use core::ptr;
@@ -10,45 +9,31 @@ use super::slot::Head;
 /// The `#[local]` values of one context.
 ///
 /// `table[i]` is the slot of the type with index `i`, or a sentinel. Slots
-/// are boxed and referred to by raw pointer, and the table is only
-/// borrowed for short moments in which no user code runs: a `LocalRef`
-/// held by an outer call stays valid while `Default`, `bind`, `release` or
-/// a nested callback grows the table.
-///
-/// `repr(C)`: the remembered value and the table come first, within 32
-/// bytes, which `Context` keeps in the cache line of its hot fields.
+/// are boxed and referred to by raw pointer, and the table is borrowed
+/// only while no user code runs, so an outer call's `LocalRef` survives a
+/// nested callback growing the table. `repr(C)`: the fast path reads the
+/// first 32 bytes (asserted here and in `context`).
 #[repr(C)]
 pub(crate) struct Locals {
-    /// The key's entry word ([`holding`](super::holding) its index) of the
-    /// value `get_ready` found last, or [`NOTHING`]: a callback called
-    /// again and again finds its value with one compare. While it is a
-    /// key's, `last_slot` is that index's slot, bound, and `READY` or held
-    /// through the entry word by a call recorded as running, which the
-    /// fast path (idle contexts only) never sees. Whatever else holds it,
-    /// unbinds it or takes it out of the table forgets it first (`hold`,
-    /// `release_each`, `abandon`).
+    /// The key entry word of the value `get_ready` found last, or [`NOTHING`];
+    /// `last_slot` is then its slot, bound, and `READY` or held through the
+    /// entry word. Anything that holds, unbinds or removes it forgets it
+    /// first (`hold`, `release_each`, `abandon`).
     pub(super) last: Cell<u64>,
-    /// The slot of the value at `last`.
     pub(super) last_slot: Cell<*mut Head>,
-    /// A boxed slice rather than a `Vec` (two words, not three): it grows
-    /// only when a new type is looked up, a cold path.
+    /// A boxed slice, to fit in the 32 bytes.
     pub(super) table: UnsafeCell<Box<[*mut Head]>>,
-    /// How many of the values are bound to the thread the context serves
-    /// (`bind` ran, `release` has not): 0 when releasing the context has
-    /// no `Local::release` to run, which the per-call fast path checks.
+    /// How many values are bound (`bind` ran, `release` has not).
     pub(super) bound: Cell<u32>,
 }
 
 const _: () = assert!(core::mem::offset_of!(Locals, bound) == 32);
 
-/// `Locals::last` when no value is remembered: no key's entry word (whose
-/// low half is 1, or which is 0 before the lookup).
+/// `Locals::last` when nothing is remembered: no key's entry word.
 pub(super) const NOTHING: u64 = u64::MAX;
 
-// SAFETY: the slots are owned boxes of `Send` values (`Local: Send`) or the
-// immutable sentinels; the raw pointers only avoid `Box`'s uniqueness so a
-// `LocalRef` can coexist with a nested lookup. Moving `Locals` to another
-// thread moves the boxes.
+// SAFETY: the slots are owned boxes of `Send` values (`Local: Send`) or
+// immutable sentinels; moving `Locals` moves the boxes.
 unsafe impl Send for Locals {}
 
 impl Locals {
@@ -67,8 +52,8 @@ impl Drop for Locals {
         for &head in self.table.get_mut().iter() {
             // SAFETY: a live slot or a sentinel (read only).
             if let Some(vtable) = unsafe { (*head).vtable } {
-                // SAFETY: every slot is freed only here or in
-                // `release_each`, which takes it out of the table first.
+                // SAFETY: a slot is freed only here or in `release_each`, which takes
+                // it out of the table first.
                 unsafe { (vtable.drop)(head) };
             }
         }

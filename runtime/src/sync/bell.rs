@@ -8,22 +8,15 @@ use loom::sync::Condvar;
 #[cfg(not(any(target_os = "linux", target_os = "android", callgate_loom)))]
 use std::sync::Condvar;
 
-/// A count of rings that threads can sleep on until it changes: the
-/// waiting half of a lock-free handshake. A thread reads the count
-/// ([`rings`](Bell::rings)), then looks at the state it waits on, and
-/// sleeps ([`wait`](Bell::wait)) only if the count is still what it read;
-/// a thread that changes that state then [`ring`](Bell::ring)s. A ring
-/// that comes after the waiter read the count wakes it or keeps it from
-/// sleeping.
-///
-/// On Linux (and Android) `wait` and `ring` are one `futex` system call
-/// each on the count itself, and no lock is held at any point: a `fork`
-/// at any instant leaves the child nothing a thread it does not have
-/// holds. Elsewhere, and in the loom models, a mutex and a condition
-/// variable stand in for the futex; the mutex is held for a few
-/// instructions around the wait and the wake-up.
+/// A count of rings that threads can sleep on: the waiting half of a
+/// lock-free handshake. A thread reads the count ([`rings`](Bell::rings)),
+/// looks at the state it waits on, and sleeps ([`wait`](Bell::wait)) only
+/// while the count is unchanged; a thread that changes the state then
+/// [`ring`](Bell::ring)s. On Linux both are one `futex` call and no lock
+/// is held (so `fork` is safe); elsewhere, and in the loom models, a mutex
+/// and a condition variable stand in.
 pub(crate) struct Bell {
-    /// How many times the bell rang, wrapping.
+    /// Rings so far, wrapping.
     rings: AtomicU32,
     sleepers: Sleepers,
 }
@@ -37,7 +30,7 @@ impl Bell {
         }
     }
 
-    /// `new`, for the loom models, whose primitives are not `const`.
+    /// `new` for the loom models, whose primitives are not `const`.
     #[cfg(callgate_loom)]
     pub(crate) fn new() -> Bell {
         Bell {
@@ -46,20 +39,16 @@ impl Bell {
         }
     }
 
-    /// How many times the bell rang so far, to pass to [`wait`](Bell::wait)
-    /// after looking at the state waited on.
+    /// Rings so far, to pass to [`wait`](Bell::wait) after looking at the state.
     pub(crate) fn rings(&self) -> u32 {
-        // Acquire: pairs with the Release increment in `ring`, so that a
-        // thread that reads a ring's count sees what the ringing thread
-        // did before it (the state change it rang for).
+        // Acquire: pairs with `ring`'s Release increment: the state change rung
+        // for is seen.
         self.rings.load(Ordering::Acquire)
     }
 
-    /// Sleeps while the bell has rung `seen` times (the count
-    /// [`rings`](Bell::rings) returned): returns at once if it rang since,
-    /// else at the next ring, or sooner (a signal, a spurious wake-up), so
-    /// the caller looks at its state again. Sleeps through a ring only if
-    /// the count wrapped all the way round to `seen` meanwhile (2³² rings).
+    /// Sleeps while the bell has rung `seen` times; returns at the next ring
+    /// or sooner (a signal, a spurious wake-up), so the caller looks again.
+    /// (Missed only if the count wrapped round to `seen`: 2³² rings.)
     pub(crate) fn wait(&self, seen: u32) {
         self.sleepers.wait(&self.rings, seen, None);
     }
@@ -70,18 +59,15 @@ impl Bell {
         self.sleepers.wait(&self.rings, seen, Some(timeout));
     }
 
-    /// Rings: every thread waiting on the count it read before this wakes.
+    /// Wakes every thread waiting on a count read before this.
     pub(crate) fn ring(&self) {
-        // Release: what this thread did before (the state change it rings
-        // for) happens before what a thread reading the new count does
-        // after (see `rings`).
+        // Release: pairs with the Acquire in `rings`.
         self.rings.fetch_add(1, Ordering::Release);
         self.sleepers.wake_all(&self.rings);
     }
 }
 
-/// Where the threads waiting for a [`Bell`] sleep: the kernel's futex
-/// queue of the count's address.
+/// Where [`Bell`] waiters sleep: the futex queue of the count's address.
 #[cfg(all(any(target_os = "linux", target_os = "android"), not(callgate_loom)))]
 struct Sleepers;
 
@@ -91,24 +77,19 @@ impl Sleepers {
         Sleepers
     }
 
-    /// Sleeps while `rings` holds `seen`, until woken or interrupted, or
-    /// `timeout` passed.
+    /// Sleeps while `rings` holds `seen`, until woken, interrupted or timed
+    /// out.
     fn wait(&self, rings: &AtomicU32, seen: u32, timeout: Option<core::time::Duration>) {
         let timeout = timeout.map(|timeout| libc::timespec {
-            // Saturated at 2³¹ − 1 s (68 years) where the seconds do not
-            // fit: `time_t` is 32 bits on some targets.
+            // Saturated at 2³¹ − 1 s where `time_t` is 32 bits.
             tv_sec: timeout.as_secs().try_into().unwrap_or(i32::MAX.into()),
             // Under 10⁹: fits every `tv_nsec`.
             tv_nsec: i32::try_from(timeout.subsec_nanos()).unwrap_or(0).into(),
         });
         // SAFETY: `FUTEX_WAIT` reads the aligned `u32` at the address,
-        // which the caller's borrow keeps alive during the call, and
-        // compares it with `seen` atomically with queueing the thread; it
-        // writes nothing, and reads the relative timeout, a `timespec` on
-        // this stack or null (no timeout). A private futex: a bell is
-        // never in memory shared between processes. Any return (woken,
-        // the count not `seen`, `EINTR`, `ETIMEDOUT`) is a return to look
-        // again.
+        // kept alive by the caller's borrow, and the relative timeout, a
+        // `timespec` on this stack or null; it writes nothing. Private: a
+        // bell is never in shared memory. Any return means look again.
         unsafe {
             libc::syscall(
                 libc::SYS_futex,

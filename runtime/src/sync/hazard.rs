@@ -1,26 +1,16 @@
 //! Hazard words: a thread announces the object its running call uses, so
 //! that whoever retires the object defers its destruction to the end of
-//! that call. See [`Hazard`] and [`Retirement`].
-//!
-//! They keep a `Closure::concurrent` alive for the calls in it without a
-//! shared counter: a call writes its own thread's word (in the context,
-//! on a line no other thread writes), so calls from many threads at once
-//! never contend for a cache line, and the object's owner pays for them
-//! only when it lets the object go, by reading every thread's word.
+//! that call. They keep a `Closure::concurrent` alive without a shared
+//! counter: a call writes only its own thread's word.
 //!
 //! # Atomic orderings
 //!
-//! * [`announce`](Hazard::announce) is a Release store, of a value the
-//!   owner reads back with Relaxed loads (no other thread stores a
-//!   non-zero value). A retirement starts only after the owner of the
-//!   object let go of it, which for a call already running the object's
-//!   owner can only know from something that call did: the C caller's own
-//!   synchronisation, which orders the announcement, made before the
-//!   call's first use of the object, before the retirement's read of the
-//!   word. (A call that starts after the retirement is a call of a freed
-//!   object, the caller's error.) Release rather than Relaxed so that an
-//!   announcement overwriting a withdrawn one still carries the withdrawn
-//!   call's uses to a retirement that reads it (see the next point).
+//! * [`announce`](Hazard::announce) is a Release store, read back by the
+//!   owner with Relaxed loads (only it stores a non-zero value). The C
+//!   caller's own synchronisation orders a running call's announcement
+//!   before the retirement's read (a call that starts after is a use after
+//!   free). Release, so an announcement overwriting a withdrawn one still
+//!   carries the withdrawn call's uses to a retirement that reads it.
 //! * [`withdraw`](Hazard::withdraw) is an AcqRel swap: Release, so the
 //!   call's uses of the object happen before a retirement that reads the
 //!   word after it (the retirement's compare-and-swap fails with an
@@ -33,36 +23,27 @@
 
 use super::{AtomicUsize, Ordering};
 
-/// The bit of a [`Hazard`] word saying that the announced object's
-/// retirement waits for this call.
+/// The bit of a [`Hazard`] word: a retirement waits for this call.
 const DEFERRED: usize = 1;
 
-/// The bit of a [`Hazard`] word that the announcing call chose to carry
-/// (see [`Hazard::announce`]): natively it only makes
-/// [`withdraw`](Hazard::withdraw) report the word, so a caller can send
-/// the withdrawal of an object it announces to helgrind down its slow
-/// path.
+/// The bit of a [`Hazard`] word that sends the withdrawal down the
+/// caller's slow path (to tell helgrind).
 pub(crate) const MARKED: usize = 2;
 
 /// The bits of a [`Hazard`] word that are not an object's address.
 const FLAGS: usize = DEFERRED | MARKED;
 
-/// Where retiring an object starts: far above any number of holders, so
-/// that holders released before the retirement counted them all cannot
-/// bring the count to zero.
+/// Where a retirement's count starts: far above any number of holders, so
+/// early releases cannot bring it to zero.
 const BIAS: usize = usize::MAX / 2;
 
-/// One thread's hazard word: the address of the object its running call
-/// uses (0 for none), which the thread *announces* before the call's first
-/// use and *withdraws* after its last. A thread that retires the object
-/// meanwhile reads every thread's word, and leaves the object to be
-/// destroyed by the last call it found announcing it.
-///
-/// One word per thread serves one call at a time: a call that finds the
-/// word taken (an outer call of the same thread, or one abandoned by a
-/// `longjmp` and not withdrawn) keeps its object alive another way.
+/// One thread's hazard word: the object its running call uses (0 for
+/// none), *announced* before the call's first use and *withdrawn* after its
+/// last. A retirement reads every word and leaves the destruction to the
+/// last call it found announcing. One call at a time: a call that finds the
+/// word taken keeps its object alive another way.
 pub(crate) struct Hazard {
-    /// The announced object's address with [`FLAGS`], or 0.
+    /// The object's address with [`FLAGS`], or 0.
     word: AtomicUsize,
 }
 
@@ -73,24 +54,20 @@ impl Hazard {
         }
     }
 
-    /// Announces `object`, with [`MARKED`] in `flags` or not, unless the
-    /// word announces something already: false then, and nothing is
-    /// announced.
+    /// Announces `object` with `flags` ([`MARKED`] or 0), unless the word is
+    /// taken: false then.
     ///
     /// # Safety
     ///
-    /// - The caller is the thread the word belongs to (only it announces
-    ///   and withdraws), and withdraws what it announced before anything
-    ///   else may announce through the word.
-    /// - `object` is a non-zero multiple of 4, of an object that stays
-    ///   alive until a [`Retirement`] of it has read this word, and that
-    ///   is not retired before the announcement (see the module docs).
+    /// - The caller is the word's thread, and withdraws before announcing
+    ///   through it again.
+    /// - `object` is a non-zero multiple of 4, of an object not retired yet
+    ///   that stays alive until a [`Retirement`] of it has read this word.
     #[hot_path]
     pub(crate) unsafe fn announce(&self, object: usize, flags: usize) -> bool {
         debug_assert!(object != 0 && object & FLAGS == 0 && flags & !MARKED == 0);
-        // Relaxed: only this thread stores a non-zero value (retirements
-        // only flag one), so this reads its own last store or a flag
-        // added to it.
+        // Relaxed: only this thread stores a non-zero value (retirements only
+        // add a flag).
         if self.word.load(Ordering::Relaxed) != 0 {
             crate::hint::rarely_taken();
             return false;
@@ -100,48 +77,39 @@ impl Hazard {
         true
     }
 
-    /// Ends the announcement the word holds: the word as it was, the
-    /// object's address with the flags it was announced with and
-    /// [`DEFERRED`] if a retirement of the object waits for this call.
-    /// Test it with [`deferred`](Hazard::deferred); when set, the caller
-    /// ends its part with the object's [`Retirement::release`].
+    /// Ends the announcement: returns the word, with [`DEFERRED`] if a
+    /// retirement waits for this call; then the caller ends its part with
+    /// [`Retirement::release`].
     ///
     /// # Safety
     ///
-    /// The caller is the thread the word belongs to, done with what it
-    /// announced (its call returned, or is certainly gone).
+    /// The caller is the word's thread, done with what it announced.
     #[hot_path]
     pub(crate) unsafe fn withdraw(&self) -> usize {
         // AcqRel: see "Atomic orderings" in the module docs.
         self.word.swap(0, Ordering::AcqRel)
     }
 
-    /// True when `withdrawn`, a value [`withdraw`](Hazard::withdraw)
-    /// returned, says a retirement waits for the call.
+    /// True when `withdrawn` says a retirement waits for the call.
     #[hot_path]
     pub(crate) fn deferred(withdrawn: usize) -> bool {
         withdrawn & DEFERRED != 0
     }
 
-    /// The object's address in `withdrawn`, a value
-    /// [`withdraw`](Hazard::withdraw) returned (0 for none).
+    /// The object's address in `withdrawn` (0 for none).
     #[hot_path]
     pub(crate) fn object(withdrawn: usize) -> usize {
         withdrawn & !FLAGS
     }
 
-    /// For a retirement of `object`: flags the word deferred if it
-    /// announces `object`, and says so.
+    /// Flags the word deferred if it announces `object`; true if so.
     fn defer(&self, object: usize) -> bool {
-        // Acquire: pairs with the announcing call's Release `withdraw` (or
-        // a later announcement), so a word read clear has the call's uses
-        // before what follows. Relaxed would do for the value itself.
+        // Acquire: pairs with the Release `withdraw` (or a later announcement):
+        // a word read clear has the call's uses before what follows.
         let mut seen = self.word.load(Ordering::Acquire);
         while seen & !FLAGS == object && seen & DEFERRED == 0 {
-            // AcqRel on success: Release, so the holder's `withdraw` that
-            // reads the flag orders this retirement's start before its
-            // part of `release`; Acquire as above. Acquire on failure, as
-            // the load.
+            // AcqRel: Release, so the holder's `withdraw` that reads the flag orders
+            // this retirement before its `release`; Acquire as above.
             match self.word.compare_exchange_weak(
                 seen,
                 seen | DEFERRED,
@@ -156,9 +124,8 @@ impl Hazard {
     }
 }
 
-/// How many calls an object's destruction still waits for, once it is
-/// retired: the holders [`retire`](Retirement::retire) found announcing
-/// it. Lives in the object.
+/// How many announcing calls an object's destruction still waits for,
+/// once retired. Lives in the object.
 pub(crate) struct Retirement {
     holders: AtomicUsize,
 }
@@ -170,25 +137,22 @@ impl Retirement {
         }
     }
 
-    /// Retires `object`, whose owner let go of it: reads every hazard
-    /// word in `hazards`, and defers to each that announces it. True when
-    /// none does, or all of those withdrew meanwhile and released: the
-    /// caller destroys the object now. Else the holder whose
-    /// [`release`](Retirement::release) is the last does.
+    /// Retires `object`: defers to each hazard word that announces it. True
+    /// when none does (or all released meanwhile): the caller destroys the
+    /// object now; else the last [`release`](Retirement::release) does.
     ///
     /// # Safety
     ///
-    /// - `object` is the address of the object this is in, a non-zero
-    ///   multiple of 4, retired once.
-    /// - `hazards` yields every hazard word through which a call of
-    ///   `object` may have announced it (every thread's).
+    /// - `object` is the object this is in, a non-zero multiple of 4, retired
+    ///   once.
+    /// - `hazards` yields every word a call of it may have announced it in.
     pub(crate) unsafe fn retire<'a>(
         &self,
         object: usize,
         hazards: impl IntoIterator<Item = &'a Hazard>,
     ) -> bool {
-        // Relaxed: published to the holders by the Release part of each
-        // `defer` that succeeds, before any of them can decrement.
+        // Relaxed: published by the Release part of each successful `defer`,
+        // before any holder can decrement.
         self.holders.store(BIAS, Ordering::Relaxed);
         let mut deferred = 0;
         for hazard in hazards {
@@ -201,13 +165,13 @@ impl Retirement {
         self.holders.fetch_sub(remove, Ordering::AcqRel) == remove
     }
 
-    /// A holder whose [`withdraw`](Hazard::withdraw) was deferred to is
-    /// done; true for the last one: the caller destroys the object now.
+    /// A deferred-to holder is done; true for the last: the caller destroys
+    /// the object.
     ///
     /// # Safety
     ///
-    /// The caller withdrew an announcement of the object this is in that
-    /// a retirement deferred to, and releases once for it.
+    /// The caller withdrew an announcement a retirement deferred to, and
+    /// releases once for it.
     pub(crate) unsafe fn release(&self) -> bool {
         // AcqRel: see "Atomic orderings" in the module docs.
         self.holders.fetch_sub(1, Ordering::AcqRel) == 1

@@ -6,48 +6,27 @@ use super::{AtomicUsize, Bell, Ordering};
 use crate::valgrind;
 
 /// Turns at something one thread at a time may use (a `Closure::new`
-/// body): [`begin_noting_wait`](Turn::begin_noting_wait) waits for the
-/// turn, [`end`](Turn::end) hands it on. A thread is named by a *mark*, a
-/// non-zero multiple of 4 no other thread uses while it may hold a turn
-/// (the address of the context serving it), so that a thread asking for a
-/// turn it already holds gets an error instead of waiting for itself.
+/// body). A thread is named by a *mark*, a non-zero multiple of 4 no other
+/// thread uses while it may hold a turn (its context's address), so a
+/// thread asking for a turn it holds gets an error, not a deadlock.
 ///
-/// A turn taken and given back without another thread asking is one
-/// compare-and-swap, one load and one swap of `state`: no lock, no
-/// poisoning, no call. Threads that find the turn taken flag `state` and
-/// sleep on `bell`, which the end of a flagged turn rings. No lock is held
-/// at any point on Linux (see [`Bell`]), so a `fork` child never waits for
-/// a thread it does not have to let go of one.
-///
-/// Under valgrind, helgrind does not model atomics and would report the
-/// turns' accesses to what they guard as races: there `state` carries
-/// [`ANNOTATED`] for good, which sends every turn through the slow paths,
-/// where each tells helgrind that it happens after the one before. Natively
-/// the fast paths then have no call to valgrind in them, which kept the
-/// compiler inlining a `Closure::new` call's body (9.0 against 13.5 ns per
-/// call with a test for valgrind in the closure's own code, `callgate-bench
-/// --loop closure`).
+/// Waiters flag `state` and sleep on `bell`, which the end of a flagged
+/// turn rings; no lock is held on Linux ([`Bell`]), so `fork` is safe.
+/// Under valgrind `state` carries [`ANNOTATED`], which sends every turn
+/// through the slow paths that tell helgrind (it does not model atomics).
 pub(crate) struct Turn {
-    /// The mark of the thread whose turn it is (0: nobody's), with
-    /// [`WAITING`] set when a thread may be waiting for it, and
-    /// [`ANNOTATED`] set for good under valgrind.
+    /// The holder's mark (0: nobody's), with [`WAITING`] and [`ANNOTATED`].
     state: AtomicUsize,
     /// Rung at the end of a turn flagged [`WAITING`].
     bell: Bell,
 }
 
-/// The marks of threads a `fork` left behind inside calls, in this `fork`
-/// child (a leaked list, null until a child handler records some): they
-/// may hold turns that no thread here will end. Their marks are never any
-/// thread's again (`thread::reclaim_orphans` keeps their contexts off the
-/// free list), so a turn held under one can be taken over. Written only by
-/// a child handler, when the child has one thread. A `core` atomic under
-/// loom too: the models never fork.
+/// The marks of threads a `fork` left behind inside calls (a leaked list):
+/// never any thread's again (`thread::reclaim_orphans`), so a turn held
+/// under one can be taken over. A `core` atomic: loom models never fork.
 static ORPHANED: CoreAtomicPtr<Vec<usize>> = CoreAtomicPtr::new(core::ptr::null_mut());
 
-/// Records `marks`, the marks of threads a `fork` left behind inside calls
-/// (see [`ORPHANED`]), beside those of earlier forks in this process's
-/// line.
+/// Adds `marks` to [`ORPHANED`].
 ///
 /// # Safety
 ///
@@ -68,13 +47,11 @@ pub(crate) unsafe fn orphan_marks(marks: &[usize]) {
         unsafe { Box::from_raw(old) }.to_vec()
     };
     all.extend_from_slice(marks);
-    // Release: pairs with the Acquire in `is_orphaned`, on the threads this
-    // one starts later (which their creation orders anyway).
+    // Release: pairs with the Acquire in `is_orphaned`.
     ORPHANED.store(Box::into_raw(Box::new(all)), CoreOrdering::Release);
 }
 
-/// True when `mark` is that of a thread a `fork` left behind inside a call
-/// ([`orphan_marks`]), in this process or one it was forked from.
+/// True when `mark` is in [`ORPHANED`].
 pub(crate) fn is_orphaned(mark: usize) -> bool {
     // Acquire: pairs with the Release in `orphan_marks`.
     let orphaned = ORPHANED.load(CoreOrdering::Acquire);
@@ -85,20 +62,17 @@ pub(crate) fn is_orphaned(mark: usize) -> bool {
 
 /// The bit of [`Turn::state`] saying that a thread may be waiting.
 const WAITING: usize = 1;
-/// The bit of [`Turn::state`] saying that the turns are announced to
-/// helgrind.
+/// The bit of [`Turn::state`] that sends every turn to helgrind.
 const ANNOTATED: usize = 2;
 /// The bits of [`Turn::state`] that are not a mark.
 const FLAGS: usize = WAITING | ANNOTATED;
 
 impl Turn {
-    /// Turns announced to helgrind if the process runs under valgrind.
     pub(crate) fn new() -> Turn {
         Turn::announced(valgrind::running())
     }
 
-    /// Turns announced to helgrind if `annotated` (natively the
-    /// announcements do nothing, so the tests take both paths).
+    /// Turns announced to helgrind if `annotated` (the tests take both).
     pub(crate) fn announced(annotated: bool) -> Turn {
         Turn {
             state: AtomicUsize::new(if annotated { ANNOTATED } else { 0 }),
@@ -107,30 +81,15 @@ impl Turn {
     }
 
     /// Takes the turn for the thread marked `me`, waiting while another
-    /// thread holds it. If the turn is held under `me` already, the call
-    /// of this thread that took it is running, or gone without ending it:
-    /// `take_back` tells, and where it returns true the turn is this
-    /// call's (unless a call that interrupted this one took it back first:
-    /// then this one goes on as if the turn had been free); else the error
-    /// `held_by_caller` makes (having waited for nothing). On `Ok`, what the
-    /// turn's previous holders did before their [`end`](Turn::end), or
-    /// before they were gone, happens before what follows.
+    /// thread holds it. If it is held under `me`, `take_back` tells whether
+    /// that call of this thread is gone (the turn is then this call's) or
+    /// running (the error `held_by_caller` makes). In a `fork` child, a turn
+    /// held under an orphaned mark is taken over. On `Ok`, the previous
+    /// holders' accesses happen before what follows.
     ///
-    /// In a `fork` child, a turn held under the mark of a thread the fork
-    /// left behind inside a call ([`orphan_marks`]) is taken over: that
-    /// thread will never end it.
-    ///
-    /// `took_over` runs once the turn is taken from a call that will never
-    /// end it (a gone call of this thread, or a left one), for the caller
-    /// to give up what that call held. `waiting` runs, given the turn,
-    /// before the call waits for another thread's; what it returns is
-    /// dropped once the call has the turn, so that it lasts while the call
-    /// waits and until its taking the turn shows in `state` (see
-    /// `Turn::is_held_under`, on Unix).
-    ///
-    /// `take_back`, `took_over` and `waiting` run, and the error is made,
-    /// in the out-of-line slow path, so that the fast path has one call in
-    /// it, to that path.
+    /// `took_over` runs when the turn is taken from a call that will never
+    /// end it; `waiting`'s value lives while the call waits (`is_held_under`).
+    /// All three run in the out-of-line slow path.
     #[hot_path]
     pub(crate) fn begin_noting_wait<E, W>(
         &self,
@@ -144,10 +103,8 @@ impl Turn {
             me != 0 && me & FLAGS == 0,
             "a mark is a non-zero multiple of 4"
         );
-        // Acquire on success: pairs with the Release swap in `end` (or
-        // `end_slow`), so the previous turn's accesses happen before this
-        // one's. Relaxed on failure: the value is only compared with `me`
-        // (see `begin_slow`).
+        // Acquire on success: pairs with the Release swap in `end`. Relaxed on
+        // failure: the value is only compared with `me`.
         match self
             .state
             .compare_exchange(0, me, Ordering::Acquire, Ordering::Relaxed)
@@ -170,18 +127,15 @@ impl Turn {
         self.begin_noting_wait(me, take_back, took_over, |_| (), held_by_caller)
     }
 
-    /// True when the turn at `turn` is held under `mark`: for a `fork`
-    /// child, where the thread marked `mark` is gone, to tell whether a
-    /// call of it that was waiting had taken the turn (see
-    /// [`begin_noting_wait`](Turn::begin_noting_wait)'s `waiting`).
+    /// True when the turn is held under `mark`: for a `fork` child, to tell
+    /// whether a gone thread's waiting call had taken it.
     #[cfg(all(unix, not(callgate_loom)))]
     pub(crate) fn is_held_under(&self, mark: usize) -> bool {
         // Relaxed: the child has one thread, which reads its own view.
         self.state.load(Ordering::Relaxed) & !FLAGS == mark
     }
 
-    /// `begin_noting_wait` that found `held` in `state`: the turn is
-    /// taken, or the turns are annotated.
+    /// `begin_noting_wait` that found the turn taken, or annotated.
     #[cold]
     #[inline(never)]
     fn begin_slow<E, W>(
@@ -194,27 +148,16 @@ impl Turn {
         held_by_caller: impl FnOnce() -> E,
     ) -> Result<(), E> {
         let annotated = held & ANNOTATED;
-        // `state` holds `me` only if this thread stored it, or a thread
-        // whose mark this thread has now (it exited, and its context came
-        // to this thread through the free list, which orders everything
-        // that thread did before what this one does): marks are unique
-        // among the threads that may hold a turn.
+        // `state` holds `me` only if this thread stored it, or an earlier owner
+        // of its context (ordered by the free list).
         if held & !FLAGS == me {
             if !take_back() {
                 return Err(held_by_caller());
             }
-            // The call that took the turn is gone without ending it, and
-            // no other call of this thread takes it back after
-            // `take_back` (see `closure::Exclusive::with`). One that
-            // interrupted this call before then may have (a signal
-            // handler's): this thread's read of `state` now shows it.
-            // Relaxed: only this thread stores its mark, and other
-            // threads only flag it.
+            // A signal handler's call may have taken the turn back already.
+            // Relaxed: only this thread stores its mark; others only flag it.
             let now = self.state.load(Ordering::Relaxed);
             if now & !FLAGS == me {
-                // The turn is this call's now. `state` stays as it is (a
-                // waiting thread's flag included: this turn's end wakes
-                // it).
                 if annotated != 0 {
                     valgrind::happens_after(&raw const self.state);
                 }
@@ -223,13 +166,9 @@ impl Turn {
             }
             held = now;
         }
-        // Only a child handler makes a mark orphaned, when no other thread
-        // exists, and a turn taken over is a living thread's: a mark read
-        // here that is not orphaned never becomes one in this process.
+        // Only a child handler orphans marks, when no other thread exists.
         while is_orphaned(held & !FLAGS) {
-            // Acquire on success: as in `begin` (what the left thread did
-            // before the fork is this child's memory anyway). Flags kept: a
-            // waiting thread's flag makes this turn's end wake it.
+            // Acquire on success: as in `begin`. Flags kept, so a waiter is woken.
             match self.state.compare_exchange(
                 held,
                 me | (held & FLAGS),
@@ -246,20 +185,15 @@ impl Turn {
                 Err(now) => held = now,
             }
         }
-        // Dropped when this function returns, once `state` holds `me`.
         let _waiting = waiting(self);
         loop {
-            // The bell's count before `state`: a turn's end that this read
-            // of `state` misses rings after its swap, and the wait below
-            // then returns at once (see `Bell`).
+            // The bell's count before `state`, so an `end` this read misses wakes
+            // the wait below (see `Bell`).
             let seen = self.bell.rings();
             // Relaxed: as on `begin`'s failure.
             let held = self.state.load(Ordering::Relaxed);
             if held & !FLAGS == 0 {
-                // Taken with WAITING set: other threads may still be
-                // waiting, and the end of this turn must ring for them (at
-                // worst a ring nobody needed). Acquire on success: as in
-                // `begin`.
+                // Taken with WAITING set: others may still wait. Acquire: as above.
                 if self
                     .state
                     .compare_exchange(
@@ -277,10 +211,8 @@ impl Turn {
                 }
                 continue;
             }
-            // Relaxed: the flag publishes no data. The holder's `end`
-            // swaps `state` out, a read-modify-write that sees the flag if
-            // this compare-and-swap came first (else this one fails and
-            // the loop looks again), and then rings.
+            // Relaxed: the flag publishes no data; the holder's `end` swap either
+            // sees it and rings, or this fails and the loop looks again.
             if held & WAITING == 0
                 && self
                     .state
@@ -293,21 +225,18 @@ impl Turn {
         }
     }
 
-    /// Ends the calling thread's turn and wakes the threads waiting for
-    /// it, if any.
+    /// Ends the calling thread's turn and wakes the threads waiting for it.
     ///
     /// # Safety
     ///
     /// The calling thread holds the turn: its
     /// [`begin_noting_wait`](Turn::begin_noting_wait) returned `Ok`, and it
-    /// has not called `end` since. (Ending another thread's turn would let
-    /// two threads use what the turn guards.)
+    /// has not called `end` since.
     #[hot_path]
     pub(crate) unsafe fn end(&self) {
         // Relaxed: only ANNOTATED is looked at, which never changes.
         let annotated = self.state.load(Ordering::Relaxed) & ANNOTATED != 0;
-        // Release: pairs with the Acquire of the next `begin`, so this
-        // turn's accesses happen before the next one's.
+        // Release: pairs with the Acquire of the next `begin`.
         if annotated || self.state.swap(0, Ordering::Release) & WAITING != 0 {
             // SAFETY: forwarded caller obligation; the swap ran only if
             // `annotated` is false.
@@ -315,8 +244,8 @@ impl Turn {
         }
     }
 
-    /// The end of a turn that is annotated (`annotated`: the turn is still
-    /// held) or that a waiting thread flagged (else: `end` handed it on).
+    /// The end of an annotated turn (still held), or of one a waiter flagged
+    /// (handed on by `end` already).
     ///
     /// # Safety
     ///
@@ -332,9 +261,7 @@ impl Turn {
                 return;
             }
         }
-        // A thread that flagged `state` read the bell's count before it
-        // read `state`: this ring, after the swap that ended the turn,
-        // wakes it or keeps it from sleeping.
+        // Waiters read the bell's count before `state`: this ring wakes them.
         self.bell.ring();
     }
 }

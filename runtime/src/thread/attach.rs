@@ -1,6 +1,5 @@
-//! Attaching: a thread's first call (or each outermost call, per call)
-//! takes a context from the thread's cache, the free list or a new
-//! allocation, and claims the slot for it.
+//! Attaching: a context from the thread's cache, the free list or a new
+//! allocation, and the slot claimed for it.
 
 use core::ptr;
 
@@ -11,28 +10,17 @@ use crate::settings::{self, AttachMode};
 use crate::{hint, hooks, tls};
 
 /// Attaches the calling thread to a context: the slow path of a thread's
-/// first call (or of every call in per-call mode).
-///
-/// A per-call attach takes the context the thread caches, if any: two
-/// accesses to the slot and no atomic operation.
-///
-/// Re-entrant: if a call on this thread (a signal handler) binds the
-/// thread while this one is popping a context, the slot is claimed with a
-/// compare-and-swap, so exactly one context ends up bound: the loser's
-/// context goes straight back to the free list.
-///
-/// Off the fast path already (its one caller, `boundary::slow::arrive`, is
-/// cold), so inlined there: one call and one frame less on a first call.
+/// first call (or of every per-call call), from the thread's cache first.
+/// Re-entrant: if a signal handler's call binds the thread meanwhile, the
+/// slot's compare-and-swap keeps exactly one context bound.
 #[inline]
 pub(crate) fn attach(attach: AttachMode) -> &'static ContextNode {
     let seen = tls::get();
     if attach == AttachMode::PerCall {
         if let Some(node) = claim_cached(seen) {
-            // A nested call may have kept it as a bound one while its last
-            // attachment was being released (`keep_for_interrupted_call`).
-            // SAFETY: this thread owns `node`, just taken from its cache,
-            // and no callback runs on it; a cached context never serves a
-            // thread whose exit hook ran.
+            // It may have been kept bound by `keep_for_interrupted_call`.
+            // SAFETY: this thread owns `node`, just taken from its cache, and no
+            // callback runs on it; a cached context's exit hook has not run.
             unsafe { node.value.set_per_call(true, false, false) };
             return node;
         }
@@ -40,44 +28,34 @@ pub(crate) fn attach(attach: AttachMode) -> &'static ContextNode {
     attach_slow(attach, seen)
 }
 
-/// [`attach`]'s take from the cache, which reaches the slot anew: the
-/// context that the slot's `value` caches, by claiming the slot for it;
-/// `None` when `value` caches none, or the slot no longer holds `value`.
+/// [`attach`]'s take from the cache: claims the slot for the context
+/// `value` caches; `None` when it caches none or the slot changed.
 #[hot_path]
 pub(super) fn claim_cached(value: *const ContextNode) -> Option<&'static ContextNode> {
     let node = cached(value)?;
-    // Its last attachment was per call on this very thread: its fields
-    // already say so, and its exit hook is armed.
-    // SAFETY: `node` is a node of `CONTEXTS`, and claiming it from the
-    // cache makes it serve this thread.
+    // SAFETY: a node of `CONTEXTS`, which the claim makes serve this thread.
     unsafe { tls::claim(value, node) }.ok()?;
     node.value.binds.bump();
     Some(node)
 }
 
-/// `attach` from a context of the free list (or a new one), or from the
-/// cache when the thread becomes bound; `seen` is what the slot held.
-///
-/// Inlined into `attach`'s one caller, `boundary::slow::arrive` (cold, out of
-/// line): a thread's first call then runs one function's prologue less.
+/// `attach` from the free list (or a new context), or from the cache when
+/// the thread becomes bound; `seen` is what the slot held.
 #[inline]
 fn attach_slow(attach: AttachMode, mut seen: *const ContextNode) -> &'static ContextNode {
     if serves(seen) {
-        // A nested call (a signal handler's) bound the thread since the
-        // caller found it unbound: use its context, as below. Claiming the
-        // slot over it would leave it bound for good, released by nothing.
+        // A signal handler's call bound the thread since the caller looked:
+        // use its context (claiming over it would leak it).
         hint::rarely_taken();
-        // SAFETY: a slot value that `serves` accepts is a node of
-        // `CONTEXTS` serving this thread, freed only when the library is
-        // unloaded.
+        // SAFETY: a slot value `serves` accepts is a node of `CONTEXTS` serving
+        // this thread.
         return unsafe { &*seen };
     }
     let mut reused = None;
     if let Some(node) = cached(seen) {
-        // A thread that made per-call calls before its first bound one.
+        // Per-call calls before the first bound one.
         hint::rarely_taken();
-        // Out of the slot first, so a call from a signal handler cannot
-        // take it from the cache meanwhile.
+        // Out of the slot first, so a signal handler's call cannot take it.
         // SAFETY: null is a slot value.
         if unsafe { tls::claim(seen, ptr::null()) }.is_err() {
             return attach_again(attach);
@@ -85,28 +63,25 @@ fn attach_slow(attach: AttachMode, mut seen: *const ContextNode) -> &'static Con
         seen = ptr::null();
         reused = Some(node);
     }
-    // A thread that no exit hook reaches (its key destructor ran already,
-    // or the process had no pthread key or FLS index left for this copy of
-    // the runtime) is served per call, and caches nothing: nothing would
-    // hand a cached context back.
+    // Without an exit hook: per call, and no cache (nothing would hand it
+    // back).
     let after_exit = ptr::eq(seen, EXITED) || !hooks::exit_hook_ready();
     let per_call = attach == AttachMode::PerCall || per_call_only(after_exit);
     let node = match reused {
         Some(node) => node,
         None => CONTEXTS.pop().unwrap_or_else(new_context),
     };
-    // SAFETY: this thread owns `node`, which the cache, `pop` or `alloc`
-    // just handed out, and no callback runs on it yet; `seen` is what the
-    // slot held, and `node` came from the cache only if the slot held it
-    // (it was taken out just above).
+    // SAFETY: this thread owns `node`, just handed out, with no callback on
+    // it; `seen` is what the slot held, and a cached `node` was taken out of
+    // it just above.
     if unsafe { bind(node, seen, per_call, after_exit, reused.is_none()) } {
         return node;
     }
-    // A nested call bound the thread meanwhile: use its context.
+    // A signal handler's call bound the thread meanwhile: use its context.
     if let Some(bound) = serving() {
         return bound;
     }
-    // The nested call's per-call context was released again.
+    // That call's per-call context was released again.
     debug_assert!({
         let value = tls::get();
         ptr::eq(value, EXITED) || value.is_null() || cached(value).is_some()
@@ -114,49 +89,38 @@ fn attach_slow(attach: AttachMode, mut seen: *const ContextNode) -> &'static Con
     attach_again(attach)
 }
 
-/// The attach of a thread's first call from a callback served on a bound
-/// thread: binds the thread to a context for good, as [`attach`] does for
-/// such a call, and returns it. `None` (having changed nothing) where that
-/// attach would serve the call per call instead (no exit hook, or the
-/// settings ask for it), or where a nested call bound the thread meanwhile
-/// and left it per call: the caller then takes the slow path.
+/// The attach of a thread's first call from a bound callback; `None`
+/// where the call would be served per call (the caller takes the slow
+/// path).
 ///
 /// # Safety
 ///
-/// The calling thread's slot held null (the thread was not bound, nothing
-/// was cached) when this thread last read it, and this thread has not
-/// called into the runtime since. A nested call (a signal handler's) that
-/// bound the thread meanwhile makes the claim fail; its context is then
-/// returned if it serves the thread.
+/// The calling thread's slot held null when this thread last read it, and
+/// this thread has not called into the runtime since.
 #[inline]
 pub(crate) unsafe fn bind_unbound() -> Option<&'static ContextNode> {
     if per_call_only(!hooks::exit_hook_ready()) {
         return None;
     }
     let node = CONTEXTS.pop().unwrap_or_else(new_context);
-    // SAFETY: this thread owns `node`, which `pop` or `alloc` just handed
-    // out, and no callback runs on it yet; the slot held null when this
-    // thread last read it, with no call into the runtime since (caller
-    // obligation), and `node` did not come from the cache.
+    // SAFETY: this thread owns `node`, just handed out, with no callback on
+    // it; the slot held null (caller obligation); not from the cache.
     if unsafe { bind(node, ptr::null(), false, false, true) } {
         return Some(node);
     }
     serving()
 }
 
-/// True when an attach serves the calling thread per call whatever its
-/// callback asks: the platform has no exit hook, no exit hook reaches the
-/// thread (`after_exit`), or the settings ask for it.
+/// True when an attach serves the thread per call whatever its callback
+/// asks: no exit hook, or the settings.
 #[hot_path]
 fn per_call_only(after_exit: bool) -> bool {
     !hooks::HAS_THREAD_EXIT_HOOK || after_exit || settings::current().attach == AttachMode::PerCall
 }
 
 /// Makes `node` serve the calling thread, whose slot held `seen`: records
-/// how it serves the thread (`per_call`, `after_exit`; `new_thread` when
-/// it did not come from this thread's cache), arms the exit hook and
-/// claims the slot. False when a nested call (a signal handler) claimed
-/// the slot first: `node` is back on the free list then.
+/// how, arms the exit hook and claims the slot. False when a signal
+/// handler's call claimed the slot first (`node` is given back).
 ///
 /// # Safety
 ///
@@ -171,16 +135,13 @@ unsafe fn bind(
     after_exit: bool,
     new_thread: bool,
 ) -> bool {
-    // SAFETY: this thread owns `node`, and no callback runs on it yet
-    // (caller obligations).
+    // SAFETY: owner, no callback on it yet (caller obligations).
     unsafe {
         debug_assert_eq!(node.value.depth(), 0);
         node.value.set_per_call(per_call, after_exit, new_thread);
     }
-    // Armed before the slot is claimed: once claimed, a nested call may
-    // use the context, and the destructor must find it if the thread ends
-    // inside that call. A per-call context is armed too, for a thread that
-    // ends (or jumps out) inside its outermost call.
+    // Armed before the claim lets a nested call use the context, so the
+    // destructor finds it if the thread ends inside (per-call ones too).
     if per_call {
         if hooks::HAS_THREAD_EXIT_HOOK {
             hooks::arm_exit_hook();
@@ -192,16 +153,12 @@ unsafe fn bind(
     if unsafe { tls::claim(seen, node) }.is_err() {
         hint::rarely_taken();
         if new_thread {
-            // SAFETY: this thread owns `node`, which never served a call,
-            // and gives it up.
+            // SAFETY: this thread owns `node`, which never served a call.
             unsafe { CONTEXTS.push(node) };
         } else {
-            // From this thread's cache, where a `#[local]` value may be
-            // bound on it (see `release_at_exit`): released first.
-            // SAFETY: this thread owns `node`, released when it was cached
-            // (counted, no call runs on it, no `LocalRef` is alive, it
-            // serves no thread whose exit hook ran), out of the slot; the
-            // thread gives it up.
+            // From the cache, where a `#[local]` value may be bound: released.
+            // SAFETY: this thread owns `node`, released when cached (counted, idle,
+            // no `LocalRef`, exit hook not run), out of the slot; it gives it up.
             unsafe { release_values(node, false, false) };
         }
         return false;
@@ -210,19 +167,17 @@ unsafe fn bind(
     true
 }
 
-/// A new context, for an attach that found the free list empty.
 #[cold]
 #[inline(never)]
 fn new_context() -> &'static ContextNode {
     let node = CONTEXTS.alloc(Context::new());
-    // SAFETY: `alloc` just made `node`, so this thread owns it and no
-    // callback runs on it.
+    // SAFETY: `alloc` just made `node`: this thread owns it, idle.
     unsafe { node.value.reserve_nested() };
     node
 }
 
-/// `attach` lost its claim to a nested per-call attachment that has been
-/// released since: start over (rare, so a plain recursion).
+/// `attach` lost its claim to a nested per-call attachment released since:
+/// start over.
 #[cold]
 fn attach_again(mode: AttachMode) -> &'static ContextNode {
     attach_slow(mode, tls::get())

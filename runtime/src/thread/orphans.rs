@@ -5,43 +5,32 @@ use super::{cached, id, serving};
 use crate::context::CONTEXTS;
 use crate::tls;
 
-/// What the calls of the threads a `fork` left behind held, which will
-/// never be given up in the child unless the child gives them up for them
-/// ([`reclaim_orphans`]).
+/// What the calls of the threads a `fork` left behind held, for the child
+/// to give up ([`reclaim_orphans`]).
 pub(crate) struct LeftBehind {
-    /// What their contexts' hazard words announced (see
-    /// `closure::end_hold`).
+    /// Their hazard words' announcements (`closure::end_hold`).
     pub(crate) announced: Vec<usize>,
-    /// The references their contexts recorded (see `sync::HeldRefs`):
-    /// `(closure, turn, mark)`, with the turn a call waited for (or 0) and
-    /// the mark of its thread (see `closure::give_up_left_behind`).
+    /// Their recorded references (`sync::HeldRefs`): `(closure, turn, mark)`
+    /// (`closure::give_up_left_behind`).
     pub(crate) held: Vec<(usize, usize, usize)>,
 }
 
 /// In a `fork` child: returns every context that is neither free nor
-/// serving (or cached by) this, the only, thread to the free list. Their
-/// `#[local]` values are abandoned: the threads they served are gone, so
-/// neither `release` nor `Drop` runs for them. Returns what those threads'
-/// calls held, which will never be given up: their hazard words'
-/// announcements and the references their contexts recorded, which the
-/// caller gives up (`closure::end_hold`, `closure::give_up_left_behind`).
+/// this thread's to the free list, abandoning its `#[local]` values, and
+/// returns what their threads' calls held.
 ///
-/// A context whose thread was inside a call stays off the free list: that
-/// call may hold `Closure::new` turns under the context's address, which
-/// the child's calls take over (`sync::orphan_marks`) only because no
-/// thread gets that address as its mark again. (A context each such
-/// thread, for the rest of the child's life.)
+/// A context whose thread was inside a call stays off the free list for
+/// good: the child's calls take over its `Closure::new` turns
+/// (`sync::orphan_marks`) only because no thread gets its mark again.
 ///
 /// # Safety
 ///
-/// The caller is the only thread of a `fork` child (the `fork` child
-/// handler): the contexts that served the parent's other threads have no
-/// owner left.
+/// The caller is the only thread of a `fork` child (its child handler).
 #[cold]
 #[must_use]
 pub(crate) unsafe fn reclaim_orphans() -> LeftBehind {
-    // The context this thread caches is its own too, and so is one it was
-    // releasing the values of when it forked (from a `Local::release`).
+    // This thread's own: the one it caches, and one it was releasing the
+    // values of when it forked.
     let own = serving()
         .or_else(|| cached(tls::get()))
         .map(|node| node.index());
@@ -61,8 +50,7 @@ pub(crate) unsafe fn reclaim_orphans() -> LeftBehind {
         let index = node.index();
         // SAFETY: this is the only thread of the child (caller obligation).
         let releasing = unsafe { node.value.releasing() };
-        // A context an earlier fork left out of use (below) stays so: its
-        // address is still an orphaned mark.
+        // One an earlier fork kept out of use stays so: an orphaned mark.
         let mark = core::ptr::from_ref(node).addr();
         if Some(index) == own
             || releasing == me
@@ -71,15 +59,15 @@ pub(crate) unsafe fn reclaim_orphans() -> LeftBehind {
         {
             continue;
         }
-        // SAFETY: this is the only thread of the child (caller obligation),
-        // and `node` serves no thread of it.
+        // SAFETY: the child's only thread (caller obligation); `node` serves
+        // no thread of it.
         let in_a_call = unsafe { node.value.may_be_in_a_call() };
         // SAFETY: as above.
         let withdrawn = unsafe { node.value.reset_orphan() };
         if withdrawn != 0 {
             left.announced.push(withdrawn);
         }
-        // SAFETY: as above: the thread whose calls recorded them is gone.
+        // SAFETY: as above: the recording thread is gone.
         unsafe {
             node.value
                 .held
@@ -89,13 +77,11 @@ pub(crate) unsafe fn reclaim_orphans() -> LeftBehind {
             left_in_calls.push(mark);
             continue;
         }
-        // SAFETY: `node` is neither free nor serving a thread, so the only
-        // thread owns it, and gives it up here.
+        // SAFETY: neither free nor serving a thread: the only thread owns it.
         unsafe { CONTEXTS.push(node) };
     }
-    // SAFETY: the only thread of the child; the contexts of these marks
-    // are kept off the free list for good, so no thread uses their marks
-    // (a context's address, `boundary::Frame::thread_mark`) again.
+    // SAFETY: the child's only thread; these contexts stay off the free
+    // list for good, so no thread uses their marks again.
     unsafe { crate::sync::orphan_marks(&left_in_calls) };
     left
 }
@@ -105,7 +91,7 @@ pub(crate) unsafe fn reclaim_orphans() -> LeftBehind {
 /// # Safety
 ///
 /// No thread is bound or runs the library's code, and none will until it
-/// is unloaded: every context is free, and nothing pops one again.
+/// is unloaded.
 #[cold]
 // Only the ELF unload hook (Linux, Android) frees the pool.
 #[cfg(any(target_os = "linux", target_os = "android"))]

@@ -1,5 +1,4 @@
-//! Releasing: a context goes back to the thread's cache or the free list
-//! when its outermost per-call call returns, and when its thread exits.
+//! Releasing: a context goes back to the thread's cache or the free list.
 
 use core::ptr;
 
@@ -7,83 +6,59 @@ use super::{CACHES, EXITED, cached, id, serves, tagged};
 use crate::context::{CONTEXTS, ContextNode};
 use crate::tls;
 
-/// A call returned on `node`'s thread; releases it if it was the outermost
-/// call of a per-call attachment.
+/// A call returned; releases `node` if it was a per-call attachment's
+/// outermost call.
 ///
 /// # Safety
 ///
-/// - `node` serves the calling thread: `current` or `attach` returned it on
-///   this thread, and it was not released since.
-/// - The call that is returning entered `node` with `Context::enter`,
-///   which returned `start`, and has not left it yet.
-/// - The caller does not use `node` afterwards: it may have been released.
+/// - `node` serves the calling thread, not released since.
+/// - The returning call entered it with `Context::enter`, which returned
+///   `start`, and has not left.
+/// - The caller does not use `node` afterwards: it may be released.
 #[hot_path]
 pub(crate) unsafe fn leave(node: &'static ContextNode, start: u32) {
-    // SAFETY: `node` serves this thread, and this pairs with the `enter` of
-    // the returning call (caller obligations).
+    // SAFETY: caller obligations.
     if unsafe { node.value.leave(start) } {
-        // SAFETY:
-        // - `node` serves this thread, and the caller gives it up;
-        // - the outermost call just left it, so no call runs on it and no
-        //   `LocalRef` into its locals is alive.
+        // SAFETY: `node` serves this thread, which gives it up; the outermost
+        // call just left, so no call or `LocalRef` is left on it.
         unsafe { release(node) };
     }
 }
 
-/// The runtime's key destructor runs on an exiting thread: releases the
-/// context serving it, if any, hands a cached one back, and serves any
-/// later call on the thread per call.
-///
-/// Exact whatever the thread's calls did: the destructor runs after the
-/// thread function returned or after `pthread_exit`/cancellation finished
-/// unwinding, so none of the thread's frames remain. Calls recorded as
-/// running had their frames abandoned (a `longjmp`, or a forced unwind
-/// that skipped the trampoline's Rust frames): they are forgotten, their
-/// `#[local]` values freed and released. This also releases a per-call
-/// context whose outermost call never returned. Returns what the context's
-/// hazard word announced (0 for nothing): an abandoned call's, whose hold
-/// the caller ends (`closure::end_hold`).
+/// The key destructor's release: the context serving the exiting thread,
+/// or its cached one; later calls are served per call. Calls still
+/// recorded were abandoned: they are forgotten, their `#[local]` values
+/// released. Returns what the hazard word announced, for the caller to end
+/// (`closure::end_hold`).
 ///
 /// # Safety
 ///
 /// Runs on the exiting thread, from its key destructor.
 #[must_use]
 pub(crate) unsafe fn release_at_exit() -> usize {
-    // First: a callback that a `Local::release` below makes is served per
-    // call, and nothing is cached from now on.
+    // First, so a callback from a `Local::release` below is served per call.
     let seen = mark_exited();
     if let Some(node) = cached(seen) {
-        // Its `#[local]` values are released first: a callback from a
-        // signal handler may have bound one while the per-call fast path
-        // was caching it (see `release_cached`).
+        // A signal handler's callback may have bound a `#[local]` value on it.
         // SAFETY: the cache owned `node` for this thread, released already
-        // (counted, no call runs on it, no `LocalRef` is alive, it serves
-        // no thread whose exit hook ran); the slot no longer holds it, so
-        // this thread gives it up.
+        // (counted, idle, no `LocalRef`); out of the slot, it is given up.
         unsafe { release_values(node, false, false) };
     } else if serves(seen) {
-        // SAFETY: the slot held it, so it is a node of `CONTEXTS` serving
-        // this thread (the contract of `tls::set`).
+        // SAFETY: a slot value `serves` accepts (the contract of `tls::set`).
         let node = unsafe { &*seen };
-        // SAFETY:
-        // - `node` serves this thread;
-        // - the thread is in its key destructor: its callbacks all
-        //   returned or were abandoned, no `LocalRef` can be used again.
+        // SAFETY: `node` serves this thread, in its key destructor: its calls
+        // returned or were abandoned, and no `LocalRef` is used again.
         let withdrawn = unsafe { node.value.forget_all_calls() };
-        // SAFETY:
-        // - `node` serves this thread, which is exiting and never uses it
-        //   again as its owner (a later call attaches per call);
-        // - its depth is now 0 and no `LocalRef` is alive.
+        // SAFETY: `node` serves this thread, which never owns it again; depth 0,
+        // no `LocalRef`.
         unsafe { release(node) };
         return withdrawn;
     }
     0
 }
 
-/// Stores `EXITED` in the slot and returns what it replaced, in one claim:
-/// a call from a signal handler that bound the thread, or took its cached
-/// context, between a read and a store would leave that context with
-/// neither the slot nor the exit hook to release it.
+/// Stores `EXITED` in the slot and returns what it replaced, in one claim
+/// (a signal handler's bind in between is not lost).
 #[cold]
 fn mark_exited() -> *const ContextNode {
     let mut seen = tls::get();
@@ -97,53 +72,40 @@ fn mark_exited() -> *const ContextNode {
 }
 
 /// Hands `node` back: runs `Local::release` on its values, detaches the
-/// thread and caches the context in the slot or pushes it onto the free
-/// list.
+/// thread and caches the context or pushes it onto the free list.
+/// `extern "C"`, so it cannot unwind (see `boundary::slow`).
 ///
 /// # Safety
 ///
 /// - `node` serves the calling thread, which gives it up: nothing uses it
-///   as its owner afterwards (but for the next attach, if it is cached).
-/// - No call runs on it (its depth is 0), so no `LocalRef` into its locals
-///   is alive.
-///
-/// `extern "C"`, so that the compiler knows it does not unwind (a panic of
-/// a `Local::release` is caught inside): a per-call trampoline that calls
-/// it needs no landing pad and no LSDA, so a forced unwind (`pthread_exit`,
-/// cancellation) passes through its frame in release builds.
+///   as its owner afterwards (but the next attach, if cached).
+/// - No call runs on it (depth 0), so no `LocalRef` is alive.
 #[cold]
 #[inline(never)]
 #[allow(improper_ctypes_definitions, reason = "called from Rust only")]
 pub(super) unsafe extern "C" fn release(node: &'static ContextNode) {
-    // SAFETY: this thread owns `node`, whose outermost call returned (or
-    // the thread is exiting: then no value is held any more).
+    // SAFETY: this thread owns `node`.
     if unsafe {
         node.value.forgotten_may_resume()
             || node.value.locals.has_values() && node.value.held_past_the_outermost_call()
     } && ptr::eq(tls::get(), node)
     {
-        // A callback that started inside the outermost call on another
-        // stack may be suspended there (holding a value): releasing would
-        // hand the context (and the value) to others while that call may
-        // resume. The context stays attached, as a bound one, until the
-        // thread exits (its exit hook is armed: `attach_slow`).
+        // A callback suspended on another stack may resume: keep the context
+        // as a bound one until the thread exits.
         // SAFETY: this thread owns `node`.
         unsafe { node.value.keep_bound() };
         return;
     }
-    // Counted first, while this call still owns `node`: as in
-    // `release_cached`, a cached context may be taken by a callback
-    // from a signal handler, which counts on it too.
+    // Counted while this call still owns `node`, as in `release_cached`.
     node.value.releases.bump();
     // SAFETY: this thread owns `node` (caller obligation).
     let after_exit = unsafe { node.value.after_exit() };
     // SAFETY: as above.
     if CACHES && !after_exit && !unsafe { node.value.locals.has_values() } {
-        // No `Local::release` to run, so nothing can come in between:
-        // cache it with one compare-and-swap of the slot, which fails only
-        // if the slot does not hold `node` (the key destructor detached it).
-        // SAFETY: a tagged node of `CONTEXTS` is a slot value, cached for
-        // this thread, which gives up the context until it takes it back.
+        // No `Local::release` to run: cache it in one claim, which fails only
+        // if the exit hook detached it.
+        // SAFETY: a tagged node of `CONTEXTS` is a slot value, cached for this
+        // thread, which gives it up until it takes it back.
         if unsafe { tls::claim(node, tagged(node)) }.is_ok() {
             return;
         }
@@ -153,15 +115,14 @@ pub(super) unsafe extern "C" fn release(node: &'static ContextNode) {
     unsafe { release_values(node, attached, after_exit) };
 }
 
-/// `release` of a context that has `#[local]` values, or that cannot be
-/// cached. The thread is detached first, so a callback that a
-/// `Local::release` makes attaches a context of its own rather than use
-/// the one being released.
+/// `release` of a context that has `#[local]` values, or cannot be cached.
+/// The thread is detached first: a callback from `Local::release` gets a
+/// context of its own.
 ///
 /// # Safety
 ///
-/// As for `release`, which counted the release; `attached` says whether
-/// the slot holds `node`, and `after_exit` is `node`'s.
+/// As for `release`, which counted it; `attached`: the slot holds `node`;
+/// `after_exit` is `node`'s.
 #[cold]
 #[inline(never)]
 pub(super) unsafe fn release_values(node: &'static ContextNode, attached: bool, after_exit: bool) {
@@ -169,35 +130,29 @@ pub(super) unsafe fn release_values(node: &'static ContextNode, attached: bool, 
         // SAFETY: null and `EXITED` are slot values.
         unsafe { tls::set(if after_exit { EXITED } else { ptr::null() }) };
     }
-    // The context has left the slot but is still this thread's: a `fork`
-    // from a `Local::release` must leave it to the child's thread, which
-    // goes on with this release (`reclaim_orphans`).
-    // SAFETY: for all three, this thread owns the context and no
-    // `LocalRef` is alive (caller obligations).
+    // Out of the slot but this thread's: a `fork` from `Local::release`
+    // leaves it to the child (`reclaim_orphans`).
+    // SAFETY: this thread owns the context; no `LocalRef` (caller
+    // obligations).
     unsafe {
         node.value.set_releasing(id());
         node.value.locals.release_all();
         node.value.set_releasing(0);
     }
-    // Cached only if nothing attached meanwhile (a callback from a
-    // `Local::release`, or from a signal handler), with one claim: a
-    // context such a call bound between a look at the slot and a store
-    // would be overwritten, bound for good.
-    // SAFETY: a tagged node of `CONTEXTS` is a slot value, cached for this
-    // thread, which gives up the context until it takes it back.
+    // Cached only if nothing attached meanwhile, in one claim.
+    // SAFETY: as above.
     if CACHES && attached && !after_exit && unsafe { tls::claim(ptr::null(), tagged(node)) }.is_ok()
     {
         return;
     }
-    // SAFETY: this thread owns `node`, which `attach` took from `CONTEXTS`
-    // or its cache (it was not pushed since: only a release pushes it, and
-    // a cached context is pushed only once it left the slot), and gives it
-    // up; no call runs on it (caller obligations).
+    // SAFETY: this thread owns `node`, which is not on the free list (only a
+    // release pushes it, a cached one once out of the slot), and gives it up;
+    // no call runs on it (caller obligations).
     unsafe { hand_back(node) };
 }
 
-/// Pushes `node`, which served this thread, back onto the free list, its
-/// calls recorded as over for the next owner (`Context::give_up`).
+/// Pushes `node` back onto the free list, its calls recorded as over for
+/// the next owner (`Context::give_up`).
 ///
 /// # Safety
 ///

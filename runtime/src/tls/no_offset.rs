@@ -1,11 +1,9 @@
-//! [`Slot`](crate::tls::Slot) and [`FastGate`](crate::tls::FastGate) where the slot
-//! has no offset from the thread pointer to keep: a slot reached is the
-//! target's own access to it, and the fast path checks the gate itself.
+//! [`Slot`](crate::tls::Slot) and [`FastGate`](crate::tls::FastGate) where
+//! there is no static offset to keep: the fast path checks the gate itself.
 
 use crate::context::ContextNode;
 
-/// The slot reached: nothing to keep, [`get`](super::get) and
-/// [`set`](super::set) reach it again.
+/// Nothing to keep: [`get`](super::get) reaches the slot again.
 pub(crate) struct SlotAt;
 
 #[hot_path]
@@ -18,7 +16,6 @@ pub(crate) fn without_call_at(gate_open: impl FnOnce() -> bool) -> Option<SlotAt
     gate_open().then_some(SlotAt)
 }
 
-/// No dynamic TLS to reach the slot in differently.
 #[hot_path]
 pub(crate) fn dynamic_at(_gate_skipped: bool) -> Option<SlotAt> {
     None
@@ -34,8 +31,7 @@ pub(crate) fn set_at(_at: &SlotAt, value: *const ContextNode) {
     super::imp::set(value);
 }
 
-/// A claim of the slot from `seen`: one instruction where the target's
-/// claim is (see `claim`).
+/// A claim of the slot from `seen`.
 #[hot_path]
 pub(crate) fn untag_at(_at: &SlotAt, seen: *const ContextNode) -> Option<*const ContextNode> {
     const TOP_BIT: usize = 1 << (usize::BITS - 1);
@@ -51,7 +47,6 @@ pub(crate) fn open_fast_gate() {}
 
 pub(crate) fn close_fast_gate() {}
 
-/// Nothing to open.
 #[hot_path]
 pub(crate) fn fast_gate_shut() -> bool {
     false

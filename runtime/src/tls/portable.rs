@@ -3,11 +3,10 @@
 //!
 //! # Atomic orderings
 //!
-//! The slot is an atomic only so that [`claim`] is indivisible with
-//! respect to a signal handler on the thread. Every access is `Relaxed`
-//! (a plain `mov`, or `ldr`/`str`, as a `Cell`'s): no other thread touches
-//! the slot, and a handler, which runs on the thread it interrupts, sees
-//! the slot's own accesses in program order.
+//! The slot is an atomic only so that [`claim`] is indivisible for a
+//! signal handler on the thread. Every access is `Relaxed` (a plain load
+//! or store, as a `Cell`'s): no other thread touches the slot, and a
+//! handler sees its own thread's accesses in program order.
 
 use core::sync::atomic::{AtomicPtr, Ordering};
 
@@ -29,10 +28,6 @@ pub(super) fn set(value: *const ContextNode) {
     CURRENT.with(|current| current.store(value.cast_mut(), Ordering::Relaxed));
 }
 
-/// One compare-and-swap, so a signal handler on this thread sees the slot
-/// before it or after it: a context the handler's call bound or cached
-/// makes the claim fail, rather than be overwritten and stay bound for
-/// good.
 #[inline]
 pub(super) fn claim(
     expected: *const ContextNode,
@@ -41,10 +36,8 @@ pub(super) fn claim(
     CURRENT.with(|current| compare_exchange(current, expected, value))
 }
 
-/// `cmpxchg` without `lock`: one instruction, never interrupted halfway,
-/// and no other thread touches the slot, so the bus lock would only cost
-/// time (a per-call attach from the cache claims the slot on its fast
-/// path here). Miri, which runs no assembly, takes the other one.
+/// `cmpxchg` without `lock`: one instruction is never interrupted halfway,
+/// and no other thread touches the slot.
 #[cfg(all(target_arch = "x86_64", not(miri)))]
 #[hot_path]
 fn compare_exchange(
@@ -53,9 +46,8 @@ fn compare_exchange(
     value: *const ContextNode,
 ) -> Result<(), *const ContextNode> {
     let found: *const ContextNode;
-    // SAFETY: `slot` is the calling thread's slot, an aligned pointer-sized
-    // atomic that only this thread (and its signal handlers, which see the
-    // instruction whole) accesses.
+    // SAFETY: the calling thread's slot, an aligned pointer-sized atomic
+    // that only this thread (and its signal handlers) accesses.
     unsafe {
         core::arch::asm!(
             "cmpxchg qword ptr [{slot}], {value}",
@@ -72,9 +64,8 @@ fn compare_exchange(
     }
 }
 
-/// A compare-and-swap: where it is a load-exclusive/store-exclusive pair,
-/// taking a signal in between clears the exclusive monitor, so the store
-/// fails and the loop reads what the handler left.
+/// A compare-and-swap: where it is a load-/store-exclusive pair, a signal
+/// in between fails the store, and the loop reads what the handler left.
 #[cfg(not(all(target_arch = "x86_64", not(miri))))]
 #[hot_path]
 fn compare_exchange(
@@ -93,5 +84,4 @@ fn compare_exchange(
     .map_err(<*mut ContextNode>::cast_const)
 }
 
-// No offset from the thread pointer to keep.
 pub(super) use super::no_offset::*;

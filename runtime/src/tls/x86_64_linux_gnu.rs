@@ -1,11 +1,10 @@
 //! The slot on x86-64 glibc Linux: a TLS symbol read through a TLS
-//! descriptor, or at its static offset from the thread pointer once that
-//! is known.
+//! descriptor, or at its static offset from the thread pointer.
 //!
-//! In a `cdylib` or `dlopen`ed library, `thread_local!` uses the
-//! general-dynamic TLS model: every access calls `__tls_get_addr`. Stable
-//! Rust cannot choose a TLS model, so the slot is an 8-byte `.tbss` symbol
-//! defined in assembly and read with the x86-64 TLS-descriptor sequence:
+//! Stable Rust cannot choose a TLS model, and `thread_local!` in a shared
+//! library calls `__tls_get_addr` on every access, so the slot is an
+//! 8-byte `.tbss` symbol defined in assembly and read with the x86-64
+//! TLS-descriptor sequence:
 //!
 //! ```text
 //! lea  rax, [rip + slot@TLSDESC]     ; the descriptor in the GOT
@@ -13,56 +12,29 @@
 //! mov  rax, qword ptr fs:[rax]
 //! ```
 //!
-//! Unlike the initial-exec model, a descriptor does not mark the library
-//! `STATIC_TLS`, so `dlopen` never fails for lack of static TLS. glibc
-//! places the library's TLS block in its static TLS reserve while room is
-//! left (the resolver is then `_dl_tlsdesc_return`, two instructions), and
-//! in dynamic TLS otherwise, where the resolver looks the block up, and on
-//! a thread's first access allocates it. In an executable the linker
-//! relaxes the sequence to local-exec. `tests/hosts/plugins.rs` checks how
-//! many copies of a library fit where.
+//! Unlike initial-exec, a descriptor does not mark the library
+//! `STATIC_TLS`, so `dlopen` never fails for lack of static TLS; in dynamic
+//! TLS the resolver looks the block up, and allocates it on first access.
 //!
 //! # The descriptor call
 //!
-//! The resolver is called, so the `asm!` blocks do not use `nostack`, and
-//! its slow path calls C code (`malloc`) that may store vector registers
-//! with aligned moves: the call needs the stack aligned to 16 bytes. Rust
-//! promises that at the start of such a block, but the compiler does not
-//! keep it where it moves a function's prologue past the block. So each
-//! block checks the stack pointer first (`descriptor_call!`): aligned,
-//! it makes the call in line; 8 bytes off (it is always a multiple of 8),
-//! it jumps to a few instructions out of line that move the stack pointer
-//! down, call and jump back. A trampoline's fast path, which has no frame,
-//! takes that way on every call in dynamic TLS.
+//! The resolver may call C code (`malloc`) that needs the stack aligned to
+//! 16 bytes, which the compiler does not keep where it moves a prologue
+//! past the `asm!` block. So each block checks the stack pointer
+//! (`descriptor_call!`) and, 8 bytes off, calls from a few instructions
+//! out of line with unwind rows of their own (`tests/hosts/unwind.rs`).
 //!
-//! Those instructions lie in a section of their own with unwind rows of
-//! their own, which say the return address is at the stack pointer (8
-//! bytes further while it is moved): a function that sets up a frame keeps
-//! the stack aligned there, so only code before its prologue, whose
-//! return address is at the stack pointer, finds it 8 bytes off. A
-//! debugger, a profiler or an unwinder stopped inside the resolver thus
-//! walks out to the trampoline's caller. `tests/hosts/unwind.rs` checks
-//! each jump against the unwind tables, and backtraces taken inside the
-//! resolver.
-//!
-//! The descriptor convention has the resolver preserve every register but
-//! `rax` and the flags, but glibc's dynamic-TLS resolver before 2.40
+//! glibc's dynamic-TLS resolver before 2.40
 //! ([BZ #31372](https://sourceware.org/bugzilla/show_bug.cgi?id=31372))
-//! saves only the integer registers around C code that may use vector
-//! instructions. So the blocks declare the vector, x87 and MMX registers
-//! clobbered (and the AVX-512 ones where the crate is built with them):
-//! a spill where a floating-point value is live across the access, never
-//! a general register.
+//! saves only the integer registers around C code, so the blocks declare
+//! the vector, x87 and MMX registers (and AVX-512 where enabled) clobbered.
 //!
 //! # The static offset
 //!
 //! Where the slot sits at the same offset from the thread pointer in every
-//! thread, that offset is recorded, and the fast paths read the slot with
+//! thread, that offset is recorded and the fast paths read the slot with
 //! two loads and no call; the same word is the init gate's fast-path word
-//! (`static_offset.rs`). [`get`], [`set`] and [`claim`] use it too, and
-//! the descriptor only while none is recorded.
-//!
-//! Build with `--cfg callgate_portable_tls` to use `thread_local!` instead.
+//! (`static_offset.rs`). `--cfg callgate_portable_tls` uses `thread_local!`.
 
 use core::arch::{asm, global_asm};
 use core::num::NonZeroIsize;
@@ -77,8 +49,7 @@ use static_offset::{
     descriptor_open, get_static, recorded_offset, set_static, static_at, static_missing,
 };
 
-// One pointer-sized, zero-initialised (null) slot per thread. Hidden, so
-// every shared object that contains this runtime has its own slot.
+// The slot, null until set. Hidden: each copy of the runtime has its own.
 global_asm!(
     ".pushsection .tbss,\"awT\",@nobits",
     ".p2align 3",
@@ -91,11 +62,7 @@ global_asm!(
     ".popsection",
 );
 
-/// The descriptor call of `with_slot_offset!` (module docs): made in
-/// line where the stack pointer is a multiple of 16; else in a few
-/// instructions out of line, in a section of their own with unwind
-/// information of their own, which move the stack pointer by 8 bytes
-/// around the call and jump back.
+/// The descriptor call of `with_slot_offset!` (module docs).
 macro_rules! descriptor_call {
     () => {
         concat!(
@@ -120,10 +87,9 @@ macro_rules! descriptor_call {
     };
 }
 
-/// Runs `$before` (if given), the descriptor call (`descriptor_call!`)
-/// that leaves the slot's offset from the thread pointer in `rax`,
-/// and `$access`, with the operands `$($operand)*`, the options
-/// `$($option)*` and every register the resolver may clobber declared.
+/// Runs `$before` (if given), the descriptor call, which leaves the slot's
+/// offset in `rax`, and `$access`, declaring every register the resolver
+/// may clobber.
 macro_rules! with_slot_offset {
     ($access:literal, [$($operand:tt)*], [$($option:tt)*]) => {
         with_slot_offset!("", $access, [$($operand)*], [$($option)*])
@@ -170,8 +136,7 @@ macro_rules! with_slot_offset {
     };
 }
 
-/// At the static offset while it is recorded (no call), else through the
-/// descriptor.
+/// At the static offset while it is recorded, else through the descriptor.
 #[hot_path]
 pub(super) fn get() -> *const ContextNode {
     get_static().unwrap_or_else(get_described)
@@ -180,11 +145,9 @@ pub(super) fn get() -> *const ContextNode {
 #[hot_path]
 fn get_described() -> *const ContextNode {
     let value: *const ContextNode;
-    // SAFETY: reads this thread's 8-byte slot: the descriptor's resolver
-    // returns the slot's offset from the thread pointer (`%fs` base) for
-    // the calling thread, allocating the block on a thread's first access
-    // in dynamic TLS. The stack is usable (no `nostack`), the flags and
-    // every clobbered register are declared; nothing else is written.
+    // SAFETY: reads this thread's 8-byte slot at the offset the resolver
+    // returns for the calling thread. The stack is usable (no `nostack`);
+    // the flags and every clobbered register are declared.
     unsafe {
         with_slot_offset!(
             "mov rax, qword ptr fs:[rax]",
@@ -195,7 +158,7 @@ fn get_described() -> *const ContextNode {
     value
 }
 
-/// At the static offset while it is recorded, else through the descriptor.
+/// As `get`.
 #[hot_path]
 pub(super) fn set(value: *const ContextNode) {
     if !set_static(value) {
@@ -205,9 +168,8 @@ pub(super) fn set(value: *const ContextNode) {
 
 #[hot_path]
 fn set_described(value: *const ContextNode) {
-    // SAFETY: writes this thread's slot (see `get_described`); only this thread
-    // ever accesses it. `value` is an input in a register other than
-    // `rax`, which the sequence uses.
+    // SAFETY: writes this thread's slot (see `get_described`), which only
+    // this thread accesses; `value` is in a register other than `rax`.
     unsafe {
         with_slot_offset!(
             "mov qword ptr fs:[rax], {value}",
@@ -217,10 +179,7 @@ fn set_described(value: *const ContextNode) {
     }
 }
 
-/// `cmpxchg` without `lock`: atomic with respect to signal handlers on
-/// this thread (an instruction is never interrupted halfway), and no other
-/// thread touches the slot. At the static offset while it is recorded (no
-/// call), else through the descriptor.
+/// `cmpxchg` without `lock`, as in `tls/portable.rs`.
 #[inline]
 pub(super) fn claim(
     expected: *const ContextNode,
@@ -229,9 +188,8 @@ pub(super) fn claim(
     let offset = recorded_offset();
     let found: *const ContextNode;
     if offset != 0 {
-        // SAFETY: a non-zero offset is the slot's in every thread (see
-        // `get_static`): this compares and writes the calling thread's
-        // slot, which only this thread accesses.
+        // SAFETY: a non-zero offset is the slot's in every thread: this
+        // compares and writes the calling thread's slot, which only it accesses.
         unsafe {
             asm!(
                 "cmpxchg qword ptr fs:[{offset}], {value}",
@@ -242,11 +200,8 @@ pub(super) fn claim(
             );
         }
     } else {
-        // SAFETY: compares and writes this thread's slot (see
-        // `get_described`); only this thread ever accesses it.
-        // The resolver leaves the slot's offset in `rax`, which `cmpxchg`
-        // needs for the expected value: the offset moves to another
-        // register first.
+        // SAFETY: as in `set_described`. The offset leaves `rax`, which
+        // `cmpxchg` needs for `expected`.
         unsafe {
             with_slot_offset!(
                 "mov {offset}, rax\n\
@@ -269,9 +224,8 @@ pub(super) fn claim(
     }
 }
 
-/// The slot the fast paths' way (`tls::Slot::fast`): at the static offset
-/// while it is recorded, else through the descriptor while
-/// [`descriptor_open`]. Both stand for the open gate.
+/// The slot the fast paths' way: at the static offset, else through the
+/// descriptor while [`descriptor_open`]. Both stand for the open gate.
 #[hot_path]
 pub(super) fn fast_at(_gate_open: impl FnOnce() -> bool) -> Option<SlotAt> {
     let at_static = static_at();
@@ -281,16 +235,14 @@ pub(super) fn fast_at(_gate_open: impl FnOnce() -> bool) -> Option<SlotAt> {
     at_static
 }
 
-/// At the static offset while it is recorded, which stands for the open
-/// gate.
+/// At the static offset, which stands for the open gate.
 #[hot_path]
 pub(super) fn without_call_at(_gate_open: impl FnOnce() -> bool) -> Option<SlotAt> {
     static_at()
 }
 
-/// Through the descriptor where the slot has no static offset
-/// ([`static_missing`]) and the gate is open ([`descriptor_open`]) or
-/// skipped.
+/// Through the descriptor where there is no static offset and the gate is
+/// open ([`descriptor_open`]) or skipped.
 #[hot_path]
 pub(super) fn dynamic_at(gate_skipped: bool) -> Option<SlotAt> {
     if descriptor_open() || (gate_skipped && static_missing()) {
@@ -300,29 +252,18 @@ pub(super) fn dynamic_at(gate_skipped: bool) -> Option<SlotAt> {
     }
 }
 
-/// The slot's offset from the thread pointer for the thread that read it
-/// through the descriptor ([`slot_at`]), or the static offset
-/// ([`static_at`]): the slot's address on that thread for as long as the
-/// library is loaded, in static or dynamic TLS (glibc never moves a
-/// thread's block once it allocated it). Never 0, where the thread
-/// pointer points, at the thread's control block: so an `Option` of it is
-/// one register.
+/// The slot's offset from the thread pointer, for the thread that got it;
+/// valid while the library is loaded (glibc never moves a thread's block).
+/// Never 0, where the thread's control block is.
 pub(super) struct SlotAt(NonZeroIsize);
 
-/// The calling thread's slot through the descriptor: one call. (`None`
-/// if the resolver returned 0, which no TLS variable's offset is.)
+/// The calling thread's slot through the descriptor: one call.
 #[hot_path]
 fn slot_at() -> Option<SlotAt> {
     let offset: isize;
-    // SAFETY: the descriptor sequence alone: its resolver returns the
-    // slot's offset from the thread pointer for the calling thread
-    // (allocating the block on a thread's first access in dynamic TLS).
-    // The stack is usable (no `nostack`), the flags and every clobbered
-    // register are declared; no memory of the program is written. `rax`
-    // is kept (saved in the output's register, which then takes the
-    // offset in exchange), so that a fast path that joins this one keeps
-    // its values in `rax` too: a callback's return value, there, on the
-    // fast path that reads the slot at the static offset.
+    // SAFETY: the descriptor sequence alone (see `get_described`); nothing
+    // is written. `rax` is kept (swapped with the output), so a fast path
+    // joining this one keeps its values there.
     unsafe {
         with_slot_offset!(
             "mov {offset}, rax",
@@ -334,30 +275,27 @@ fn slot_at() -> Option<SlotAt> {
     NonZeroIsize::new(offset).map(SlotAt)
 }
 
-/// The slot at `at` (see [`SlotAt`]).
 #[hot_path]
 pub(super) fn get_at(at: &SlotAt) -> *const ContextNode {
     // SAFETY: `at` holds the slot's offset for the thread that made it,
-    // which its owner (`tls::Slot`, neither `Send` nor `Sync`) is.
+    // which owns the `tls::Slot` (neither `Send` nor `Sync`).
     unsafe { read_at(at.0.get()) }
 }
 
-/// [`clear_top_bit_at`] at `at` (see [`SlotAt`]): whatever the slot holds
-/// then, not only `_seen`.
+/// [`clear_top_bit_at`], whatever the slot holds then.
 #[hot_path]
 pub(super) fn untag_at(at: &SlotAt, _seen: *const ContextNode) -> Option<*const ContextNode> {
     // SAFETY: as in `get_at`.
     unsafe { clear_top_bit_at(at.0.get()) }
 }
 
-/// Stores `value` in the slot at `at` (see [`SlotAt`]).
 #[hot_path]
 pub(super) fn set_at(at: &SlotAt, value: *const ContextNode) {
     // SAFETY: as in `get_at`.
     unsafe { write_at(at.0.get(), value) }
 }
 
-/// Reads the calling thread's slot at `offset` from the thread pointer.
+/// Reads the calling thread's slot at `offset`.
 ///
 /// # Safety
 ///
@@ -366,8 +304,7 @@ pub(super) fn set_at(at: &SlotAt, value: *const ContextNode) {
 #[hot_path]
 unsafe fn read_at(offset: isize) -> *const ContextNode {
     let value: *const ContextNode;
-    // SAFETY: `offset` is the calling thread's 8-byte slot (caller
-    // obligation).
+    // SAFETY: the calling thread's 8-byte slot (caller obligation).
     unsafe {
         asm!(
             "mov {value}, qword ptr fs:[{offset}]",
@@ -379,11 +316,8 @@ unsafe fn read_at(offset: isize) -> *const ContextNode {
     value
 }
 
-/// Clears the top bit of the calling thread's slot at `offset`, with `btr`
-/// without `lock`: one instruction, so atomic with respect to signal
-/// handlers on this thread (see [`claim`]), and cheaper than `cmpxchg`.
-/// Returns the slot's new value if the bit was set; `None` if it was clear
-/// (nothing changed).
+/// Clears the slot's top bit with `btr` without `lock`, as [`claim`]; the
+/// new value if it was set.
 ///
 /// # Safety
 ///
@@ -392,8 +326,8 @@ unsafe fn read_at(offset: isize) -> *const ContextNode {
 unsafe fn clear_top_bit_at(offset: isize) -> Option<*const ContextNode> {
     let was_set: u8;
     let value: *const ContextNode;
-    // SAFETY: `offset` is the calling thread's slot (caller obligation),
-    // which only this thread accesses.
+    // SAFETY: the calling thread's slot (caller obligation), which only it
+    // accesses.
     unsafe {
         asm!(
             "btr qword ptr fs:[{offset}], 63",
@@ -416,8 +350,8 @@ unsafe fn clear_top_bit_at(offset: isize) -> Option<*const ContextNode> {
 /// As for [`read_at`].
 #[hot_path]
 unsafe fn write_at(offset: isize, value: *const ContextNode) {
-    // SAFETY: `offset` is the calling thread's slot (caller obligation),
-    // which only this thread accesses.
+    // SAFETY: the calling thread's slot (caller obligation), which only it
+    // accesses.
     unsafe {
         asm!(
             "mov qword ptr fs:[{offset}], {value}",

@@ -1,24 +1,14 @@
-//! The x86-64 Windows slot for the mingw-w64 (`-gnu`) target, where std's
-//! `thread_local!` is not native TLS but an OS key read through a call.
-//!
-//! The slot is a `TlsAlloc` index read straight from the thread's TEB, as
-//! `TlsGetValue` does without its call and its `SetLastError(0)`: the
-//! first 64 indexes are the `TlsSlots` array at `gs:[0x1480]`, the rest
-//! the `TlsExpansionSlots` block `gs:[0x1780]` points to (null until the
-//! thread stores an expansion value). Both offsets are part of the x64 TEB
-//! layout every Windows since XP x64 (and wine) has. Writes go through
-//! `TlsSetValue`, which allocates the expansion block when needed.
-//!
-//! A slot holds null in every thread until that thread stores a value, and
-//! the index is allocated once per copy of the runtime and never freed (a
-//! DLL that bound a thread is pinned anyway).
+//! The x86-64 Windows slot for mingw-w64 (`-gnu`), whose `thread_local!`
+//! is an OS key behind a call: a `TlsAlloc` index read straight from the
+//! TEB, as `TlsGetValue` does without its call (the first 64 in
+//! `TlsSlots` at `gs:[0x1480]`, the rest in the `TlsExpansionSlots` block
+//! `gs:[0x1780]` points to: the x64 TEB layout since XP, and wine's).
+//! Writes go through `TlsSetValue`. The index is never freed.
 //!
 //! # Atomic orderings
 //!
-//! `TlsAlloc` zeroes the new index's slot in every thread, so a thread
-//! that reads the index must also see that zero in its own TEB: the
-//! `Acquire` loads of `INDEX` pair with the `AcqRel` CAS that publishes it
-//! (an `Acquire` load is a plain `mov` on x86-64).
+//! `TlsAlloc` zeroes the new slot in every thread, so the `Acquire` loads
+//! of `INDEX` pair with the `AcqRel` CAS that publishes it.
 
 use core::arch::asm;
 use core::ffi::c_void;
@@ -76,7 +66,7 @@ pub(super) fn get() -> *const ContextNode {
     get_slow(index)
 }
 
-/// No index yet (nothing was ever stored), or an expansion index.
+/// No index yet, or an expansion index.
 #[cold]
 #[inline(never)]
 fn get_slow(index: u32) -> *const ContextNode {
@@ -116,8 +106,7 @@ fn alloc_index() -> u32 {
     if index == TLS_OUT_OF_INDEXES {
         diag::abort_with("callgate: TlsAlloc failed (out of TLS indexes); aborting");
     }
-    // AcqRel: Release publishes our index with its zeroed slots, Acquire
-    // reads a winner's (see "Atomic orderings").
+    // AcqRel: Release publishes our index, Acquire reads a winner's.
     match INDEX.compare_exchange(
         TLS_OUT_OF_INDEXES,
         index,
@@ -134,9 +123,8 @@ fn alloc_index() -> u32 {
     }
 }
 
-/// A read and a write: Windows has no signal handlers that could run on
-/// this thread in between (asynchronous procedure calls run only while the
-/// thread waits alertably, never inside the runtime's bind).
+/// A read and a write: no signal handler runs on this thread in between
+/// (APCs run only in alertable waits, never inside the runtime).
 #[inline]
 pub(super) fn claim(
     expected: *const ContextNode,
@@ -151,5 +139,4 @@ pub(super) fn claim(
     }
 }
 
-// No offset from the thread pointer to keep.
 pub(super) use super::no_offset::*;

@@ -1,6 +1,5 @@
-//! The library's constructor and destructor, as ELF `.init_array` and
-//! `.fini_array` entries: what the library frees when `dlclose` unloads
-//! it.
+//! The library's constructor and destructor (`.init_array`, `.fini_array`):
+//! what the library frees when `dlclose` unloads it.
 
 use core::ffi::c_void;
 use core::ptr;
@@ -8,9 +7,8 @@ use core::ptr;
 use super::{KEY, NO_KEY, PIN};
 use crate::sync::{AtomicBool, Ordering};
 
-/// Set when the process exits (`exit` runs the handler registered by
-/// `on_load` before any library destructor), so `on_unload` tells an
-/// exit, when other threads may still run callbacks, from a `dlclose`.
+/// Set at process exit (before any library destructor), when other threads
+/// may still run callbacks: `on_unload` then frees nothing.
 static EXITING: AtomicBool = AtomicBool::new(false);
 
 #[used]
@@ -26,12 +24,11 @@ extern "C" fn mark_exiting(_: *mut c_void) {
     EXITING.store(true, Ordering::Release);
 }
 
-/// The library's constructor: arranges for `EXITING` to be set at exit.
+/// Arranges for `EXITING` to be set at exit.
 extern "C" fn on_load() {
     if cfg!(miri) {
-        // Miri has no `__dso_handle`: as if the registration
-        // failed (below), so `on_unload` frees nothing. Release:
-        // pairs with the Acquire in `on_unload`.
+        // Miri has no `__dso_handle`: as if the registration failed.
+        // Release: pairs with the Acquire in `on_unload`.
         EXITING.store(true, Ordering::Release);
         return;
     }
@@ -43,11 +40,8 @@ extern "C" fn on_load() {
         ) -> libc::c_int;
         static __dso_handle: u8;
     }
-    // SAFETY: `mark_exiting` has the handler signature and ignores its
-    // argument; `__dso_handle` names this object, so glibc runs the
-    // handler at exit, or when the library is unloaded (after
-    // `on_unload`: the C runtime runs it from the library's first
-    // `.fini_array` entry, which runs last).
+    // SAFETY: `mark_exiting` has the handler signature; `__dso_handle` names
+    // this object, so glibc runs it at exit, or at unload after `on_unload`.
     let rc = unsafe {
         __cxa_atexit(
             mark_exiting,
@@ -61,15 +55,9 @@ extern "C" fn on_load() {
     }
 }
 
-/// The library's destructor. When it runs because of `dlclose`, no
-/// thread is bound (bound threads pin the library) and none runs its
-/// code (the caller of `dlclose` guarantees that), so the key is deleted
-/// — threads that hold only a last error no longer have a destructor
-/// in the unmapped code — and the contexts, the messages, the
-/// registry of `#[local]` types, a failed init's message and the
-/// allocations of dropped closures kept for misuse checks are
-/// freed. At exit nothing is freed:
-/// other threads may still be running.
+/// The library's destructor. At `dlclose` no thread is bound (bound
+/// threads pin the library) or runs its code: it deletes the key and frees
+/// what the runtime holds.
 extern "C" fn on_unload() {
     // Acquire: pairs with the Release in `mark_exiting`.
     if EXITING.load(Ordering::Acquire) || PIN.is_completed() {
@@ -78,14 +66,12 @@ extern "C" fn on_unload() {
     // Relaxed: no other thread runs the library's code.
     let stored = KEY.swap(0, Ordering::Relaxed);
     if stored != 0 && stored != NO_KEY {
-        // SAFETY: the key was created by `create_key` and is deleted
-        // once; no thread uses it any more.
+        // SAFETY: from `create_key`, deleted once; unused now.
         let rc = unsafe { libc::pthread_key_delete((stored - 1) as libc::pthread_key_t) };
         debug_assert_eq!(rc, 0);
     }
-    // SAFETY: no thread runs the library's code or is bound, and the
-    // library is being unloaded: nothing uses a message, a context,
-    // a `#[local]` index, the gate or a dropped closure again.
+    // SAFETY: nothing runs the library's code or is bound, and nothing will
+    // before it is unmapped.
     unsafe {
         crate::init::GATE.free_failure();
         crate::messages::free_all();

@@ -1,37 +1,24 @@
 //! The slot's static offset, and the init gate's fast-path word it is.
 //!
-//! The offset is known to be static in two cases, checked on the code the
-//! linker and the dynamic linker produced ([`static_offset`]):
+//! The offset is static in two cases, checked on the code the linkers
+//! produced ([`static_offset`]): the linker relaxed the descriptor
+//! sequence to local-exec (the `lea` then loads the offset itself, a
+//! negative number), or the resolver is glibc's `_dl_tlsdesc_return`,
+//! which returns the descriptor's constant argument. Otherwise the word
+//! stays 0 and every access goes through the descriptor.
 //!
-//! * the linker relaxed the descriptor sequence to local-exec (the library
-//!   is linked into an executable): the `lea` then loads the offset itself,
-//!   a negative number (x86-64 TLS blocks lie below the thread pointer),
-//!   where a descriptor's address is a positive one;
-//! * the descriptor's resolver is `[endbr64] mov rax, [rax + 8]; ret`,
-//!   glibc's `_dl_tlsdesc_return`, which returns the descriptor's argument,
-//!   a constant, for every thread.
-//!
-//! Anything else (dynamic TLS, another resolver) leaves the word at 0, and
-//! every access goes through the descriptor.
-//!
-//! The word is recorded only while the init gate is open ([`open_fast_gate`],
-//! [`close_fast_gate`]), so that a call which reads a non-zero offset
-//! skips the gate. Where the probe found no static offset, a second word,
-//! `__callgate_descriptor_open`, stands for the open gate instead: a call
-//! that finds the static word 0 tells with one more load that it may go
-//! straight to the descriptor, rather than look at the probe's result and
-//! the gate (two loads through the GOT each, from a callback's crate).
+//! The word is recorded only while the init gate is open, so a call that
+//! reads a non-zero offset skips the gate. Without a static offset,
+//! `__callgate_descriptor_open` stands for the open gate instead.
 //!
 //! # Atomic orderings
 //!
 //! A non-zero word stands for the open gate, so it is read with `Acquire`
-//! semantics (an x86-64 load, in an `asm!` block the compiler must treat
-//! as a barrier), pairing with the `SeqCst` store of [`open_fast_gate`],
-//! which its caller makes after seeing the gate open with `Acquire`: what
-//! an init wrote happens before a call that reads the word. The stores of
-//! [`open_fast_gate`] and [`close_fast_gate`] are `SeqCst` because their
-//! callers pair each of them with a check of the gate (a store then a load
-//! that must not be reordered). All of this holds for both words.
+//! semantics (an x86-64 load in an `asm!` block the compiler treats as a
+//! barrier), pairing with [`open_fast_gate`]'s `SeqCst` store, made after
+//! its caller saw the gate open with `Acquire`. The stores are `SeqCst`
+//! because their callers pair each with a check of the gate (a store then
+//! a load that must not be reordered). The same holds for both words.
 
 use core::arch::{asm, global_asm};
 use core::num::NonZeroIsize;
@@ -40,14 +27,9 @@ use core::sync::atomic::{AtomicIsize, Ordering};
 use super::{SlotAt, get_at, set_at};
 use crate::context::{ContextNode, QUIET_OFFSET};
 
-// The slot's offset from the thread pointer while it is known to be the
-// same in every thread and the gate is open; 0 otherwise (the thread
-// pointer itself, never a TLS variable). Hidden, so code of this library
-// reads it with one `rip`-relative load, without a GOT entry. Every call
-// reads it and almost nothing writes it: it has a 128-byte line pair to
-// itself, at `QUIET_OFFSET` (see there), so that no other write makes a
-// call's load of it wait. `__callgate_descriptor_open` sits at the same
-// offset of the next pair.
+// The slot's static offset while the gate is open, else 0. Hidden, so
+// read with one `rip`-relative load; at `QUIET_OFFSET` of a 128-byte line
+// pair of its own (see there), as `__callgate_descriptor_open` in the next.
 global_asm!(
     ".pushsection .bss.__callgate_static_offset,\"aw\",@nobits",
     ".p2align 7",
@@ -70,16 +52,13 @@ global_asm!(
     after = const 128 - QUIET_OFFSET,
 );
 
-/// One of this library's hidden words, `$symbol`, read with one
-/// `rip`-relative load and no GOT entry (an atomic load through
-/// `hidden_word!` would add a `lea`). The load has `Acquire` meaning
-/// (module docs).
+/// One of this library's hidden words, read with one `rip`-relative load,
+/// with `Acquire` meaning (module docs).
 macro_rules! load_hidden_word {
     ($symbol:literal) => {{
         let value: isize;
         // SAFETY: an aligned 8-byte load of this library's own word. No
-        // `readonly`: the load has `Acquire` meaning (module docs), so
-        // later memory accesses must not move above it.
+        // `readonly`: later accesses must not move above it (`Acquire`).
         unsafe {
             asm!(
                 concat!("mov {value}, qword ptr [rip + ", $symbol, "]"),
@@ -91,61 +70,48 @@ macro_rules! load_hidden_word {
     }};
 }
 
-/// True while the gate is open and the slot is known to have no static
-/// offset (`__callgate_descriptor_open`, module docs): a call that finds
-/// the static word 0 can read the slot through the descriptor without
-/// looking at the gate.
+/// True while the gate is open and there is no static offset.
 #[hot_path]
 pub(super) fn descriptor_open() -> bool {
     load_hidden_word!("__callgate_descriptor_open") != 0
 }
 
-/// `__callgate_static_offset`: the slot's static offset, or 0 while the
-/// fast path is closed.
+/// The static offset, or 0 while the fast path is closed.
 #[hot_path]
 pub(super) fn recorded_offset() -> isize {
     load_hidden_word!("__callgate_static_offset")
 }
 
-/// The calling thread's slot, read at the static offset; `None` while that
-/// offset is not recorded (the fast path is closed).
+/// The calling thread's slot at the static offset, if recorded.
 #[hot_path]
 pub(super) fn get_static() -> Option<*const ContextNode> {
     static_at().map(|at| get_at(&at))
 }
 
-/// The calling thread's slot at the static offset (see [`SlotAt`]);
-/// `None` while that offset is not recorded (the fast path is closed, or
-/// the slot is in dynamic TLS).
+/// The calling thread's slot at the static offset, if recorded.
 #[hot_path]
 pub(super) fn static_at() -> Option<SlotAt> {
     let offset = recorded_offset();
     if offset == 0 {
-        // Rare but in dynamic TLS, and marked so for the layout of the
-        // fast paths, which take this branch's code out of their line.
+        // Rare but in dynamic TLS: out of the fast paths' line.
         crate::hint::rarely_taken_here!();
         return None;
     }
-    // A non-zero recorded offset is the slot's offset from the thread
-    // pointer in every thread (`open_fast_gate` recorded it only then), so
-    // the calling thread's too.
+    // A non-zero recorded offset is the slot's in every thread.
     NonZeroIsize::new(offset).map(SlotAt)
 }
 
-/// Stores `value` in the calling thread's slot through the static
-/// offset; false (nothing stored) if the fast path is closed.
+/// Stores `value` at the static offset; false if it is not recorded.
 #[hot_path]
 pub(super) fn set_static(value: *const ContextNode) -> bool {
     static_at().map(|at| set_at(&at, value)).is_some()
 }
 
-/// One of this library's hidden words, `$symbol`, as an atomic: its
-/// address in one `lea`.
+/// One of this library's hidden words as an atomic.
 macro_rules! hidden_word {
     ($symbol:literal) => {{
         let word: *mut isize;
-        // SAFETY: computes the address of this library's own word; no
-        // access.
+        // SAFETY: computes an address; no access.
         unsafe {
             asm!(
                 concat!("lea {word}, [rip + ", $symbol, "]"),
@@ -153,40 +119,35 @@ macro_rules! hidden_word {
                 options(nostack, preserves_flags, nomem, pure),
             );
         }
-        // SAFETY: an aligned 8-byte word that lives as long as the
-        // library, and is accessed only atomically: through these views,
-        // and by the plain x86-64 loads of `recorded_offset` and
-        // `descriptor_open`, which are what atomic loads are.
+        // SAFETY: an aligned 8-byte word that lives as long as the library,
+        // accessed only atomically (the plain x86-64 loads of `load_hidden_word!`
+        // are atomic loads).
         unsafe { AtomicIsize::from_ptr(word) }
     }};
 }
 
-/// `__callgate_static_offset` as an atomic.
 #[hot_path]
 fn static_word() -> &'static AtomicIsize {
     hidden_word!("__callgate_static_offset")
 }
 
-/// `__callgate_descriptor_open` as an atomic.
 #[hot_path]
 fn descriptor_word() -> &'static AtomicIsize {
     hidden_word!("__callgate_descriptor_open")
 }
 
-/// What [`static_offset`] found, once it ran: the offset, or
-/// [`NO_STATIC_OFFSET`]. 0 before. (A library's TLS stays where the
-/// dynamic linker put it while the library is loaded.)
+/// What [`static_offset`] found: the offset, or [`NO_STATIC_OFFSET`]; 0
+/// before it ran.
 static PROBED: AtomicIsize = AtomicIsize::new(0);
 
-/// `PROBED` when the slot has no static offset: positive, so never one.
+/// `PROBED` without a static offset: positive, so never one.
 const NO_STATIC_OFFSET: isize = 1;
 
-/// Records the slot's static offset, if it has one: [`get_static`] reads
-/// it from now on. Else opens the descriptor's way ([`descriptor_open`]).
+/// Records the static offset, or else opens the descriptor's way.
 #[cold]
 pub(crate) fn open_fast_gate() {
-    // Relaxed: the probe's result is the same whichever thread computes
-    // it, and publishes nothing else.
+    // Relaxed: every thread computes the same result, which publishes
+    // nothing.
     let mut offset = PROBED.load(Ordering::Relaxed);
     if offset == 0 {
         offset = static_offset().unwrap_or(NO_STATIC_OFFSET);
@@ -207,19 +168,15 @@ pub(crate) fn fast_gate_shut() -> bool {
     static_word().load(Ordering::Relaxed) == 0 && descriptor_word().load(Ordering::Relaxed) == 0
 }
 
-/// True once the probe found that the slot has no static offset (it is in
-/// dynamic TLS, or the resolver is another one): every access goes
-/// through the descriptor for as long as the library is loaded.
+/// True once the probe found no static offset.
 #[hot_path]
 pub(super) fn static_missing() -> bool {
-    // Relaxed: a hint, as in `fast_gate_shut`; the probe's result does not
-    // change while the library is loaded, and a caller that reads 0 here
-    // takes the slow path, which probes.
+    // Relaxed: a hint, as in `fast_gate_shut`; reading 0 takes the slow
+    // path, which probes.
     PROBED.load(Ordering::Relaxed) == NO_STATIC_OFFSET
 }
 
-/// Forgets the static offset and closes the descriptor's way: every call
-/// looks at the gate.
+/// Forgets the static offset and closes the descriptor's way.
 #[cold]
 pub(crate) fn close_fast_gate() {
     // SeqCst: see "Atomic orderings" in the module docs.
@@ -227,15 +184,13 @@ pub(crate) fn close_fast_gate() {
     descriptor_word().store(0, Ordering::SeqCst);
 }
 
-/// The slot's offset from the thread pointer if it is the same in every
-/// thread (module docs), else `None`.
+/// The slot's offset if it is the same in every thread (module docs).
 #[cold]
 fn static_offset() -> Option<isize> {
     let first: usize;
     let offset: isize;
-    // SAFETY: the descriptor call of `get`, keeping what the `lea`
-    // produced in `rcx` (`__callgate_slot_probe`, module docs). Cold: every
-    // caller-saved register is declared clobbered.
+    // SAFETY: the descriptor call of `get`, keeping what the `lea` produced
+    // in `rcx`; every caller-saved register is declared clobbered.
     unsafe {
         asm!(
             "call __callgate_slot_probe",
@@ -252,9 +207,8 @@ fn static_offset() -> Option<isize> {
         return None;
     }
     let descriptor = core::ptr::with_exposed_provenance::<[usize; 2]>(first);
-    // SAFETY: not relaxed, so `first` is the address of the slot's TLS
-    // descriptor in this library's GOT: two words, the resolver and its
-    // argument, written by the dynamic linker before the library ran.
+    // SAFETY: not relaxed, so `first` is the slot's TLS descriptor in this
+    // library's GOT (the resolver and its argument), written before it ran.
     let [resolver, argument] = unsafe { descriptor.read() };
     // SAFETY: `resolver` is the code the descriptor call just ran.
     let returns_argument = unsafe { returns_argument(resolver) };
@@ -270,9 +224,8 @@ unsafe fn returns_argument(code: usize) -> bool {
     const ENDBR64: [u8; 4] = [0xf3, 0x0f, 0x1e, 0xfa];
     const RETURN_ARGUMENT: [u8; 5] = [0x48, 0x8b, 0x40, 0x08, 0xc3];
     let code = core::ptr::with_exposed_provenance::<u8>(code);
-    // Reads one byte at a time and stops at the first that differs: every
-    // byte read follows a matching prefix, which is not a complete function
-    // yet (no `ret`), so it is part of the function's code.
+    // One byte at a time, stopping at the first that differs: a matching
+    // prefix has no `ret` yet, so the next byte is still the function's.
     let matches = |at: *const u8, pattern: &[u8]| {
         pattern.iter().enumerate().all(|(i, &byte)| {
             // SAFETY: see above; `at + i` is within the function.
@@ -286,12 +239,7 @@ unsafe fn returns_argument(code: usize) -> bool {
     matches(code, &ENDBR64) && matches(unsafe { code.add(ENDBR64.len()) }, &RETURN_ARGUMENT)
 }
 
-// The descriptor call for `static_offset` (cold, from a stack of any
-// alignment), on a stack aligned to 16 bytes: returns the slot's offset
-// from the thread pointer in `rax`, leaves what the `lea` produced in
-// `rcx`, and preserves every other register the resolver preserves
-// (`rbp` is saved and restored). Hidden, so `asm!` blocks of this library
-// call it directly.
+// The descriptor call for `static_offset`, on a 16-byte aligned stack.
 aligned_call_function!(
     "__callgate_slot_probe",
     [
