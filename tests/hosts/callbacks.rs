@@ -130,8 +130,8 @@ fn a_closure_freed_twice_aborts_with_a_message() {
         ("free-twice-concurrent", "fixture_tally_new"),
     ] {
         misuse(case).assert_aborted_with(&format!(
-            "callgate: closure `callgate_fixture::callbacks::{closure}::__callgate_body::\
-             {{{{closure}}}}` was freed twice; aborting"
+            "callgate: closure `callgate_fixture::callbacks::{closure}::{{{{closure}}}}` was freed \
+             twice; aborting"
         ));
     }
 }
@@ -143,7 +143,7 @@ fn a_closure_freed_twice_aborts_with_a_message() {
 fn a_closure_called_after_its_free_aborts_as_the_call_returns() {
     misuse("call-after-free").assert_aborted_with(
         "callgate: closure \
-         `callgate_fixture::callbacks::fixture_adder_new::__callgate_body::{{closure}}` was \
+         `callgate_fixture::callbacks::fixture_adder_new::{{closure}}` was \
          called after it was dropped; aborting",
     );
 }
@@ -152,7 +152,7 @@ fn a_closure_called_after_its_free_aborts_as_the_call_returns() {
 /// called.
 #[test]
 fn a_once_closure_used_twice_aborts_with_a_message() {
-    let closure = "`callgate_fixture::callbacks::fixture_once_new::__callgate_body::{{closure}}`";
+    let closure = "`callgate_fixture::callbacks::fixture_once_new::{{closure}}`";
     misuse("once-twice").assert_aborted_with(&format!(
         "callgate: once closure {closure} was called twice; aborting"
     ));

@@ -23,7 +23,7 @@ use super::owner::OWNED;
 use super::tombstones;
 use crate::boundary::{OnFailure, Site};
 use crate::diag::{abort_with, report};
-use crate::failure::payload_message;
+use crate::failure::{callback_name, payload_message};
 use crate::gate::GatePolicy;
 use crate::settings::AttachMode;
 use crate::sync::{AtomicU32, AtomicUsize, MARKED, Ordering, Retirement};
@@ -160,7 +160,7 @@ unsafe fn free_allocation<B, R>(header: NonNull<Header>) {
 /// `header` is the header of a closure kept by [`tombstones`].
 unsafe fn released_after_drop(header: NonNull<Header>) {
     // SAFETY: kept, so its site is readable (caller obligation).
-    let name = unsafe { site_of(header) }.name;
+    let name = callback_name(unsafe { site_of(header) }.name);
     abort_with(&format!(
         "callgate: closure `{name}` was called after it was dropped; aborting"
     ));
@@ -170,7 +170,8 @@ unsafe fn released_after_drop(header: NonNull<Header>) {
 #[inline(never)]
 fn dropped_with_panic(name: &str, payload: Box<dyn core::any::Any + Send>) {
     report(&format!(
-        "callgate: dropping closure `{name}` panicked: {}",
+        "callgate: dropping closure `{}` panicked: {}",
+        callback_name(name),
         payload_message(payload)
     ));
 }

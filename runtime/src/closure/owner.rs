@@ -12,6 +12,7 @@ use core::ptr::NonNull;
 
 use super::allocation::{Header, release, site_of};
 use crate::diag::abort_with;
+use crate::failure::callback_name;
 use crate::sync::Ordering;
 
 /// `Header::owner` while the owner's reference is held (by a handle, or by
@@ -49,7 +50,7 @@ pub(super) unsafe fn give_up_owner(header: NonNull<Header>, by: u32) {
 #[inline(never)]
 unsafe fn given_up_twice(header: NonNull<Header>, before: u32, by: u32) -> ! {
     // SAFETY: alive or kept (caller obligation).
-    let name = unsafe { site_of(header) }.name;
+    let name = callback_name(unsafe { site_of(header) }.name);
     let what = match (before, by) {
         (FREED, FREED) => format!("closure `{name}` was freed twice"),
         (CALLED, FREED) => {
