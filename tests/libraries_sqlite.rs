@@ -4,7 +4,8 @@
 //! `#[user_data(from = sqlite3_user_data(ctx))]` and their arguments as a
 //! slice of `sqlite3_value *`; a function that panics and one that fails,
 //! reported with `sqlite3_result_error` by their fallback expressions), a
-//! collation and an `sqlite3_exec` row callback as `Closure`s — used from 4
+//! function, a collation and an `sqlite3_exec` row callback as `Closure`s
+//! (the function's found with `sqlite3_user_data`) — used from 4
 //! threads, each with its own connection. Registration failures free the
 //! state exactly once, by SQLite's rule for each function. With
 //! `CALLGATE=panic=quiet`, a function's panic leaves standard error alone.
@@ -139,7 +140,11 @@ impl Tally {
 /// the thread's last error by the time the fallback runs, becomes the SQL
 /// error. `ctx` is the C-level parameter, a raw pointer.
 fn report_error(ctx: *mut sqlite3_context) {
-    let message = callgate::last_error().unwrap_or_default();
+    report_error_text(ctx, &callgate::last_error().unwrap_or_default());
+}
+
+/// Makes `message` the result of the call `ctx` is the context of.
+fn report_error_text(ctx: *mut sqlite3_context, message: &str) {
     let message = CString::new(message).unwrap_or_default();
     // SAFETY: SQLite passed `ctx` to the function this is the fallback of;
     // SQLite copies the message (length -1: up to the NUL).
@@ -195,27 +200,10 @@ fn checked_sqrt(
     Ok(())
 }
 
-/// A Rust closure as a function's state: SQLite keeps it as `pApp`, and
-/// `scaled` reaches it through `sqlite3_user_data(ctx)`.
-type Scale = Box<dyn Fn(i64) -> i64 + Send + Sync>;
-
-/// `scaled(x)`: the registered closure's value for `x`.
-#[c_callback(local, on_error = report_error(ctx))]
-fn scaled(
-    ctx: *mut sqlite3_context,
-    argc: c_int,
-    #[len = argc] args: &[*mut sqlite3_value],
+/// The data of an `xFunc` `Closure`: the `pApp` SQLite gives back.
+fn function_data(ctx: *mut sqlite3_context, _: c_int, _: *mut *mut sqlite3_value) -> *mut c_void {
     // SAFETY: SQLite passes the context of a function it called.
-    #[user_data(from = unsafe { sqlite3_user_data(ctx) })] scale: &Scale,
-) -> Result<(), String> {
-    let [value] = args else {
-        return Err(format!("scaled() takes 1 argument, not {}", args.len()));
-    };
-    // SAFETY: a value SQLite passed for this call.
-    let x = unsafe { sqlite3_value_int64(*value) };
-    // SAFETY: as above.
-    unsafe { sqlite3_result_int64(ctx, scale(x)) };
-    Ok(())
+    unsafe { sqlite3_user_data(ctx) }
 }
 
 /// Registers `exploding`, a collation that panics, as a `Closure` made
@@ -337,22 +325,38 @@ impl Connection {
         }
     }
 
-    /// Registers `scaled` with `scale` as its state; SQLite owns it from
-    /// here.
-    fn register_scaled(&self, scale: Scale) {
-        let state = UserData::new(scale).into_raw();
-        // SAFETY: as in `register_tally`.
+    /// Registers `scaled(x)`, `scale(x)`, as a `Closure` whose `xFunc`
+    /// finds it with `sqlite3_user_data`; SQLite frees it with `xDestroy`.
+    fn register_scaled(&self, scale: impl Fn(i64) -> i64 + Send + 'static) {
+        let (scaled, x_func) = Closure::with_accessor(
+            (),
+            function_data,
+            move |ctx: *mut sqlite3_context, argc: c_int, argv: *mut *mut sqlite3_value| {
+                if argc != 1 {
+                    report_error_text(ctx, &format!("scaled() takes 1 argument, not {argc}"));
+                    return;
+                }
+                // SAFETY: the value SQLite passed for this call.
+                let x = unsafe { sqlite3_value_int64(*argv) };
+                // SAFETY: the context SQLite passed for this call.
+                unsafe { sqlite3_result_int64(ctx, scale(x)) };
+            },
+        );
+        let scaled = scaled.into_raw_parts();
+        // SAFETY: an open connection; the closure's data, the function
+        // that finds it and its `free` belong together, and SQLite calls
+        // `free` exactly once — also when this call fails.
         let rc = unsafe {
             sqlite3_create_function_v2(
                 self.0,
                 c"scaled".as_ptr(),
                 1,
                 SQLITE_UTF8,
-                state,
-                Some(scaled),
+                scaled.data,
+                Some(x_func),
                 None,
                 None,
-                Some(UserData::<Scale>::destroy),
+                Some(scaled.free),
             )
         };
         assert_eq!(rc, SQLITE_OK);
@@ -444,7 +448,7 @@ fn use_connection(
     db.register(c"explode", 0, explode);
     db.register(c"checked_sqrt", 1, checked_sqrt);
     let factor = i64::try_from(index).unwrap() + 2;
-    db.register_scaled(Box::new(move |x| x * factor));
+    db.register_scaled(move |x| x * factor);
     let collation_calls = Arc::new(AtomicUsize::new(0));
     assert_eq!(
         register_by_length(&db, SQLITE_UTF8, &collation_calls),

@@ -112,6 +112,12 @@ pub trait Signature {
     type DataFirst: Copy;
     /// `unsafe extern "C" fn(A, B, …, *mut c_void) -> Output`.
     type DataLast: Copy;
+    /// `unsafe extern "C" fn(A, B, …) -> Output`, for
+    /// [`Closure::with_accessor`].
+    type Accessed: Copy;
+    /// The parameters as a tuple.
+    #[doc(hidden)]
+    type Args: Copy;
 }
 
 mod sealed {
@@ -121,7 +127,29 @@ mod sealed {
     /// closure type that made them, so no other implementation may name
     /// them. Unreachable outside this module, so the traits are sealed.
     pub trait Body<S, M> {}
+
+    /// What [`Accessor`](super::Accessor) extends: how the accessed C
+    /// function calls it.
+    pub trait Accessor<S: super::Signature> {
+        /// The closure's data, found among the call's arguments.
+        fn data(&self, args: &S::Args) -> *mut core::ffi::c_void;
+    }
 }
+
+/// How a C function with no `void *` parameter finds its closure's data
+/// among its arguments, for [`Closure::with_accessor`]: a closure
+/// `Fn(A, B, …) -> *mut c_void + Copy + Send + Sync + 'static` that
+/// captures nothing (zero-sized: the C function makes its own copy),
+/// or a `fn` item.
+#[diagnostic::on_unimplemented(
+    message = "this accessor cannot find a closure's data among these C parameters",
+    label = "not a data accessor",
+    note = "an accessor takes the closure's C parameters (annotated) and returns the \
+            `*mut c_void` data, captures nothing, and is `Copy + Send + Sync + 'static`"
+)]
+pub trait Accessor<S: Signature>: sealed::Accessor<S> + Copy + Send + Sync + 'static {}
+
+impl<S: Signature, G: sealed::Accessor<S> + Copy + Send + Sync + 'static> Accessor<S> for G {}
 
 /// A closure [`Closure::new`] takes: `FnMut(A, B, …) -> O + Send + 'static`
 /// with [`CValue`] parameters and an [`Outcome`]. `M` only tells the
@@ -138,6 +166,9 @@ pub trait FnMutBody<S: Signature, M>: sealed::Body<S, M> + Send + 'static {
     /// The C functions of this closure type.
     #[doc(hidden)]
     fn functions() -> (S::DataFirst, S::DataLast);
+    /// The C function of this closure type whose data `G` finds.
+    #[doc(hidden)]
+    fn accessed<G: Accessor<S>>() -> S::Accessed;
 }
 
 /// A closure [`Closure::concurrent`] takes: `Fn(A, B, …) -> O + Send + Sync
@@ -310,6 +341,64 @@ impl<S: Signature> Closure<S> {
             data_first,
             data_last,
         }
+    }
+
+    /// As [`new`](Closure::new), and also gives a C function with no
+    /// `void *` parameter, `R (*)(A, B, …)`, for C APIs whose callback
+    /// reaches its data another way: SQLite's `xFunc` through
+    /// `sqlite3_user_data(ctx)`, a `lua_CFunction` through an upvalue.
+    /// `accessor` finds the data among the call's arguments (it captures
+    /// nothing; see [`Accessor`]); the function then runs the closure as
+    /// `data_first` and `data_last` do, with the same ownership: C calls
+    /// it only while the accessor returns this closure's [`data`](Closure::data).
+    /// A panic in the accessor aborts the process with a message (there is
+    /// no closure yet to take the fallback from).
+    ///
+    /// ```
+    /// use callgate::Closure;
+    /// use std::ffi::{c_int, c_void};
+    ///
+    /// // A C API whose callback takes a context, not a `void *`:
+    /// // `int context_data(struct context *)` gives back the data registered with it.
+    /// #[repr(C)]
+    /// struct Context {
+    ///     data: *mut c_void,
+    ///     value: c_int,
+    /// }
+    /// unsafe extern "C" fn context_data(context: *mut Context) -> *mut c_void {
+    ///     // SAFETY: a live context (caller obligation).
+    ///     unsafe { (*context).data }
+    /// }
+    ///
+    /// let mut total = 0;
+    /// let (add, add_fn) = Closure::with_accessor(
+    ///     -1,
+    ///     // SAFETY: the C API passes live contexts.
+    ///     |context: *mut Context| unsafe { context_data(context) },
+    ///     move |context: *mut Context| -> c_int {
+    ///         // SAFETY: as above.
+    ///         total += unsafe { (*context).value };
+    ///         total
+    ///     },
+    /// );
+    /// let mut context = Context { data: add.data(), value: 20 };
+    /// // SAFETY: `context` carries the closure's data, and the closure outlives the calls.
+    /// unsafe {
+    ///     assert_eq!(add_fn(&mut context), 20);
+    ///     context.value = 22;
+    ///     assert_eq!(add_fn(&mut context), 42);
+    /// }
+    /// ```
+    #[allow(clippy::type_complexity)]
+    pub fn with_accessor<G: Accessor<S>, F: FnMutBody<S, M>, M>(
+        on_failure: S::Output,
+        accessor: G,
+        body: F,
+    ) -> (Closure<S>, S::Accessed) {
+        const { assert!(size_of::<G>() == 0, "a closure data accessor captures nothing") };
+        // Zero-sized and `Copy`: the accessed function makes its own copies.
+        let _ = accessor;
+        (Closure::new(on_failure, body), F::accessed::<G>())
     }
 
     /// Wraps an `Fn + Sync` whose calls may run in parallel, for C that

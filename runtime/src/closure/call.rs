@@ -1,5 +1,5 @@
 //! One call of a closure, from the C function to its body: the
-//! `unsafe extern "C"` functions (a pair per parameter list, `arity!`),
+//! `unsafe extern "C"` functions (three per parameter list, `arity!`),
 //! [`run`] at the boundary, and the three bodies ([`Invoke`]).
 
 use core::cell::UnsafeCell;
@@ -10,7 +10,9 @@ use super::allocation::{Header, Shared, release, retain};
 use super::exclusive::Exclusive;
 use super::fork::RecordedReference;
 use super::hold::{Hold, hold, unhold};
-use super::{CReturn, CValue, FnBody, FnMutBody, FnOnceBody, Outcome, Signature, sealed};
+use super::{
+    Accessor, CReturn, CValue, FnBody, FnMutBody, FnOnceBody, Outcome, Signature, sealed,
+};
 use crate::boundary::{Frame, call};
 use crate::diag::abort_with;
 use crate::failure::Failure;
@@ -103,6 +105,29 @@ unsafe fn run_recorded<B: Invoke<Args>, Args>(
     result
 }
 
+/// A copy of the accessor `G` a closure was made with, which finds its data
+/// among the call's arguments; a panic in it aborts, as no closure is known
+/// to take the fallback from.
+#[hot_path]
+fn access<S: Signature, G: Accessor<S>>(args: &S::Args) -> *mut c_void {
+    const { assert!(size_of::<G>() == 0) };
+    // SAFETY: `G` is zero-sized and `Copy`, and the constructor taking it
+    // was given one: this is a copy of that value.
+    let accessor = unsafe { core::mem::zeroed::<G>() };
+    // Unwind safety is moot: a panic aborts.
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| accessor.data(args)))
+        .unwrap_or_else(|_| accessor_panicked::<G>())
+}
+
+#[cold]
+#[inline(never)]
+fn accessor_panicked<G>() -> ! {
+    abort_with(&format!(
+        "callgate: the closure data accessor `{}` panicked; aborting",
+        core::any::type_name::<G>()
+    ))
+}
+
 #[cold]
 #[inline(never)]
 fn null_data() -> ! {
@@ -130,14 +155,43 @@ impl<F> Once<F> {
 }
 
 /// Generates, for one parameter list: the `Signature` of `fn(..) -> R`,
-/// the data-first and data-last C functions, the `Invoke` impls of the
-/// three bodies, and the `Fn*Body` impls that pick them.
+/// the data-first, data-last and accessed C functions, the `Invoke` impls
+/// of the three bodies, the `Fn*Body` impls that pick them, and the
+/// `Accessor` impl.
 macro_rules! arity {
-    ($first:ident, $last:ident; $($arg:ident: $ty:ident),*) => {
+    ($first:ident, $last:ident, $accessed:ident; $($arg:ident: $ty:ident),*) => {
         impl<R: CReturn, $($ty: CValue),*> Signature for fn($($ty),*) -> R {
             type Output = R;
             type DataFirst = unsafe extern "C" fn(*mut c_void, $($ty),*) -> R;
             type DataLast = unsafe extern "C" fn($($ty,)* *mut c_void) -> R;
+            type Accessed = unsafe extern "C" fn($($ty),*) -> R;
+            type Args = ($($ty,)*);
+        }
+
+        impl<G, R: CReturn, $($ty: CValue),*> sealed::Accessor<fn($($ty),*) -> R> for G
+        where
+            G: Fn($($ty),*) -> *mut c_void + Copy + Send + Sync + 'static,
+        {
+            #[hot_path]
+            fn data(&self, &($($arg,)*): &($($ty,)*)) -> *mut c_void {
+                self($($arg),*)
+            }
+        }
+
+        /// # Safety
+        ///
+        /// As `run`, for the data `G` finds.
+        unsafe extern "C" fn $accessed<B, G, $($ty: CValue),*>(
+            $($arg: $ty),*
+        ) -> ReturnOf<B, ($($ty,)*)>
+        where
+            B: Invoke<($($ty,)*)>,
+            G: Accessor<fn($($ty),*) -> ReturnOf<B, ($($ty,)*)>>,
+        {
+            let args = ($($arg,)*);
+            let data = access::<fn($($ty),*) -> ReturnOf<B, ($($ty,)*)>, G>(&args);
+            // SAFETY: forwarded caller obligation.
+            unsafe { run::<B, ($($ty,)*)>(data, args) }
         }
 
         /// # Safety
@@ -230,6 +284,10 @@ macro_rules! arity {
             ) {
                 ($first::<Exclusive<F>, $($ty),*>, $last::<Exclusive<F>, $($ty),*>)
             }
+
+            fn accessed<G: Accessor<fn($($ty),*) -> O::C>>() -> unsafe extern "C" fn($($ty),*) -> O::C {
+                $accessed::<Exclusive<F>, G, $($ty),*>
+            }
         }
 
         impl<F, O: Outcome, $($ty: CValue),*> FnBody<fn($($ty),*) -> O::C, ($($ty,)* O,)> for F
@@ -258,10 +316,10 @@ macro_rules! arity {
     };
 }
 
-arity!(data_first_0, data_last_0;);
-arity!(data_first_1, data_last_1; a1: A1);
-arity!(data_first_2, data_last_2; a1: A1, a2: A2);
-arity!(data_first_3, data_last_3; a1: A1, a2: A2, a3: A3);
-arity!(data_first_4, data_last_4; a1: A1, a2: A2, a3: A3, a4: A4);
-arity!(data_first_5, data_last_5; a1: A1, a2: A2, a3: A3, a4: A4, a5: A5);
-arity!(data_first_6, data_last_6; a1: A1, a2: A2, a3: A3, a4: A4, a5: A5, a6: A6);
+arity!(data_first_0, data_last_0, accessed_0;);
+arity!(data_first_1, data_last_1, accessed_1; a1: A1);
+arity!(data_first_2, data_last_2, accessed_2; a1: A1, a2: A2);
+arity!(data_first_3, data_last_3, accessed_3; a1: A1, a2: A2, a3: A3);
+arity!(data_first_4, data_last_4, accessed_4; a1: A1, a2: A2, a3: A3, a4: A4);
+arity!(data_first_5, data_last_5, accessed_5; a1: A1, a2: A2, a3: A3, a4: A4, a5: A5);
+arity!(data_first_6, data_last_6, accessed_6; a1: A1, a2: A2, a3: A3, a4: A4, a5: A5, a6: A6);
