@@ -12,10 +12,11 @@
 //! find it; a copy drops them and keeps `#[link(name = "sqlite3")]`.)
 //!
 //! 1. `word_score(text)` is a `#[c_callback(local)]` SQL function whose
-//!    per-connection state lives in SQLite's `pApp` as a `callgate::UserData`;
-//!    SQLite frees it with `UserData::<Scores>::destroy` (`xDestroy`) when
-//!    the connection closes — or when registration fails, so there is
-//!    nothing left for Rust to free twice.
+//!    per-connection state lives in SQLite's `pApp` as a `callgate::UserData`,
+//!    reached with `#[user_data(from = sqlite3_user_data(ctx))]`; SQLite
+//!    frees it with `UserData::<Scores>::destroy` (`xDestroy`) when the
+//!    connection closes — or when registration fails, so there is nothing
+//!    left for Rust to free twice.
 //! 2. A panic or an `Err` in an SQL function becomes an SQL error: the
 //!    fallback expression `report(ctx)` uses the callback's C-level
 //!    parameter `ctx` and passes the last error to `sqlite3_result_error`.
@@ -134,12 +135,11 @@ fn report(ctx: *mut sqlite3_context) {
 fn word_score(
     ctx: *mut sqlite3_context,
     argc: c_int,
-    #[len = argc] args: &mut [*mut sqlite3_value],
-) -> Result<(), String> {
+    #[len = argc] args: &[*mut sqlite3_value],
     // SAFETY: `pApp` is this connection's `UserData<Scores>`; SQLite calls a
     // connection's functions one at a time.
-    let scores = unsafe { UserData::<Scores>::mut_from_raw(sqlite3_user_data(ctx)) }
-        .ok_or("word_score() has no state")?;
+    #[user_data(from = unsafe { sqlite3_user_data(ctx) })] scores: &mut Scores,
+) -> Result<(), String> {
     // SAFETY: the one argument SQLite passed; NULL for SQL NULL.
     let text = unsafe { sqlite3_value_text(args[0]) };
     if text.is_null() {
