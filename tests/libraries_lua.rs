@@ -11,6 +11,10 @@
 //! C function's call, and still gets the closure's turn: it finds the
 //! abandoned call certainly gone. The closure keeps its state throughout
 //! and is dropped exactly once.
+//!
+//! And a `Closure::with_accessor` closure that is itself the Lua C
+//! function: its C function finds its data in the upvalue, with no C
+//! function of the test's own in between.
 #![cfg(callgate_lua)]
 
 use std::ffi::{CStr, c_char, c_int, c_void};
@@ -308,4 +312,70 @@ fn a_c_function_reaches_its_upvalue_through_the_accessor() {
     // SAFETY: from `into_raw`; Lua is closed, so nothing uses it any more.
     let sum = unsafe { UserData::<Sum>::from_raw(sum) };
     assert_eq!(sum.calls, 101);
+}
+
+/// Drops of the accessed closure's state.
+static ACCESSED_DROPS: AtomicUsize = AtomicUsize::new(0);
+
+/// Part of the accessed closure's state: counts its drops.
+struct CountAccessedDrop;
+
+impl Drop for CountAccessedDrop {
+    fn drop(&mut self) {
+        ACCESSED_DROPS.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// `count(n)` is a `Closure` pushed with `lua_pushcclosure`, its data the
+/// upvalue its C function reads: it keeps a running total across calls,
+/// also across calls `luaL_checkinteger` abandoned with a Lua error, and is
+/// dropped exactly once, after the Lua state is closed.
+#[test]
+fn a_closure_is_a_lua_c_function_reaching_its_data_through_an_upvalue() {
+    let state = CountAccessedDrop;
+    let mut total: i64 = 0;
+    let (count, count_fn) = Closure::with_accessor(
+        0,
+        // SAFETY: Lua passes its state to a C closure it calls, whose
+        // upvalue is this closure's data.
+        |l: *mut lua_State| unsafe { lua_touserdata(l, upvalue_index(1)) },
+        move |l: *mut lua_State| -> c_int {
+            let _state = &state;
+            // SAFETY: the state Lua passed; a non-integer argument raises
+            // a Lua error, which `longjmp`s out of this call.
+            total += unsafe { luaL_checkinteger(l, 1) };
+            // SAFETY: as above.
+            unsafe { lua_pushinteger(l, total) };
+            1
+        },
+    );
+    // SAFETY: no precondition; the state is closed below.
+    let l = unsafe { luaL_newstate() };
+    assert!(!l.is_null(), "luaL_newstate failed");
+    // SAFETY: `l` is live; the upvalue is the closure's data, which
+    // outlives the state.
+    unsafe {
+        luaL_openlibs(l);
+        lua_pushlightuserdata(l, count.data());
+        lua_pushcclosure(l, count_fn, 1);
+        lua_setglobal(l, c"count".as_ptr());
+    }
+    let script = c"
+        local total
+        for i = 1, 100 do
+            total = count(i)
+            local ok, err = pcall(count, 'not a number')
+            assert(not ok and string.find(err, 'number expected', 1, true), err)
+        end
+        assert(total == 5050, 'the closure lost its state')
+        return count(0)
+    ";
+    // SAFETY: `l` is live.
+    let result = unsafe { run(l, script) };
+    // SAFETY: closed once; nothing uses `l` afterwards.
+    unsafe { lua_close(l) };
+    assert_eq!(result, Ok(5050));
+    assert_eq!(ACCESSED_DROPS.load(Ordering::SeqCst), 0);
+    drop(count);
+    assert_eq!(ACCESSED_DROPS.load(Ordering::SeqCst), 1, "dropped exactly once");
 }
