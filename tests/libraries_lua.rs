@@ -377,5 +377,9 @@ fn a_closure_is_a_lua_c_function_reaching_its_data_through_an_upvalue() {
     assert_eq!(result, Ok(5050));
     assert_eq!(ACCESSED_DROPS.load(Ordering::SeqCst), 0);
     drop(count);
-    assert_eq!(ACCESSED_DROPS.load(Ordering::SeqCst), 1, "dropped exactly once");
+    assert_eq!(
+        ACCESSED_DROPS.load(Ordering::SeqCst),
+        1,
+        "dropped exactly once"
+    );
 }

@@ -389,13 +389,12 @@ impl<S: Signature> Closure<S> {
     ///     assert_eq!(add_fn(&mut context), 42);
     /// }
     /// ```
-    #[allow(clippy::type_complexity)]
     pub fn with_accessor<G: Accessor<S>, F: FnMutBody<S, M>, M>(
         on_failure: S::Output,
         accessor: G,
         body: F,
     ) -> (Closure<S>, S::Accessed) {
-        const { assert!(size_of::<G>() == 0, "a closure data accessor captures nothing") };
+        const { assert!(size_of::<G>() == 0, "an accessor captures nothing") };
         // Zero-sized and `Copy`: the accessed function makes its own copies.
         let _ = accessor;
         (Closure::new(on_failure, body), F::accessed::<G>())

@@ -10,9 +10,7 @@ use super::allocation::{Header, Shared, release, retain};
 use super::exclusive::Exclusive;
 use super::fork::RecordedReference;
 use super::hold::{Hold, hold, unhold};
-use super::{
-    Accessor, CReturn, CValue, FnBody, FnMutBody, FnOnceBody, Outcome, Signature, sealed,
-};
+use super::{Accessor, CReturn, CValue, FnBody, FnMutBody, FnOnceBody, Outcome, Signature, sealed};
 use crate::boundary::{Frame, call};
 use crate::diag::abort_with;
 use crate::failure::Failure;
