@@ -1,5 +1,5 @@
 use callgate::Closure;
-use callgate::closure::FnMutBody;
+use callgate::closure::{Accessor, FnMutBody};
 use std::ffi::c_int;
 
 // A body type of the user's own could name another closure's C functions,
@@ -11,6 +11,10 @@ impl FnMutBody<fn(c_int) -> c_int, Mine> for Mine {
         unsafe extern "C" fn(*mut std::ffi::c_void, c_int) -> c_int,
         unsafe extern "C" fn(c_int, *mut std::ffi::c_void) -> c_int,
     ) {
+        unimplemented!()
+    }
+
+    fn accessed<G: Accessor<fn(c_int) -> c_int>>() -> unsafe extern "C" fn(c_int) -> c_int {
         unimplemented!()
     }
 }
