@@ -140,7 +140,8 @@ mod sealed {
 /// among its arguments, for [`Closure::with_accessor`]: a closure
 /// `Fn(A, B, …) -> *mut c_void + Copy + Send + Sync + 'static` that
 /// captures nothing (zero-sized: the C function makes its own copy),
-/// or a `fn` item.
+/// or a `fn` item. One that captures fails to compile where
+/// `with_accessor` is called.
 #[diagnostic::on_unimplemented(
     message = "this accessor cannot find a closure's data among these C parameters",
     label = "not a data accessor",
@@ -166,9 +167,10 @@ pub trait FnMutBody<S: Signature, M>: sealed::Body<S, M> + Send + 'static {
     /// The C functions of this closure type.
     #[doc(hidden)]
     fn functions() -> (S::DataFirst, S::DataLast);
-    /// The C function of this closure type whose data `G` finds.
+    /// The C function of this closure type whose data `accessor` finds
+    /// (which it copies).
     #[doc(hidden)]
-    fn accessed<G: Accessor<S>>() -> S::Accessed;
+    fn accessed<G: Accessor<S>>(accessor: G) -> S::Accessed;
 }
 
 /// A closure [`Closure::concurrent`] takes: `Fn(A, B, …) -> O + Send + Sync
@@ -394,10 +396,9 @@ impl<S: Signature> Closure<S> {
         accessor: G,
         body: F,
     ) -> (Closure<S>, S::Accessed) {
-        const { assert!(size_of::<G>() == 0, "an accessor captures nothing") };
-        // Zero-sized and `Copy`: the accessed function makes its own copies.
-        let _ = accessor;
-        (Closure::new(on_failure, body), F::accessed::<G>())
+        // A capturing accessor fails to compile here, at the caller's line.
+        let () = call::CapturesNothing::<G>::CHECK;
+        (Closure::new(on_failure, body), F::accessed(accessor))
     }
 
     /// Wraps an `Fn + Sync` whose calls may run in parallel, for C that

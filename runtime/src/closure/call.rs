@@ -108,13 +108,24 @@ unsafe fn run_recorded<B: Invoke<Args>, Args>(
 /// to take the fallback from.
 #[hot_path]
 fn access<S: Signature, G: Accessor<S>>(args: &S::Args) -> *mut c_void {
-    const { assert!(size_of::<G>() == 0) };
-    // SAFETY: `G` is zero-sized and `Copy`, and the constructor taking it
-    // was given one: this is a copy of that value.
+    let () = CapturesNothing::<G>::CHECK;
+    // SAFETY: `G` is zero-sized and `Copy`, and the function calling this
+    // was made from a `G` (`FnMutBody::accessed`): this is a copy of it.
     let accessor = unsafe { core::mem::zeroed::<G>() };
     // Unwind safety is moot: a panic aborts.
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| accessor.data(args)))
         .unwrap_or_else(|_| accessor_panicked::<G>())
+}
+
+/// The compile-time check that an accessor is zero-sized, made where a
+/// `Closure::with_accessor` is, and before conjuring one.
+pub(super) struct CapturesNothing<G>(G);
+
+impl<G> CapturesNothing<G> {
+    pub(super) const CHECK: () = assert!(
+        size_of::<G>() == 0,
+        "the accessor of `Closure::with_accessor` must capture nothing"
+    );
 }
 
 #[cold]
@@ -283,7 +294,9 @@ macro_rules! arity {
                 ($first::<Exclusive<F>, $($ty),*>, $last::<Exclusive<F>, $($ty),*>)
             }
 
-            fn accessed<G: Accessor<fn($($ty),*) -> O::C>>() -> unsafe extern "C" fn($($ty),*) -> O::C {
+            fn accessed<G: Accessor<fn($($ty),*) -> O::C>>(
+                _: G,
+            ) -> unsafe extern "C" fn($($ty),*) -> O::C {
                 $accessed::<Exclusive<F>, G, $($ty),*>
             }
         }

@@ -14,7 +14,7 @@ impl FnMutBody<fn(c_int) -> c_int, Mine> for Mine {
         unimplemented!()
     }
 
-    fn accessed<G: Accessor<fn(c_int) -> c_int>>() -> unsafe extern "C" fn(c_int) -> c_int {
+    fn accessed<G: Accessor<fn(c_int) -> c_int>>(_: G) -> unsafe extern "C" fn(c_int) -> c_int {
         unimplemented!()
     }
 }
