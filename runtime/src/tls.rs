@@ -19,6 +19,8 @@
 //! * x86-64 glibc Linux: a TLS symbol read through a TLS descriptor, or at
 //!   its static offset from the thread pointer once that is known
 //!   (`tls/x86_64_linux_gnu.rs`);
+//! * aarch64 glibc Linux: the same, from `tpidr_el0`; a slot in dynamic
+//!   TLS is reached out of line (`tls/aarch64_linux_gnu.rs`);
 //! * x86-64 Windows with mingw-w64 (`-gnu`), whose `thread_local!` is an
 //!   OS key behind a call: a `TlsAlloc` slot read from the TEB
 //!   (`tls/x86_64_windows_gnu.rs`);
@@ -47,9 +49,20 @@ mod imp;
 #[path = "tls/x86_64_windows_gnu.rs"]
 mod imp;
 
+#[cfg(all(
+    target_arch = "aarch64",
+    target_os = "linux",
+    target_env = "gnu",
+    not(callgate_portable_tls)
+))]
+#[path = "tls/aarch64_linux_gnu.rs"]
+mod imp;
+
 #[cfg(not(all(
-    target_arch = "x86_64",
-    any(target_os = "linux", windows),
+    any(
+        all(target_arch = "x86_64", any(target_os = "linux", windows)),
+        all(target_arch = "aarch64", target_os = "linux"),
+    ),
     target_env = "gnu",
     not(callgate_portable_tls)
 )))]
@@ -59,7 +72,7 @@ mod imp;
 /// [`Slot`] and [`FastGate`] where the slot has no offset from the thread
 /// pointer to keep (the portable and the Windows slot re-export these).
 #[cfg(not(all(
-    target_arch = "x86_64",
+    any(target_arch = "x86_64", target_arch = "aarch64"),
     target_os = "linux",
     target_env = "gnu",
     not(callgate_portable_tls)
@@ -102,7 +115,7 @@ pub(crate) unsafe fn claim(
 }
 
 /// The calling thread's slot as a fast path reached it: reads and writes
-/// through it do not reach the slot again (on x86-64 glibc, no call into
+/// through it do not reach the slot again (on glibc Linux, no call into
 /// the TLS descriptor's resolver). Tied to the thread that reached it
 /// (neither `Send` nor `Sync`), whose slot stays where it is for as long
 /// as the library is loaded.
@@ -118,8 +131,9 @@ pub(crate) struct Slot {
 
 impl Slot {
     /// The slot the fast paths' way: at its static offset (no call), or
-    /// through the descriptor (one call) where the slot is in dynamic TLS;
-    /// or, where the target has no such offset, at no cost. `None` while
+    /// through the descriptor (one call) where the slot is in dynamic TLS
+    /// (x86-64; on aarch64 that call needs a frame, so `None`); or, where
+    /// the target has no such offset, at no cost. `None` while
     /// the gate is not known to be open: the fast path is closed.
     #[hot_path]
     pub(crate) fn fast(gate_open: impl FnOnce() -> bool) -> Option<Slot> {
@@ -187,9 +201,10 @@ impl Slot {
 /// The init gate's fast-path word, where the target folds the gate into
 /// [`Slot::fast`]'s reach of the slot: open only while the gate is open,
 /// so that a call which reaches the slot through it skips the gate. On
-/// x86-64 glibc it is the slot's recorded static offset (or, where the
-/// slot is in dynamic TLS, a word that says so). Elsewhere the fast path
-/// reads the gate itself: there is no such word, and these do nothing.
+/// glibc Linux (x86-64, aarch64) it is the slot's recorded static offset
+/// (or, where the slot is in dynamic TLS, a word that says so). Elsewhere
+/// the fast path reads the gate itself: there is no such word, and these
+/// do nothing.
 ///
 /// `init` keeps it closed whenever the gate may be: see
 /// `init::open_fast_path` for the order of the checks.

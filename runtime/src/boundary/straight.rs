@@ -322,8 +322,8 @@ unsafe fn outermost_holding<R, T: Local>(
 /// It emits no instruction: it aligns *subsection 1* of the function's
 /// section, which gives the section (one per function) that alignment,
 /// and the padding lands in subsection 1, after the code, never executed.
-/// ELF x86-64 Linux only; elsewhere functions keep the compiler's
-/// alignment.
+/// ELF x86-64 and aarch64 Linux only; elsewhere functions keep the
+/// compiler's alignment.
 #[inline(always)]
 fn align_to_fetch_line() {
     align_function::<6>();
@@ -333,7 +333,11 @@ fn align_to_fetch_line() {
 /// as [`align_to_fetch_line`] does (which see).
 #[inline(always)]
 pub(super) fn align_function<const LOG2: u32>() {
-    #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri)))]
+    #[cfg(all(
+        any(target_arch = "x86_64", target_arch = "aarch64"),
+        target_os = "linux",
+        not(miri)
+    ))]
     // SAFETY: assembler directives only: no instruction, no register, no
     // memory, no flags, no stack; the current subsection is restored.
     unsafe {
