@@ -25,10 +25,13 @@
 //! compiler saves `x30` there, with the unwind rows of an ordinary call.
 //!
 //! The descriptor convention has the resolver preserve every register but
-//! `x0`, `x30` and the flags. glibc's dynamic-TLS resolver calls C code
-//! (`__tls_get_addr`, `malloc`) after saving the integer and the 128-bit
-//! vector registers, not the rest of the SVE state, so the blocks declare
-//! what a C call clobbers (`clobber_abi("C")`): they are on cold paths.
+//! `x0`, `x30` and the flags, and glibc's resolvers do: the dynamic one
+//! saves the integer and the 128-bit vector registers before it calls C
+//! code (`__tls_get_addr`, `malloc`). So the blocks declare `x0`, `x1`
+//! (which the sequence loads) and `x30` clobbered, as the compiler's own
+//! descriptor calls do; where the crate is built with SVE, whose wider
+//! registers the resolver does not save, every register a C call may
+//! clobber.
 //!
 //! # The static offset
 //!
@@ -93,13 +96,23 @@ fn described_offset() -> isize {
     // SAFETY: the descriptor sequence alone: its resolver returns the
     // slot's offset for the calling thread, allocating the block on a
     // thread's first access in dynamic TLS. The stack is usable (no
-    // `nostack`), and everything a C call may clobber is declared (module
-    // docs); no memory of the program is written.
+    // `nostack`), the flags and every register the call may clobber are
+    // declared (module docs); no memory of the program is written.
     unsafe {
+        #[cfg(not(target_feature = "sve"))]
+        asm!(
+            descriptor_sequence!(),
+            out("x0") offset,
+            out("x1") _,
+            out("x30") _,
+            options(readonly),
+        );
+        #[cfg(target_feature = "sve")]
         asm!(
             descriptor_sequence!(),
             out("x0") offset,
             clobber_abi("C"),
+            options(readonly),
         );
     }
     offset
