@@ -133,8 +133,8 @@ impl Slot {
     /// The slot the fast paths' way: at its static offset (no call), or
     /// through the descriptor (one call) where the slot is in dynamic TLS
     /// (x86-64; on aarch64 that call needs a frame, so `None`); or, where
-    /// the target has no such offset, at no cost. `None` while
-    /// the gate is not known to be open: the fast path is closed.
+    /// the target has no such offset, at no cost. `None` while the gate is
+    /// not known to be open: the fast path is closed.
     #[hot_path]
     pub(crate) fn fast(gate_open: impl FnOnce() -> bool) -> Option<Slot> {
         imp::fast_at(gate_open).map(Slot::new)

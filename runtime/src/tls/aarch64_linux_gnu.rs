@@ -16,7 +16,7 @@
 //!
 //! # The descriptor call
 //!
-//! The stack pointer is always a multiple of 16 here, so the call needs no
+//! aarch64 keeps the stack pointer a multiple of 16, so the call needs no
 //! realignment; but `blr` overwrites the return address in `x30`, which the
 //! function must have saved first: a frame. So no fast path makes it. The
 //! trampolines read the slot at the static offset only ([`fast_at`]), and a
