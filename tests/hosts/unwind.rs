@@ -49,7 +49,7 @@ fn the_out_of_line_descriptor_calls_are_entered_with_no_frame() {
     let library = host::fixture();
     if machine(&library) != X86_64 {
         eprintln!(
-            "SKIPPED: {} is not x86-64 code (see the next test)",
+            "SKIPPED: {} is not x86-64 code (aarch64: the_descriptor_calls_are_made_with_the_return_address_saved)",
             library.display()
         );
         return;
