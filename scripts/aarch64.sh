@@ -5,7 +5,11 @@
 # test binaries that start the hosts and check what they print are the
 # ordinary x86-64 ones; they are pointed at the aarch64 builds with
 # CALLGATE_TEST_HOSTS (small scripts that start each host under
-# qemu-aarch64), CALLGATE_TEST_FIXTURE and CALLGATE_TEST_EMULATOR.
+# qemu-aarch64), CALLGATE_TEST_FIXTURE, CALLGATE_TEST_EMULATOR and
+# CALLGATE_TEST_TARGET (the plugin copies are cross-built too). Also: the
+# runtime's unit tests under qemu-aarch64, and the codegen guard on the
+# release benchmark fixture (tests/codegen), which shares this script's
+# release build of the runtime.
 #
 #   scripts/aarch64.sh          the CI-sized run
 #   scripts/aarch64.sh --full   the large iteration counts (CALLGATE_FULL=1)
@@ -20,8 +24,8 @@
 # keeps memory for every thread that ever ran, so the churn host's RSS check
 # is off. Left out: the fork host (a child that qemu-user forks from a
 # program with running threads can block for good on a lock of qemu's own,
-# in its system-call path), the plugin host (its copies are built by the
-# test with the host's cargo) and the teardown host under valgrind
+# in its system-call path), the plugin hosts' load and unload cycles (they
+# measure the process's memory) and the teardown host under valgrind
 # (valgrind runs x86-64 code only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,9 +39,17 @@ CC_A64=aarch64-linux-gnu-gcc
 CXX_A64=aarch64-linux-gnu-g++
 SYSROOT=/usr/aarch64-linux-gnu
 OUT=target/aarch64
-HOSTS=(abandon bad_input churn depth dlclose init signals teardown)
+HOSTS=(abandon bad_input churn depth dlclose init plugins signals teardown unwind)
 FILTERS=(abandon:: bad_input:: churn:: depth:: dlclose:: init_background::
-    signals:: teardown::)
+    signals:: teardown:: unwind::)
+# In release only, as in the x86-64 matrix: the 100 plugin copies in one
+# process (the first in static TLS, the others in dynamic TLS).
+RELEASE_FILTERS=(plugins::a_hundred_plugins plugins::copies_are_distinct
+    plugins::callgate_thread_locals)
+# The hosts that dlopen the fixture, but for dlclose and unwind, which put it
+# in dynamic TLS themselves: run once more with the fixture in dynamic TLS.
+DYNAMIC_TLS_FILTERS=(abandon:: bad_input:: churn:: depth:: init_background:: signals::
+    teardown::)
 
 step() { printf '\n==> %s\n' "$*"; }
 die() {
@@ -49,12 +61,18 @@ for tool in "$CC_A64" "$CXX_A64" qemu-aarch64; do
     command -v "$tool" >/dev/null || die "$tool not found (see cargo xtask test --list)"
 done
 
-step "the runtime and the fixture for $TARGET, lints as errors"
+step "the runtime and the fixture for $TARGET, lints and doc warnings as errors"
 cargo clippy -p callgate -p callgate-fixture --all-targets --target "$TARGET" --target-dir "$OUT/clippy" --quiet \
     -- -D warnings
+RUSTDOCFLAGS="-D warnings --document-private-items" cargo doc --no-deps -p callgate \
+    --target "$TARGET" --target-dir "$OUT/clippy" --quiet
+
+step "the runtime's unit tests for $TARGET, under qemu-aarch64"
+export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER="$CC_A64"
+CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L $SYSROOT" \
+    cargo test -p callgate --lib --target "$TARGET" --target-dir "$OUT" --quiet
 
 step "the fixture for $TARGET (debug and release)"
-export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER="$CC_A64"
 cargo build -p callgate-fixture --target "$TARGET" --target-dir "$OUT" --quiet
 cargo build -p callgate-fixture --target "$TARGET" --target-dir "$OUT" --release --quiet
 for profile in debug release; do
@@ -79,11 +97,24 @@ done
 "$OUT/hosts/churn" "$PWD/$OUT/$TARGET/debug/libcallgate_fixture.so" burst 4 >/dev/null ||
     die "an aarch64 host does not run under qemu-aarch64"
 
+step "the fast paths' machine code in the release benchmark fixture for $TARGET (tests/codegen)"
+CALLGATE_CODEGEN_TARGETS=$TARGET cargo test -p callgate-dev --test codegen --quiet
+
+export CALLGATE_TEST_EMULATOR=qemu-aarch64 CALLGATE_TEST_HOSTS="$PWD/$OUT/hosts" \
+    CALLGATE_TEST_TARGET=$TARGET
 for profile in debug release; do
     step "the C-host tests against the aarch64 fixture ($profile, under qemu-aarch64)"
-    CALLGATE_TEST_EMULATOR=qemu-aarch64 CALLGATE_TEST_HOSTS="$PWD/$OUT/hosts" \
-        CALLGATE_TEST_FIXTURE="$PWD/$OUT/$TARGET/$profile/libcallgate_fixture.so" \
+    filters=("${FILTERS[@]}")
+    [[ $profile == release ]] && filters+=("${RELEASE_FILTERS[@]}")
+    CALLGATE_TEST_FIXTURE="$PWD/$OUT/$TARGET/$profile/libcallgate_fixture.so" \
         CALLGATE_FIXTURE_PROFILE=$profile \
-        cargo test -p callgate-dev --test hosts -- "${FILTERS[@]}" \
+        cargo test -p callgate-dev --test hosts -- "${filters[@]}" \
         --skip destructor_calls_leak_nothing_under_memcheck
 done
+
+step "the C-host tests against the aarch64 fixture in dynamic TLS (release, under qemu-aarch64)"
+CALLGATE_TEST_DYNAMIC_TLS=1 \
+    CALLGATE_TEST_FIXTURE="$PWD/$OUT/$TARGET/release/libcallgate_fixture.so" \
+    CALLGATE_FIXTURE_PROFILE=release \
+    cargo test -p callgate-dev --test hosts -- "${DYNAMIC_TLS_FILTERS[@]}" \
+    --skip destructor_calls_leak_nothing_under_memcheck

@@ -7,10 +7,12 @@
 //! as a fast path reached it; [`FastGate`] is the word that stands for the
 //! init gate where the fast path's reach folds the gate in.
 //!
-//! On x86-64 glibc Linux the slot is a TLS symbol read through a TLS
-//! descriptor, or at its static offset once known; on x86-64 mingw-w64
-//! (whose `thread_local!` is a call) a `TlsAlloc` slot read from the TEB;
-//! elsewhere, or with `--cfg callgate_portable_tls`, a `thread_local!`.
+//! On glibc Linux the slot is a TLS symbol read through a TLS descriptor,
+//! or at its static offset from the thread pointer once known (x86-64;
+//! aarch64, where a slot in dynamic TLS is reached out of line); on x86-64
+//! mingw-w64 (whose `thread_local!` is a call) a `TlsAlloc` slot read from
+//! the TEB; elsewhere, or with `--cfg callgate_portable_tls`, a
+//! `thread_local!`.
 
 use core::marker::PhantomData;
 
@@ -34,9 +36,20 @@ mod imp;
 #[path = "tls/x86_64_windows_gnu.rs"]
 mod imp;
 
+#[cfg(all(
+    target_arch = "aarch64",
+    target_os = "linux",
+    target_env = "gnu",
+    not(callgate_portable_tls)
+))]
+#[path = "tls/aarch64_linux_gnu.rs"]
+mod imp;
+
 #[cfg(not(all(
-    target_arch = "x86_64",
-    any(target_os = "linux", windows),
+    any(
+        all(target_arch = "x86_64", any(target_os = "linux", windows)),
+        all(target_arch = "aarch64", target_os = "linux"),
+    ),
     target_env = "gnu",
     not(callgate_portable_tls)
 )))]
@@ -45,7 +58,7 @@ mod imp;
 
 /// [`Slot`] and [`FastGate`] where there is no static offset to keep.
 #[cfg(not(all(
-    target_arch = "x86_64",
+    any(target_arch = "x86_64", target_arch = "aarch64"),
     target_os = "linux",
     target_env = "gnu",
     not(callgate_portable_tls)
@@ -96,7 +109,8 @@ pub(crate) struct Slot {
 
 impl Slot {
     /// The slot the fast paths' way: at its static offset, or through the
-    /// descriptor in dynamic TLS. `None` while the fast path is closed.
+    /// descriptor in dynamic TLS (x86-64; on aarch64 that call needs a
+    /// frame, so `None`). `None` while the fast path is closed.
     #[hot_path]
     pub(crate) fn fast(gate_open: impl FnOnce() -> bool) -> Option<Slot> {
         imp::fast_at(gate_open).map(Slot::new)
@@ -152,9 +166,9 @@ impl Slot {
     }
 }
 
-/// The init gate's fast-path word, open only while the gate is: on x86-64
-/// glibc the slot's recorded static offset (or a word for dynamic TLS);
-/// elsewhere none. `init::open_fast_path` orders the checks.
+/// The init gate's fast-path word, open only while the gate is: on glibc
+/// Linux (x86-64, aarch64) the slot's recorded static offset (or a word for
+/// dynamic TLS); elsewhere none. `init::open_fast_path` orders the checks.
 pub(crate) struct FastGate;
 
 impl FastGate {

@@ -11,18 +11,22 @@ const PACKAGE: &str = "callgate-bench-fixture";
 const FILE: &str = "libcallgate_bench_fixture.so";
 
 /// Why the guard cannot read `target`'s code on this machine, if it
-/// cannot: its objdump is missing.
+/// cannot: its objdump, or its cross linker, is missing.
 pub fn missing(target: &Target) -> Option<String> {
-    Command::new(target.objdump)
-        .arg("--version")
-        .output()
-        .is_err()
-        .then(|| format!("needs {} (binutils for {})", target.objdump, target.triple))
+    let absent = |tool: &str| Command::new(tool).arg("--version").output().is_err();
+    if absent(target.objdump) {
+        return Some(format!(
+            "needs {} (binutils for {})",
+            target.objdump, target.triple
+        ));
+    }
+    let linker = target.linker.filter(|linker| absent(linker))?;
+    Some(format!("needs {linker} (to link for {})", target.triple))
 }
 
 /// The fixture built in release for `target`, with `rustflags` (the
 /// regression's) in `target_dir` under the workspace's target directory,
-/// or with none in the workspace's target directory itself. Flags and
+/// or with none in the target's own ([`Target::target_dir`]). Flags and
 /// settings from the environment are left out: the guard reads the build
 /// the workspace declares.
 pub fn build(target: &Target, rustflags: Option<(&str, &str)>) -> PathBuf {
@@ -44,6 +48,12 @@ pub fn build(target: &Target, rustflags: Option<(&str, &str)>) -> PathBuf {
     if let Some((flags, subdirectory)) = rustflags {
         cargo.env("RUSTFLAGS", flags);
         dir = dir.join(subdirectory);
+    } else {
+        dir = dir.join(target.target_dir);
+    }
+    if let Some(linker) = target.linker {
+        let triple = target.triple.to_uppercase().replace('-', "_");
+        cargo.env(format!("CARGO_TARGET_{triple}_LINKER"), linker);
     }
     cargo.arg("--target-dir").arg(&dir);
     // The host's target has no directory of its own, as in the matrix's
@@ -72,7 +82,7 @@ fn workspace_target_dir() -> PathBuf {
 }
 
 /// The compiler's host target.
-fn host() -> String {
+pub fn host() -> String {
     let output = Command::new("rustc")
         .arg("-vV")
         .current_dir(env!("CARGO_MANIFEST_DIR"))

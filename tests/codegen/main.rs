@@ -29,7 +29,8 @@
 //!   the table says why the other two have one);
 //! - no call, and no jump out of the function;
 //! - one access relative to the thread pointer, the slot's load at its
-//!   static offset (`tls/x86_64_linux_gnu/static_offset.rs`, `static_at`);
+//!   static offset (`tls/x86_64_linux_gnu/static_offset.rs`, `static_at`;
+//!   on aarch64 one read of the thread pointer, then the load);
 //! - within the table's number of 64-byte lines (one for an `int (int)`
 //!   callback: `boundary::straight::align_to_fetch_line`);
 //! - through the slot's value, only the context's first 64 bytes (the
@@ -44,122 +45,277 @@
 //! page (`boundary::slow::bind_first`).
 //!
 //! A build with `--cfg callgate_portable_tls` reads the slot through
-//! `thread_local!`, a call to `__tls_get_addr`: the guard must reject it,
-//! and a test checks that it does. The guard reads the build of the
-//! pinned toolchain; another compiler may lay the code out otherwise.
+//! `thread_local!`, a call (`__tls_get_addr` on x86-64, the TLS descriptor
+//! on aarch64): the guard must reject it, and a test checks that it does.
+//! The guard reads the build of the pinned toolchain; another compiler may
+//! lay the code out otherwise.
 //!
-//! # Another target
+//! # The targets
 //!
-//! An entry of [`TARGETS`]: its triple, its objdump, how that objdump
+//! An entry of [`TARGETS`] each: its triple, its objdump, how that objdump
 //! writes a return, a jump, a branch, a call, a frame's set-up and an
-//! access relative to the thread pointer (aarch64: `ret`, `b`, `b.ne` and
-//! `cbz`, `bl` and `blr`, `stp x29, x30, [sp, #-{n}]!`, `mrs {r},
-//! tpidr_el0`), and its trampolines' bounds. It is built with `--target`
-//! and read with its objdump (`aarch64-linux-gnu-objdump`). (On aarch64
-//! the runtime reads its slot through `thread_local!` today, with a call:
-//! the rules above hold there only once it reads it as on x86-64.)
+//! access relative to the thread pointer, and its trampolines' bounds. The
+//! guard reads the host's entry; `CALLGATE_CODEGEN_TARGETS` names others,
+//! built with `--target` (and the entry's linker) and read with their
+//! objdump: the aarch64 row (`scripts/aarch64.sh`) reads
+//! `aarch64-unknown-linux-gnu` with `aarch64-linux-gnu-objdump`, in its
+//! own target directory, whose runtime build it shares.
 
 mod disassembly;
 mod fixture;
 mod rules;
 mod target;
 
+use std::path::Path;
+
 use disassembly::Listing;
 use rules::{Report, Rule};
 use target::{Bytes, Regression, Target, Trampoline};
 
 /// The targets the guard reads, with every trampoline's bounds.
-static TARGETS: &[Target] = &[Target {
-    triple: "x86_64-unknown-linux-gnu",
-    objdump: "objdump",
-    objdump_args: &["-M", "intel"],
-    comment: "#",
-    prefixes: &[
-        "data16", "rex.W", "cs", "ds", "lock", "rep", "repz", "repnz", "bnd", "notrack",
-    ],
-    ret: &["ret", "ret *"],
-    jump: &["jmp *"],
-    branch: &["j* *", "loop* *"],
-    call: &["call *"],
-    frame: &[
-        ("push *", Bytes::Fixed(8)),
-        ("sub rsp,{n}", Bytes::Immediate),
-        ("lea rsp,[rsp-{n}]", Bytes::Immediate),
-    ],
-    thread_pointer: ("fs:", "*fs:*"),
-    slot_load: "mov {r},QWORD PTR fs:[*]",
-    memory: &[
-        ("*PTR [{r}]*", 1),
-        ("*PTR [{r}+{n}]*", 1),
-        ("*PTR [{r}-{n}]*", -1),
-    ],
-    operand_sizes: &[
-        ("ZMMWORD PTR", 64),
-        ("YMMWORD PTR", 32),
-        ("XMMWORD PTR", 16),
-        ("QWORD PTR", 8),
-        ("DWORD PTR", 4),
-        ("WORD PTR", 2),
-        ("BYTE PTR", 1),
-    ],
-    operand_size: 8,
-    reads_only: &["cmp", "test", "bt", "push"],
-    read_modify_write: &[
-        "inc", "dec", "add", "sub", "adc", "sbb", "and", "or", "xor", "not", "neg", "shl", "shr",
-        "sar", "rol", "ror", "bts", "btr", "btc", "xadd", "cmpxchg", "xchg",
-    ],
-    locked: &["lock *", "xchg *PTR *"],
-    register: x86_64_register,
-    fetch_line: 64,
-    cache_line: 64,
-    trampoline_alignment: Some(64),
-    bind_first_alignment: Some(1024),
-    page: 4096,
-    trampolines: &[
-        Trampoline {
-            symbol: "bench_bound",
-            cold: "callgate::boundary::slow::call_cold",
-            instructions: 13,
-            frame_bytes: 0,
-            lines: 1,
-            why: "the offset's load, test and branch; the slot's load; `serves` and `is_idle`, \
+static TARGETS: &[Target] = &[
+    Target {
+        triple: "x86_64-unknown-linux-gnu",
+        objdump: "objdump",
+        objdump_args: &["-M", "intel"],
+        linker: None,
+        target_dir: "",
+        comment: "#",
+        prefixes: &[
+            "data16", "rex.W", "cs", "ds", "lock", "rep", "repz", "repnz", "bnd", "notrack",
+        ],
+        ret: &["ret", "ret *"],
+        jump: &["jmp *"],
+        branch: &["j* *", "loop* *"],
+        call: &["call *"],
+        frame: &[
+            ("push *", Bytes::Fixed(8)),
+            ("sub rsp,{n}", Bytes::Immediate),
+            ("lea rsp,[rsp-{n}]", Bytes::Immediate),
+        ],
+        thread_pointer: ("fs:", "*fs:*"),
+        slot_load: "mov {r},QWORD PTR fs:[*]",
+        memory: &[
+            ("*PTR [{r}]*", 1),
+            ("*PTR [{r}+{n}]*", 1),
+            ("*PTR [{r}-{n}]*", -1),
+        ],
+        operand_sizes: &[
+            ("ZMMWORD PTR", 64),
+            ("YMMWORD PTR", 32),
+            ("XMMWORD PTR", 16),
+            ("QWORD PTR", 8),
+            ("DWORD PTR", 4),
+            ("WORD PTR", 2),
+            ("BYTE PTR", 1),
+        ],
+        operand_size: 8,
+        reads_only: &["cmp", "test", "bt", "push"],
+        read_modify_write: &[
+            "inc", "dec", "add", "sub", "adc", "sbb", "and", "or", "xor", "not", "neg", "shl",
+            "shr", "sar", "rol", "ror", "bts", "btr", "btc", "xadd", "cmpxchg", "xchg",
+        ],
+        locked: &["lock *", "xchg *PTR *"],
+        register: x86_64_register,
+        fetch_line: 64,
+        cache_line: 64,
+        trampoline_alignment: Some(64),
+        bind_first_alignment: Some(1024),
+        page: 4096,
+        trampolines: &[
+            Trampoline {
+                symbol: "bench_bound",
+                cold: "callgate::boundary::slow::call_cold",
+                instructions: 13,
+                frame_bytes: 0,
+                lines: 1,
+                why: "the offset's load, test and branch; the slot's load; `serves` and `is_idle`, \
                   a compare and a branch each; the 16-byte store that leaves; `x + 1`; ret",
-        },
-        Trampoline {
-            symbol: "bench_local",
-            cold: "callgate::boundary::slow::call_local_cold",
-            instructions: 18,
-            frame_bytes: 0,
-            lines: 1,
-            why: "bound's, and the key's load, its compare with the remembered one and branch, \
+            },
+            Trampoline {
+                symbol: "bench_local",
+                cold: "callgate::boundary::slow::call_local_cold",
+                instructions: 18,
+                frame_bytes: 0,
+                lines: 1,
+                why: "bound's, and the key's load, its compare with the remembered one and branch, \
                   the value's load, the body's increment of it",
-        },
-        Trampoline {
-            symbol: "bench_per_call",
-            cold: "callgate::boundary::slow::call_cold",
-            instructions: 17,
-            frame_bytes: 24,
-            lines: 1,
-            why: "bound's, and a frame (push, sub; add, pop): its per-call path needs one (the \
+            },
+            Trampoline {
+                symbol: "bench_per_call",
+                cold: "callgate::boundary::slow::call_cold",
+                instructions: 17,
+                frame_bytes: 24,
+                lines: 1,
+                why: "bound's, and a frame (push, sub; add, pop): its per-call path needs one (the \
                   anchor, `release`'s call), and the compiler sets it up at the entry",
-        },
-        Trampoline {
-            symbol: "bench_user_data",
-            cold: "callgate::boundary::slow::call_cold",
-            instructions: 32,
-            frame_bytes: 56,
-            lines: 2,
-            why: "the body reads through C's pointer, so the call's records stay: a frame for \
+            },
+            Trampoline {
+                symbol: "bench_user_data",
+                cold: "callgate::boundary::slow::call_cold",
+                instructions: 32,
+                frame_bytes: 56,
+                lines: 2,
+                why: "the body reads through C's pointer, so the call's records stay: a frame for \
                   the anchor, the token and the anchor's address stored; the pointer's checks",
+            },
+        ],
+        regression: Regression {
+            what: "the portable slot (`thread_local!`, read through `__tls_get_addr`)",
+            rustflags: "--cfg callgate_portable_tls",
+            target_dir: "portable-tls",
+            breaks: &[Rule::Call, Rule::ThreadPointer],
         },
-    ],
-    regression: Regression {
-        what: "the portable slot (`thread_local!`, read through `__tls_get_addr`)",
-        rustflags: "--cfg callgate_portable_tls",
-        target_dir: "portable-tls",
-        breaks: &[Rule::Call, Rule::ThreadPointer],
     },
-}];
+    Target {
+        triple: "aarch64-unknown-linux-gnu",
+        objdump: "aarch64-linux-gnu-objdump",
+        objdump_args: &[],
+        linker: Some("aarch64-linux-gnu-gcc"),
+        target_dir: "aarch64",
+        comment: "//",
+        prefixes: &[],
+        ret: &["ret", "ret *", "retaa", "retab"],
+        jump: &["b *", "br *", "braa *", "brab *", "braaz *", "brabz *"],
+        branch: &["b.* *", "cbz *", "cbnz *", "tbz *", "tbnz *"],
+        call: &[
+            "bl *", "blr *", "blraa *", "blrab *", "blraaz *", "blrabz *",
+        ],
+        frame: &[
+            ("sub sp, sp, #{n}", Bytes::Immediate),
+            ("stp *, [sp, #-{n}]!", Bytes::Immediate),
+            ("str *, [sp, #-{n}]!", Bytes::Immediate),
+        ],
+        thread_pointer: ("tpidr_el0", "mrs {r}, tpidr_el0"),
+        slot_load: "ldr {r}, [{r}, {r}]",
+        memory: &[("*[{r}]*", 1), ("*[{r}, #{n}]*", 1)],
+        operand_sizes: &[
+            ("stp q", 32),
+            ("ldp q", 32),
+            ("stp x", 16),
+            ("ldp x", 16),
+            ("stp d", 16),
+            ("ldp d", 16),
+            ("ldr q", 16),
+            ("str q", 16),
+            ("ldur q", 16),
+            ("stur q", 16),
+            ("stp w", 8),
+            ("ldp w", 8),
+            ("ldrsw", 4),
+            ("ldr w", 4),
+            ("str w", 4),
+            ("ldur w", 4),
+            ("stur w", 4),
+            ("ldar w", 4),
+            ("stlr w", 4),
+            ("ldr s", 4),
+            ("str s", 4),
+            ("ldrh", 2),
+            ("strh", 2),
+            ("ldurh", 2),
+            ("sturh", 2),
+            ("ldrsh", 2),
+            ("ldrb", 1),
+            ("strb", 1),
+            ("ldurb", 1),
+            ("sturb", 1),
+            ("ldrsb", 1),
+        ],
+        operand_size: 8,
+        reads_only: &[
+            "cmp", "cmn", "tst", "ccmp", "ccmn", "str", "stp", "strb", "strh", "stur", "sturb",
+            "sturh", "stlr", "stnp", "cbz", "cbnz", "tbz", "tbnz", "prfm",
+        ],
+        // No instruction of the base set reads, modifies and writes
+        // memory: a count is a load, an add and a store, which only the
+        // instruction bound catches.
+        read_modify_write: &[],
+        locked: &[
+            "ldxr* *",
+            "ldaxr* *",
+            "ldxp *",
+            "ldaxp *",
+            "stxr* *",
+            "stlxr* *",
+            "stxp *",
+            "stlxp *",
+            "cas* *",
+            "swp* *",
+            "ldadd* *",
+            "ldclr* *",
+            "ldeor* *",
+            "ldset* *",
+            "ldsmax* *",
+            "ldsmin* *",
+            "ldumax* *",
+            "ldumin* *",
+            "stadd* *",
+            "stclr* *",
+            "steor* *",
+            "stset* *",
+            "stsmax* *",
+            "stsmin* *",
+            "stumax* *",
+            "stumin* *",
+        ],
+        register: aarch64_register,
+        fetch_line: 64,
+        cache_line: 64,
+        trampoline_alignment: Some(64),
+        bind_first_alignment: Some(1024),
+        page: 4096,
+        trampolines: &[
+            Trampoline {
+                symbol: "bench_bound",
+                cold: "callgate::boundary::slow::call_cold",
+                instructions: 14,
+                frame_bytes: 0,
+                lines: 1,
+                why: "the offset's address (adrp, add), its acquire load and branch (ldar, cbz); the thread \
+                      pointer and the slot's load (mrs, ldr); `serves` and `is_idle`, a compare \
+                      and a branch each; the 16-byte store that leaves; `x + 1`, and `x` moved \
+                      out of the cold call's way; ret",
+            },
+            Trampoline {
+                symbol: "bench_local",
+                cold: "callgate::boundary::slow::call_local_cold",
+                instructions: 23,
+                frame_bytes: 0,
+                lines: 2,
+                why: "bound's, and the key's load through the GOT (adrp, ldr), the remembered key's load, \
+                      compare and branch, the value's address and load, the body's increment (ldr, \
+                      add, str): 92 bytes of 4-byte instructions, two lines",
+            },
+            Trampoline {
+                symbol: "bench_per_call",
+                cold: "callgate::boundary::slow::call_cold",
+                instructions: 14,
+                frame_bytes: 0,
+                lines: 1,
+                why: "bound's; its per-call path needs a frame (the anchor, `release`'s call), which \
+                      the compiler sets up on that path only",
+            },
+            Trampoline {
+                symbol: "bench_user_data",
+                cold: "callgate::boundary::slow::call_cold",
+                instructions: 33,
+                frame_bytes: 80,
+                lines: 3,
+                why: "as on x86-64, the body reads through C's pointer, so the call's records stay: a \
+                      frame for the anchor and the registers kept across the cold call (sub, stp, \
+                      str, stp, add, and their undoing), the token and the anchor's address \
+                      stored; the pointer's checks",
+            },
+        ],
+        regression: Regression {
+            what: "the portable slot (`thread_local!`, read through the TLS descriptor)",
+            rustflags: "--cfg callgate_portable_tls",
+            target_dir: "aarch64/portable-tls",
+            breaks: &[Rule::Call, Rule::Instructions],
+        },
+    },
+];
 
 /// The 64-bit register `name` is part of.
 fn x86_64_register(name: &str) -> Option<&'static str> {
@@ -187,6 +343,50 @@ fn x86_64_register(name: &str) -> Option<&'static str> {
         .map(|names| names[0])
 }
 
+/// The 64-bit register `name` (`x0`, `w0`) is part of; the stack pointer.
+fn aarch64_register(name: &str) -> Option<&'static str> {
+    const REGISTERS: [&str; 31] = [
+        "x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10", "x11", "x12", "x13",
+        "x14", "x15", "x16", "x17", "x18", "x19", "x20", "x21", "x22", "x23", "x24", "x25", "x26",
+        "x27", "x28", "x29", "x30",
+    ];
+    if name == "sp" || name == "wsp" {
+        return Some("sp");
+    }
+    let number = name.strip_prefix(['x', 'w'])?;
+    if number.starts_with('0') && number.len() > 1 {
+        return None;
+    }
+    REGISTERS.get(number.parse::<usize>().ok()?).copied()
+}
+
+/// The targets the guard reads: those `CALLGATE_CODEGEN_TARGETS` names
+/// (triples, separated by spaces or commas; the aarch64 row names its
+/// own), else the compiler's host's (x86-64 Linux's where the table has
+/// none for the host).
+fn selected() -> Vec<&'static Target> {
+    if let Some(names) = std::env::var_os("CALLGATE_CODEGEN_TARGETS") {
+        let names = names.to_string_lossy().into_owned();
+        return names
+            .split([' ', ','])
+            .filter(|name| !name.is_empty())
+            .map(|name| {
+                TARGETS
+                    .iter()
+                    .find(|target| target.triple == name)
+                    .unwrap_or_else(|| panic!("the codegen guard has no entry for {name}"))
+            })
+            .collect();
+    }
+    let host = fixture::host();
+    vec![
+        TARGETS
+            .iter()
+            .find(|target| target.triple == host)
+            .unwrap_or(&TARGETS[0]),
+    ]
+}
+
 /// The fixture's release build for `target` (with the regression's flags,
 /// if given), checked; `None`, saying `SKIPPED`, where this machine lacks
 /// the target's objdump (a failure under CI).
@@ -210,7 +410,7 @@ fn guard(target: &'static Target, regression: Option<&Regression>) -> Option<Rep
 /// The release build keeps every rule.
 #[test]
 fn the_fast_paths_keep_their_rules() {
-    for target in TARGETS {
+    for target in selected() {
         let Some(report) = guard(target, None) else {
             continue;
         };
@@ -224,7 +424,7 @@ fn the_fast_paths_keep_their_rules() {
 /// read the slot so.
 #[test]
 fn a_regressed_build_breaks_them() {
-    for target in TARGETS {
+    for target in selected() {
         let regression = &target.regression;
         let Some(report) = guard(target, Some(regression)) else {
             continue;
@@ -309,4 +509,82 @@ fn a_listing_that_breaks_the_other_rules_is_reported() {
         .filter(|violation| violation.rule == Rule::ReadModifyWrite)
         .count();
     assert_eq!(read_modify_writes, 2, "{report}");
+}
+
+/// aarch64's syntax, as `aarch64-linux-gnu-objdump` writes it: a made-up
+/// `bench_bound` in the shape of the real one keeps every rule it can
+/// keep alone; one with a frame, a call, an atomic add and a context
+/// access past the first line breaks those rules.
+#[test]
+fn an_aarch64_listing_is_read_as_objdump_writes_it() {
+    let target = TARGETS
+        .iter()
+        .find(|target| target.triple == "aarch64-unknown-linux-gnu")
+        .expect("an aarch64 entry");
+    let dump = |body: &str| {
+        format!(
+            "SYMBOL TABLE:\n\
+             0000000000001000 g     F .text\t0000000000000050 bench_bound\n\
+             \n\
+             0000000000001000 <bench_bound>:\n{body}"
+        )
+    };
+    let lean = dump(
+        "    1000:\tadrp\tx8, 70000 <__dso_handle>\n\
+         \x20   1004:\tadd\tx8, x8, #0xc00\n\
+         \x20   1008:\tldar\tx8, [x8]\n\
+         \x20   100c:\tcbz\tx8, 1034 <bench_bound+0x34>\n\
+         \x20   1010:\tmrs\tx9, tpidr_el0\n\
+         \x20   1014:\tldr\tx8, [x9, x8]\n\
+         \x20   1018:\tcmp\tx8, #0x2\n\
+         \x20   101c:\tb.cc\t1034 <bench_bound+0x34>  // b.lo, b.ul, b.last\n\
+         \x20   1020:\tldr\tx9, [x8]\n\
+         \x20   1024:\tcbnz\tx9, 1034 <bench_bound+0x34>\n\
+         \x20   1028:\tadd\tw0, w0, #0x1\n\
+         \x20   102c:\tstp\txzr, xzr, [x8]\n\
+         \x20   1030:\tret\n\
+         \x20   1034:\tstp\tx29, x30, [sp, #-16]!\n\
+         \x20   1038:\tbl\t4000 <callgate::boundary::slow::call_cold>\n\
+         \x20   103c:\tldp\tx29, x30, [sp], #16\n\
+         \x20   1040:\tret\n",
+    );
+    let report = rules::check(target, Path::new("made-up"), &Listing::parse(target, &lean));
+    let kept = report
+        .violations
+        .iter()
+        .all(|violation| violation.subject != "bench_bound");
+    assert!(kept, "{report}");
+    assert!(report.to_string().contains("13 / 14"), "{report}");
+    assert!(report.to_string().contains("0..16"), "{report}");
+
+    let heavy = dump(
+        "    1000:\tstp\tx29, x30, [sp, #-32]!\n\
+         \x20   1004:\tadrp\tx0, 6f000 <x>\n\
+         \x20   1008:\tldr\tx1, [x0, #3784]\n\
+         \x20   100c:\tadd\tx0, x0, #0xec8\n\
+         \x20   1010:\tblr\tx1\n\
+         \x20   1014:\tmrs\tx8, tpidr_el0\n\
+         \x20   1018:\tldr\tx8, [x8, x0]\n\
+         \x20   101c:\tldr\tx9, [x8, #64]\n\
+         \x20   1020:\tldaddal\tx9, x10, [x8]\n\
+         \x20   1024:\tldp\tx29, x30, [sp], #32\n\
+         \x20   1028:\tret\n\
+         \x20   102c:\tbl\t4000 <callgate::boundary::slow::call_cold>\n",
+    );
+    let report = rules::check(
+        target,
+        Path::new("made-up"),
+        &Listing::parse(target, &heavy),
+    );
+    for rule in [
+        Rule::Frame,
+        Rule::Call,
+        Rule::ContextLine,
+        Rule::ReadModifyWrite,
+    ] {
+        assert!(report.broke("bench_bound", rule), "{rule:?}\n{report}");
+    }
+    for rule in [Rule::ThreadPointer, Rule::Lines, Rule::ColdCallOnce] {
+        assert!(!report.broke("bench_bound", rule), "{rule:?}\n{report}");
+    }
 }

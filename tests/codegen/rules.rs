@@ -36,7 +36,10 @@ impl Rule {
             Rule::Instructions => "at most the table's instructions on the straight line",
             Rule::Frame => "no frame on the straight line (beyond the table's)",
             Rule::Call => "no call on the straight line",
-            Rule::ThreadPointer => "one access relative to the thread pointer: the slot's load",
+            Rule::ThreadPointer => {
+                "one access relative to the thread pointer (on aarch64, one read of it): the \
+                 slot's load"
+            }
             Rule::Lines => "the straight line within the table's 64-byte lines",
             Rule::ContextLine => "the straight line touches the context's first line only",
             Rule::ReadModifyWrite => {
@@ -73,7 +76,8 @@ impl Rule {
             }
             Rule::ThreadPointer => {
                 "the fast path reads the slot with one load at its static offset (`static_at` in \
-                 tls/x86_64_linux_gnu/static_offset.rs) and touches no other thread-local."
+                 tls/x86_64_linux_gnu/static_offset.rs, tls/aarch64_linux_gnu/static_offset.rs) and touches \
+                 no other thread-local."
             }
             Rule::Lines => {
                 "the straight line outgrew its instruction-fetch line: shorten it, or check that \
@@ -315,7 +319,7 @@ fn measure(
         .filter(|instruction| target::matches(pattern, &instruction.body).is_some())
         .collect();
     let slot_load = match thread_pointer.as_slice() {
-        [one] => target::matches(target.slot_load, &one.body).map(|captures| (one, captures[0])),
+        [one] => slot_load(target, line, one),
         _ => None,
     };
     if slot_load.is_none() {
@@ -412,6 +416,29 @@ fn measure(
         aligned,
         cold_calls,
     }
+}
+
+/// The slot's load, given the straight line's one `access` relative to
+/// the thread pointer: `access` itself (x86's `fs:`), or the first load
+/// after it based on the register it read the thread pointer into
+/// (aarch64's `mrs`). With the register the load puts the context's
+/// address in.
+fn slot_load<'a>(
+    target: &Target,
+    line: &[&'a Instruction],
+    access: &'a Instruction,
+) -> Option<(&'a Instruction, &'a str)> {
+    if let Some(captures) = target::matches(target.slot_load, &access.body) {
+        return Some((access, captures[0]));
+    }
+    let pointer = *target::matches(target.thread_pointer.1, &access.body)?.first()?;
+    line.iter()
+        .skip_while(|i| i.address != access.address)
+        .skip(1)
+        .find_map(|instruction| {
+            let captures = target::matches(target.slot_load, &instruction.body)?;
+            (captures.get(1) == Some(&pointer)).then_some((*instruction, captures[0]))
+        })
 }
 
 /// The context bytes the straight line reads or writes after `load` put

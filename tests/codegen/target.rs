@@ -14,6 +14,11 @@ pub struct Target {
     /// `-d -t -C --no-show-raw-insn` (the syntax).
     pub objdump: &'static str,
     pub objdump_args: &'static [&'static str],
+    /// The linker cargo needs for a cross build, if it does.
+    pub linker: Option<&'static str>,
+    /// The fixture's target directory under the workspace's: that of the
+    /// matrix's row that builds for this target (empty: the workspace's).
+    pub target_dir: &'static str,
     /// Where objdump's comment on an instruction starts.
     pub comment: &'static str,
     /// Words objdump prints before a mnemonic (x86's `data16`, `rex.W`).
@@ -27,10 +32,13 @@ pub struct Target {
     /// The instructions that set up a frame, and the bytes each reserves.
     pub frame: &'static [(&'static str, Bytes)],
     /// How the table names an access relative to the thread pointer, and
-    /// the pattern of one.
+    /// the pattern of one (where it is a read of the thread pointer into a
+    /// register, aarch64's `mrs`, the pattern's `{r}` is that register).
     pub thread_pointer: (&'static str, &'static str),
-    /// The fast path's load of the slot; `{r}` is the register it loads the
-    /// slot's value (the context's address) into.
+    /// The fast path's load of the slot; its first `{r}` is the register it
+    /// loads the slot's value (the context's address) into. Either the
+    /// thread-pointer access itself (x86's `fs:`), or a later load whose
+    /// second `{r}`, its base, holds the thread pointer read (aarch64).
     pub slot_load: &'static str,
     /// Memory operands based on a register `{r}` at a displacement `{n}`,
     /// each with the displacement's sign.
@@ -88,7 +96,8 @@ pub struct Regression {
     pub what: &'static str,
     pub rustflags: &'static str,
     /// Its target directory, under the workspace's: that of the matrix's
-    /// row that builds the same way, whose dependencies it shares.
+    /// row that builds the same way, whose dependencies it shares (or one
+    /// of its own).
     pub target_dir: &'static str,
     pub breaks: &'static [crate::rules::Rule],
 }

@@ -60,6 +60,15 @@ pub fn emulated() -> bool {
     std::env::var_os("CALLGATE_TEST_EMULATOR").is_some_and(|emulator| !emulator.is_empty())
 }
 
+/// The Rust target the fixture was built for, where it is not the host's:
+/// `CALLGATE_TEST_TARGET`, which `scripts/aarch64.sh` sets. Libraries a
+/// test builds itself (the plugin copies) are built for it too.
+pub fn cross_target() -> Option<String> {
+    std::env::var("CALLGATE_TEST_TARGET")
+        .ok()
+        .filter(|target| !target.is_empty())
+}
+
 /// True when the fixture is an optimised build.
 pub fn fixture_is_release() -> bool {
     fixture_profile() == "release"

@@ -9,10 +9,11 @@ use std::time::Duration;
 /// The fixture in dynamic TLS, `plain` called in a loop under an
 /// `ITIMER_PROF` storm whose handler takes a backtrace (glibc's, through the
 /// unwind tables): every sample taken inside the dynamic linker's resolver
-/// ends in the frames below the loop. The trampolines call the resolver
-/// from instructions of their own that move the stack pointer; without
-/// their unwind rows every such walk goes astray (checked against a build
-/// without them: 60 of 60 samples in the resolver broken).
+/// ends in the frames below the loop. On x86-64 the trampolines call the
+/// resolver from instructions of their own that move the stack pointer;
+/// without their unwind rows every such walk goes astray (checked against
+/// a build without them: 60 of 60 samples in the resolver broken). On
+/// aarch64 the call is made out of line, from `call_cold`.
 #[test]
 fn a_backtrace_from_inside_the_tls_resolver_reaches_the_caller() {
     let mut command = host::host("unwind");
@@ -46,6 +47,13 @@ fn a_backtrace_from_inside_the_tls_resolver_reaches_the_caller() {
 #[test]
 fn the_out_of_line_descriptor_calls_are_entered_with_no_frame() {
     let library = host::fixture();
+    if machine(&library) != X86_64 {
+        eprintln!(
+            "SKIPPED: {} is not x86-64 code (aarch64: the_descriptor_calls_are_made_with_the_return_address_saved)",
+            library.display()
+        );
+        return;
+    }
     let code = tool_output("objdump", &["-d", "--no-show-raw-insn"], &library);
     let instructions = instructions(&code);
     if !code.contains("<__callgate_slot_probe>:") {
@@ -124,6 +132,70 @@ fn the_out_of_line_descriptor_calls_are_entered_with_no_frame() {
     eprintln!("{checked} descriptor calls, {taken} of them reaching the out-of-line call");
 }
 
+/// On aarch64 every descriptor call (`blr x1` after the descriptor's
+/// `ldr x1, [x0, …]` and `add x0, x0, …`) is made where the function's
+/// unwind rows hold the return address saved in its frame: the compiler
+/// saved `x30`, which the call overwrites, so an unwinder that stops in
+/// the resolver walks out through the caller's frame. And no trampoline
+/// makes one (`tests/codegen`).
+#[test]
+fn the_descriptor_calls_are_made_with_the_return_address_saved() {
+    let library = host::fixture();
+    if machine(&library) != AARCH64 {
+        eprintln!("SKIPPED: {} is not aarch64 code", library.display());
+        return;
+    }
+    let code = tool_output(
+        "aarch64-linux-gnu-objdump",
+        &["-d", "--no-show-raw-insn"],
+        &library,
+    );
+    let instructions = instructions(&code);
+    let tables = UnwindTables::parse(&tool_output(
+        "readelf",
+        &["--debug-dump=frames-interp"],
+        &library,
+    ));
+    let mut checked = 0;
+    for (index, (call, text)) in instructions.iter().enumerate() {
+        if text != "blr x1" {
+            continue;
+        }
+        // The probe puts one instruction between the `add` and the call.
+        let before = &instructions[index.saturating_sub(4)..index];
+        let descriptor = before
+            .iter()
+            .any(|(_, text)| text.starts_with("ldr x1, [x0, #"))
+            && before
+                .iter()
+                .any(|(_, text)| text.starts_with("add x0, x0, #"));
+        if !descriptor {
+            continue;
+        }
+        checked += 1;
+        let saved = tables.rule(*call, "ra");
+        assert!(
+            saved.as_deref().is_some_and(|rule| rule.starts_with("c-")),
+            "the descriptor call at {call:#x}: the return address is {saved:?}, not saved in a frame"
+        );
+    }
+    assert!(
+        checked > 0,
+        "no descriptor call found in {}",
+        library.display()
+    );
+    eprintln!("{checked} descriptor calls, each with the return address saved");
+}
+
+/// The ELF machine of `library` (`e_machine`).
+fn machine(library: &std::path::Path) -> u16 {
+    let header = std::fs::read(library).expect("read the fixture");
+    u16::from_le_bytes([header[18], header[19]])
+}
+
+const X86_64: u16 = 62;
+const AARCH64: u16 = 183;
+
 /// What `tool` prints for `library`.
 fn tool_output(tool: &str, args: &[&str], library: &std::path::Path) -> String {
     let output = std::process::Command::new(tool)
@@ -154,14 +226,17 @@ fn instructions(code: &str) -> Vec<(u64, String)> {
     found
 }
 
-/// One row of an unwind table: from this address on, the CFA rule.
-type Row = (u64, String);
+/// One row of an unwind table: from this address on, the rule of each
+/// column, the CFA's first.
+type Row = (u64, Vec<String>);
 
-/// One FDE of `readelf --debug-dump=frames-interp`: the addresses it covers
-/// and its rows (an FDE without rows of its own keeps its CIE's).
+/// One FDE of `readelf --debug-dump=frames-interp`: the addresses it covers,
+/// its columns (`CFA`, then registers: `x29`, `ra`, …) and its rows (an
+/// FDE without rows of its own keeps its CIE's).
 struct Fde {
     start: u64,
     end: u64,
+    columns: Vec<String>,
     rows: Vec<Row>,
 }
 
@@ -176,6 +251,7 @@ impl UnwindTables {
         let mut cie_cfa: Option<String> = None;
         let mut in_cie = false;
         for line in text.lines() {
+            let mut fields = line.split_whitespace();
             if line.contains(" CIE ") {
                 in_cie = true;
                 cie_cfa = None;
@@ -188,26 +264,35 @@ impl UnwindTables {
                 fdes.push(Fde {
                     start,
                     end: parse(end),
-                    rows: cie_cfa.iter().map(|cfa| (start, cfa.clone())).collect(),
+                    columns: vec!["CFA".to_owned()],
+                    rows: cie_cfa
+                        .iter()
+                        .map(|cfa| (start, vec![cfa.clone()]))
+                        .collect(),
                 });
+            } else if fields.next() == Some("LOC") {
+                if let (false, Some(fde)) = (in_cie, fdes.last_mut()) {
+                    fde.columns = fields.map(str::to_owned).collect();
+                }
             } else {
-                // A row: a 16-digit address, then the CFA rule.
+                // A row: a 16-digit address, then the rule of each column.
                 let mut fields = line.split_whitespace();
-                let (Some(address), Some(cfa)) = (fields.next(), fields.next()) else {
+                let Some(address) = fields.next() else {
                     continue;
                 };
                 let Ok(at) = u64::from_str_radix(address, 16) else {
                     continue;
                 };
-                if address.len() != 16 {
+                let rules: Vec<String> = fields.map(str::to_owned).collect();
+                if address.len() != 16 || rules.is_empty() {
                     continue;
                 }
                 if in_cie {
-                    cie_cfa = Some(cfa.to_owned());
+                    cie_cfa = Some(rules[0].clone());
                 } else if let Some(fde) = fdes.last_mut() {
                     // An FDE's own first row replaces the CIE's.
                     fde.rows.retain(|(row_at, _)| *row_at != at);
-                    fde.rows.push((at, cfa.to_owned()));
+                    fde.rows.push((at, rules));
                 }
             }
         }
@@ -215,22 +300,38 @@ impl UnwindTables {
         Self { fdes }
     }
 
-    /// N where the CFA at `address` is `rsp+N`; panics where no FDE covers
-    /// it or the CFA is another register's.
-    fn cfa_rsp_offset(&self, address: u64) -> u64 {
+    /// The FDE covering `address` and its row there; panics where there is
+    /// none.
+    fn row(&self, address: u64) -> (&Fde, &[String]) {
         let fde = self
             .fdes
             .iter()
             .find(|fde| (fde.start..fde.end).contains(&address))
             .unwrap_or_else(|| panic!("no unwind information covers {address:#x}"));
-        let (_, cfa) = fde
+        let (_, rules) = fde
             .rows
             .iter()
             .rev()
             .find(|(at, _)| *at <= address)
             .unwrap_or_else(|| panic!("no row at {address:#x}"));
+        (fde, rules)
+    }
+
+    /// N where the CFA at `address` is `rsp+N`; panics where no FDE covers
+    /// it or the CFA is another register's.
+    fn cfa_rsp_offset(&self, address: u64) -> u64 {
+        let (_, rules) = self.row(address);
+        let cfa = &rules[0];
         cfa.strip_prefix("rsp+")
             .and_then(|n| n.parse().ok())
             .unwrap_or_else(|| panic!("the CFA at {address:#x} is {cfa}, not rsp-based"))
+    }
+
+    /// The rule of `column` (a register's name, `ra`) at `address`, if the
+    /// row has one: `c-16` (saved 16 bytes below the CFA), `u`, ….
+    fn rule(&self, address: u64, column: &str) -> Option<String> {
+        let (fde, rules) = self.row(address);
+        let index = fde.columns.iter().position(|name| name == column)?;
+        rules.get(index).cloned()
     }
 }

@@ -225,7 +225,7 @@ const ROWS: &[Row] = &[
     Row {
         name: "aarch64",
         build: "the fixture and the C hosts for aarch64-unknown-linux-gnu, run under qemu-user",
-        guards: "the portable slot and the hosts on another architecture",
+        guards: "the slot at its static TLS offset and in dynamic TLS, the fast paths' machine code (tests/codegen) and the hosts on another architecture",
         needs: &[
             Need::Target("aarch64-unknown-linux-gnu"),
             Need::Tool(
@@ -235,6 +235,10 @@ const ROWS: &[Row] = &[
             Need::Tool(
                 "aarch64-linux-gnu-g++",
                 "apt-get install g++-aarch64-linux-gnu",
+            ),
+            Need::Tool(
+                "aarch64-linux-gnu-objdump",
+                "apt-get install binutils-aarch64-linux-gnu",
             ),
             Need::Tool("qemu-aarch64", "apt-get install qemu-user"),
             Need::File(

@@ -278,7 +278,7 @@ unsafe fn outermost_holding<R, T: Local>(
 /// Starts the trampoline this is inlined into on a 64-byte boundary, so
 /// its straight line sits in one instruction-fetch line. No instruction:
 /// aligning *subsection 1* aligns the function's section, and the padding
-/// lands after the code. ELF x86-64 Linux only.
+/// lands after the code. ELF x86-64 and aarch64 Linux only.
 #[inline(always)]
 fn align_to_fetch_line() {
     align_function::<6>();
@@ -288,7 +288,11 @@ fn align_to_fetch_line() {
 /// as [`align_to_fetch_line`] does.
 #[inline(always)]
 pub(super) fn align_function<const LOG2: u32>() {
-    #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri)))]
+    #[cfg(all(
+        any(target_arch = "x86_64", target_arch = "aarch64"),
+        target_os = "linux",
+        not(miri)
+    ))]
     // SAFETY: assembler directives only; the subsection is restored.
     unsafe {
         core::arch::asm!(

@@ -121,7 +121,7 @@ static inline void *fixture_symbol(void *handle, const char *name) {
 #define FIXTURE_SYM(f, field) \
     ((f)->field = (__typeof__((f)->field))fixture_symbol((f)->handle, "fixture_" #field))
 
-#if defined(__GLIBC__) && defined(__x86_64__)
+#if defined(__GLIBC__) && (defined(__x86_64__) || defined(__aarch64__))
 static void *fixture_tls_block(void *handle) {
     void *block = NULL;
     if (dlinfo(handle, RTLD_DI_TLS_DATA, &block) != 0) block = handle;
@@ -152,7 +152,7 @@ static inline void fixture_open(fixture *f, const char *path, int flags) {
     memset(f, 0, sizeof *f);
     f->handle = dlopen(path, flags);
     if (!f->handle) FAIL("dlopen(%s): %s", path, dlerror());
-#if defined(__GLIBC__) && defined(__x86_64__)
+#if defined(__GLIBC__) && (defined(__x86_64__) || defined(__aarch64__))
     if (getenv("CALLGATE_EXPECT_DYNAMIC_TLS")) fixture_check_dynamic_tls(f->handle);
 #endif
     FIXTURE_SYM(f, stats);
@@ -301,12 +301,18 @@ static inline void fixture_join(pthread_t id) {
 }
 
 /* True when `address` lies in the calling thread's static TLS, which glibc
- * places just below the thread pointer (x86-64's TLS variant II); dynamic
- * TLS blocks are allocated elsewhere. */
+ * places just below the thread pointer (x86-64's TLS variant II), or just
+ * above it (aarch64's variant I); dynamic TLS blocks are allocated
+ * elsewhere. */
 static inline int fixture_in_static_tls(const void *address) {
-    uintptr_t tp = (uintptr_t)pthread_self();
     uintptr_t at = (uintptr_t)address;
+#if defined(__aarch64__)
+    uintptr_t tp = (uintptr_t)__builtin_thread_pointer();
+    return at >= tp && at - tp < 64 * 1024;
+#else
+    uintptr_t tp = (uintptr_t)pthread_self();
     return at < tp && tp - at < 64 * 1024;
+#endif
 }
 
 #endif
