@@ -27,7 +27,7 @@
 #             enums C passes checked against their variants, a struct by
 #             value; and the test binaries that hand Rust state and
 #             closures to SQLite, libuv and glib and to C threads
-#             (tests/libraries_*.rs, closures.rs, macros_user_data.rs); load/call/unload
+#             (tests/libraries_*.rs, runtime/closures.rs, attribute/user_data.rs); load/call/unload
 #             cycles of a plugin copy (tests/hosts/plugins.rs builds them), whose
 #             unload must free the context pool and the last-error messages
 #   helgrind  no data race: contexts reused across threads in churn waves,
@@ -160,9 +160,10 @@ check_tests() {
     binary=$(test_binary "$1")
     success='^test result: ok\.' check memcheck "$1${2:+-${2%::}}" "$binary" --test-threads=1 ${2:+"$2"}
 }
-for test in closures libraries_sqlite libraries_uv libraries_glib libraries_lua; do
+for test in libraries_sqlite libraries_uv libraries_glib libraries_lua; do
     check_tests "$test"
 done
+check_tests runtime closures::
 check_tests attribute user_data::
 
 check memcheck plugin-unload-cycles "$hosts/plugin_cycles" "$plugin" "$unloads"
