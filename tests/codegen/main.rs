@@ -421,10 +421,11 @@ fn the_fast_paths_keep_their_rules() {
 
 /// The regression's build breaks the rules it must break on every
 /// trampoline: the guard would catch a change that made the fast path
-/// read the slot so. It builds the fixture once more, so the `release`
-/// row runs it (`-- --ignored`), not `cargo test`.
+/// read the slot so. It builds the fixture once more: run it with
+/// `-- --ignored` (the synthetic listings below test the rules on every
+/// run).
 #[test]
-#[ignore = "builds the fixture again with the regression: the release row runs it"]
+#[ignore = "builds the fixture again with the regression: run it with -- --ignored"]
 fn a_regressed_build_breaks_them() {
     for target in selected() {
         let regression = &target.regression;
