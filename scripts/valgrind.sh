@@ -27,7 +27,7 @@
 #             enums C passes checked against their variants, a struct by
 #             value; and the test binaries that hand Rust state and
 #             closures to SQLite, libuv and glib and to C threads
-#             (tests/libraries_*.rs, runtime/closures.rs, attribute/user_data.rs); load/call/unload
+#             (tests/libraries, runtime/closures.rs, attribute/user_data.rs); load/call/unload
 #             cycles of a plugin copy (tests/hosts/plugins.rs builds them), whose
 #             unload must free the context pool and the last-error messages
 #   helgrind  no data race: contexts reused across threads in churn waves,
@@ -103,12 +103,16 @@ run() {
 
 # check TOOL NAME PROGRAM ARGS...: one valgrind run, its output kept in $log;
 # the program must print a `result=ok` line (a Rust test binary, run by
-# check_tests, its `test result: ok.` line).
+# check_tests, its `test result: ok.` line). With children=yes the programs
+# it starts run under the same tool (a test binary's tests that run their
+# body in a child process of their own).
 success='^result=ok$'
+children=no
 check() {
     local tool=$1 name=$2
     shift 2
-    local options=(--error-exitcode=99 --suppressions=scripts/valgrind.supp)
+    local options=(--error-exitcode=99 --suppressions=scripts/valgrind.supp
+                   --trace-children="$children")
     case $tool in
         memcheck) options+=(--leak-check=full --errors-for-leak-kinds=definite
                             --show-leak-kinds=definite) ;;
@@ -154,14 +158,16 @@ check memcheck callbacks-concurrent "$linked/callbacks" concurrent 4 200
 check memcheck values "$linked/values"
 
 # check_tests NAME [FILTER]: the dev package's integration test NAME (its
-# tests matching FILTER) under memcheck, one test at a time.
+# tests matching FILTER) under memcheck, one test at a time; the child
+# processes a test runs its body in are checked with it (a memcheck error
+# there fails the child, and so the test).
 check_tests() {
     local binary
     binary=$(test_binary "$1")
-    success='^test result: ok\.' check memcheck "$1${2:+-${2%::}}" "$binary" --test-threads=1 ${2:+"$2"}
+    success='^test result: ok\.' children=yes check memcheck "$1${2:+-${2%::}}" "$binary" --test-threads=1 ${2:+"$2"}
 }
-for test in libraries_sqlite libraries_uv libraries_glib libraries_lua; do
-    check_tests "$test"
+for library in sqlite uv glib lua; do
+    check_tests libraries "$library::"
 done
 check_tests runtime closures::
 check_tests attribute user_data::

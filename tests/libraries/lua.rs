@@ -15,14 +15,11 @@
 //! And a `Closure::with_accessor` closure that is itself the Lua C
 //! function: its C function finds its data in the upvalue, with no C
 //! function of the test's own in between.
-#![cfg(callgate_lua)]
 
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use callgate::{Closure, UserData, c_callback};
-// Links Lua (the dev package's build script finds it with pkg-config).
-use callgate_dev as _;
 
 #[allow(non_camel_case_types)]
 #[repr(C)]

@@ -9,7 +9,6 @@
 //! threads, each with its own connection. Registration failures free the
 //! state exactly once, by SQLite's rule for each function. With
 //! `CALLGATE=panic=quiet`, a function's panic leaves standard error alone.
-#![cfg(callgate_sqlite)]
 
 use std::ffi::{CStr, CString, c_char, c_int, c_uchar, c_void};
 use std::sync::Arc;
@@ -17,8 +16,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::ThreadId;
 
 use callgate::{Closure, UserData, c_callback};
-// Links SQLite (the dev package's build script finds it with pkg-config).
-use callgate_dev as _;
 
 #[allow(non_camel_case_types)]
 #[repr(C)]
@@ -530,35 +527,37 @@ fn use_connection(
 
 #[test]
 fn functions_collations_and_exec_callbacks_from_four_threads() {
-    let drops = Arc::new(AtomicUsize::new(0));
-    let dropped_on = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let before = callgate::stats();
-    let workers: Vec<ThreadId> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..4)
-            .map(|index| {
-                let (drops, dropped_on) = (&drops, &dropped_on);
-                scope.spawn(move || {
-                    assert_eq!(use_connection(index, drops, dropped_on), 1000);
-                    std::thread::current().id()
+    crate::child::alone(|| {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let dropped_on = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let before = callgate::stats();
+        let workers: Vec<ThreadId> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..4)
+                .map(|index| {
+                    let (drops, dropped_on) = (&drops, &dropped_on);
+                    scope.spawn(move || {
+                        assert_eq!(use_connection(index, drops, dropped_on), 1000);
+                        std::thread::current().id()
+                    })
                 })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|handle| handle.join().unwrap())
-            .collect()
+                .collect();
+            handles
+                .into_iter()
+                .map(|handle| handle.join().unwrap())
+                .collect()
+        });
+        // Each connection's state was dropped once, by `sqlite3_close` on the
+        // thread that used it.
+        assert_eq!(drops.load(Ordering::Relaxed), 4);
+        let mut dropped_on = dropped_on.lock().unwrap().clone();
+        let mut workers = workers;
+        dropped_on.sort_by_key(|id| format!("{id:?}"));
+        workers.sort_by_key(|id| format!("{id:?}"));
+        assert_eq!(dropped_on, workers);
+        let after = callgate::stats();
+        assert!(after.panics_caught - before.panics_caught >= 4);
+        assert!(after.errors_returned - before.errors_returned >= 4);
     });
-    // Each connection's state was dropped once, by `sqlite3_close` on the
-    // thread that used it.
-    assert_eq!(drops.load(Ordering::Relaxed), 4);
-    let mut dropped_on = dropped_on.lock().unwrap().clone();
-    let mut workers = workers;
-    dropped_on.sort_by_key(|id| format!("{id:?}"));
-    workers.sort_by_key(|id| format!("{id:?}"));
-    assert_eq!(dropped_on, workers);
-    let after = callgate::stats();
-    assert!(after.panics_caught - before.panics_caught >= 4);
-    assert!(after.errors_returned - before.errors_returned >= 4);
 }
 
 /// `sqlite3_create_function_v2` destroys `pApp` itself when it fails: the
@@ -640,51 +639,43 @@ fn a_closure_made_in_a_callback_is_named_after_it() {
     assert_eq!(
         callgate::last_error().as_deref(),
         Some(
-            "callback `libraries_sqlite::register_exploding::{{closure}}` panicked: exploding \
+            "callback `libraries::sqlite::register_exploding::{{closure}}` panicked: exploding \
              collation"
         )
     );
 }
 
-/// The environment variable that makes the test below the child it runs.
-const QUIET_CHILD: &str = "CALLGATE_TEST_QUIET_CHILD";
-
 /// With `CALLGATE=panic=quiet` a function's panic reaches SQLite as its
 /// error, and nothing of it reaches standard error; without it, Rust's
-/// panic message does. The test runs itself again in child processes, and
-/// reads their standard error.
+/// panic message does. The test runs its body in child processes, one per
+/// setting, and reads their standard error.
 #[test]
 fn quiet_panics_leave_standard_error_alone() {
-    if std::env::var_os(QUIET_CHILD).is_some() {
-        let db = Connection::open();
-        db.register(c"explode", 0, explode);
-        assert_eq!(
-            db.integers("SELECT explode()"),
-            Err("callback `explode` panicked: explode() was called".to_owned())
-        );
-        eprintln!("the child is done");
-        return;
-    }
     let child_stderr = |setting: &str| {
-        let output = std::process::Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "quiet_panics_leave_standard_error_alone",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(QUIET_CHILD, "1")
-            .env("CALLGATE", setting)
-            .env_remove("RUST_BACKTRACE")
-            .output()
-            .unwrap();
+        let output = crate::child::in_child(
+            |command| {
+                command
+                    .env("CALLGATE", setting)
+                    .env_remove("RUST_BACKTRACE");
+            },
+            || {
+                let db = Connection::open();
+                db.register(c"explode", 0, explode);
+                assert_eq!(
+                    db.integers("SELECT explode()"),
+                    Err("callback `explode` panicked: explode() was called".to_owned())
+                );
+                eprintln!("the child is done");
+            },
+        )?;
         let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-        assert!(output.status.success(), "{stderr}");
         assert!(stderr.contains("the child is done"), "{stderr}");
-        stderr
+        Some(stderr)
     };
-    let quiet = child_stderr("panic=quiet");
+    let Some(quiet) = child_stderr("panic=quiet") else {
+        return;
+    };
     assert!(!quiet.contains("explode() was called"), "{quiet}");
-    let caught = child_stderr("panic=catch");
+    let caught = child_stderr("panic=catch").expect("the child returned above");
     assert!(caught.contains("explode() was called"), "{caught}");
 }

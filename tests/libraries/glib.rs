@@ -6,7 +6,6 @@
 //! threads instead of ending them, so their contexts are released only
 //! when glib stops them, later than `g_thread_pool_free` returns:
 //! `stats()` is polled for it.
-#![cfg(callgate_glib)]
 
 use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -15,7 +14,6 @@ use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
 use callgate::{Closure, OnceClosure, UserData, c_callback};
-// Links glib (the dev package's build script finds it with pkg-config).
 use callgate_dev::Hold;
 
 #[allow(non_camel_case_types)]
@@ -69,8 +67,9 @@ unsafe extern "C" {
 const TRUE: c_int = 1;
 const FALSE: c_int = 0;
 
-/// glib's unused-thread pool and callgate's statistics are process-wide:
-/// the tests take turns.
+/// glib's unused-thread pool is process-wide: the tests that use it in
+/// this process take turns (those that read callgate's statistics run in
+/// processes of their own).
 fn serial() -> MutexGuard<'static, ()> {
     static SERIAL: Mutex<()> = Mutex::new(());
     SERIAL
@@ -187,41 +186,42 @@ fn end_parked_threads() {
 /// asks it to has returned: `stats()` is polled for it.
 #[test]
 fn a_pool_runs_every_item_on_its_threads() {
-    let _serial = serial();
-    end_parked_threads();
-    // SAFETY: a plain glib call: park up to 8 threads.
-    unsafe { g_thread_pool_set_max_unused_threads(8) };
-    let drops = Arc::new(AtomicUsize::new(0));
-    let before = callgate::stats();
-    let state = UserData::new(PoolState::default()).into_raw();
-    let pool = new_pool(run_job, state, Some(UserData::<Job>::destroy), 4, FALSE);
-    for value in 1..=200 {
-        let job = Job {
-            value,
-            hold: None,
-            drops: Arc::clone(&drops),
-        };
-        push(pool, UserData::new(job).into_raw());
-    }
-    // SAFETY: the pool is not used again; this waits for every item.
-    unsafe { g_thread_pool_free(pool, FALSE, TRUE) };
-    // SAFETY: the pool, the only user of the state, is gone.
-    let state = unsafe { UserData::<PoolState>::from_raw(state) }.into_inner();
+    crate::child::alone(|| {
+        end_parked_threads();
+        // SAFETY: a plain glib call: park up to 8 threads.
+        unsafe { g_thread_pool_set_max_unused_threads(8) };
+        let drops = Arc::new(AtomicUsize::new(0));
+        let before = callgate::stats();
+        let state = UserData::new(PoolState::default()).into_raw();
+        let pool = new_pool(run_job, state, Some(UserData::<Job>::destroy), 4, FALSE);
+        for value in 1..=200 {
+            let job = Job {
+                value,
+                hold: None,
+                drops: Arc::clone(&drops),
+            };
+            push(pool, UserData::new(job).into_raw());
+        }
+        // SAFETY: the pool is not used again; this waits for every item.
+        unsafe { g_thread_pool_free(pool, FALSE, TRUE) };
+        // SAFETY: the pool, the only user of the state, is gone.
+        let state = unsafe { UserData::<PoolState>::from_raw(state) }.into_inner();
 
-    assert_eq!(drops.load(Ordering::Relaxed), 200);
-    assert_eq!(state.ran.load(Ordering::Relaxed), 200);
-    assert_eq!(state.total.load(Ordering::Relaxed), 200 * 201 / 2);
-    let threads = state.threads.lock().unwrap();
-    assert!(!threads.is_empty() && threads.len() <= 4);
-    assert!(!threads.contains(&std::thread::current().id()));
-    // One bind per pool thread that ran an item.
-    let binds = callgate::stats().binds - before.binds;
-    assert_eq!(binds, threads.len() as u64);
+        assert_eq!(drops.load(Ordering::Relaxed), 200);
+        assert_eq!(state.ran.load(Ordering::Relaxed), 200);
+        assert_eq!(state.total.load(Ordering::Relaxed), 200 * 201 / 2);
+        let threads = state.threads.lock().unwrap();
+        assert!(!threads.is_empty() && threads.len() <= 4);
+        assert!(!threads.contains(&std::thread::current().id()));
+        // One bind per pool thread that ran an item.
+        let binds = callgate::stats().binds - before.binds;
+        assert_eq!(binds, threads.len() as u64);
 
-    end_parked_threads();
-    assert_eq!(callgate::stats().releases - before.releases, binds);
-    // SAFETY: a plain glib call: glib's default.
-    unsafe { g_thread_pool_set_max_unused_threads(2) };
+        end_parked_threads();
+        assert_eq!(callgate::stats().releases - before.releases, binds);
+        // SAFETY: a plain glib call: glib's default.
+        unsafe { g_thread_pool_set_max_unused_threads(2) };
+    });
 }
 
 /// Freeing a pool at once (`immediate`) leaves its queued items to the
@@ -310,37 +310,38 @@ fn closures_as_pool_functions() {
 /// join returns (the thread has ended).
 #[test]
 fn a_once_closure_runs_a_glib_thread() {
-    let _serial = serial();
-    struct Probe(Arc<Mutex<Option<ThreadId>>>);
-    impl Drop for Probe {
-        fn drop(&mut self) {
-            *self.0.lock().unwrap() = Some(std::thread::current().id());
+    crate::child::alone(|| {
+        struct Probe(Arc<Mutex<Option<ThreadId>>>);
+        impl Drop for Probe {
+            fn drop(&mut self) {
+                *self.0.lock().unwrap() = Some(std::thread::current().id());
+            }
         }
-    }
-    let dropped_on = Arc::new(Mutex::new(None));
-    let probe = Probe(Arc::clone(&dropped_on));
-    let ran_on = Arc::new(Mutex::new(None));
-    let ran = Arc::clone(&ran_on);
-    let before = callgate::stats();
-    let start = OnceClosure::new(std::ptr::null_mut(), move || -> *mut c_void {
-        let _probe = probe;
-        *ran.lock().unwrap() = Some(std::thread::current().id());
-        Box::into_raw(Box::new(42_u64)).cast()
-    })
-    .into_raw_parts();
-    // SAFETY: the closure's parts; glib calls the function once.
-    let thread = unsafe { g_thread_new(c"once".as_ptr(), Some(start.data_first), start.data) };
-    // SAFETY: joins the thread once.
-    let result = unsafe { g_thread_join(thread) };
-    // SAFETY: the closure returned a `Box<u64>`.
-    let result = unsafe { Box::from_raw(result.cast::<u64>()) };
-    assert_eq!(*result, 42);
-    let ran_on = ran_on.lock().unwrap().expect("the closure ran");
-    assert_ne!(ran_on, std::thread::current().id());
-    assert_eq!(*dropped_on.lock().unwrap(), Some(ran_on));
-    let after = callgate::stats();
-    assert!(
-        after.releases > before.releases,
-        "released when the thread ended"
-    );
+        let dropped_on = Arc::new(Mutex::new(None));
+        let probe = Probe(Arc::clone(&dropped_on));
+        let ran_on = Arc::new(Mutex::new(None));
+        let ran = Arc::clone(&ran_on);
+        let before = callgate::stats();
+        let start = OnceClosure::new(std::ptr::null_mut(), move || -> *mut c_void {
+            let _probe = probe;
+            *ran.lock().unwrap() = Some(std::thread::current().id());
+            Box::into_raw(Box::new(42_u64)).cast()
+        })
+        .into_raw_parts();
+        // SAFETY: the closure's parts; glib calls the function once.
+        let thread = unsafe { g_thread_new(c"once".as_ptr(), Some(start.data_first), start.data) };
+        // SAFETY: joins the thread once.
+        let result = unsafe { g_thread_join(thread) };
+        // SAFETY: the closure returned a `Box<u64>`.
+        let result = unsafe { Box::from_raw(result.cast::<u64>()) };
+        assert_eq!(*result, 42);
+        let ran_on = ran_on.lock().unwrap().expect("the closure ran");
+        assert_ne!(ran_on, std::thread::current().id());
+        assert_eq!(*dropped_on.lock().unwrap(), Some(ran_on));
+        let after = callgate::stats();
+        assert!(
+            after.releases > before.releases,
+            "released when the thread ended"
+        );
+    });
 }

@@ -4,15 +4,12 @@
 //! `req->data` as `UserData`: the work function borrows it, the completion
 //! takes it back and drops it — once, also for a panicking job and for
 //! cancelled requests whose work never ran.
-#![cfg(callgate_libuv)]
 
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 use callgate::{UserData, c_callback};
-// Links libuv (the dev package's build script finds it with pkg-config).
-use callgate_dev as _;
 
 #[allow(non_camel_case_types)]
 #[repr(C)]
@@ -194,32 +191,34 @@ fn the_work_request_type_is_uv_work() {
 /// normally); every job dropped once.
 #[test]
 fn jobs_run_on_the_pool_and_come_back_once() {
-    let reports = Arc::new(Mutex::new(Vec::new()));
-    let drops = Arc::new(AtomicUsize::new(0));
-    let before = callgate::stats();
-    let event_loop = Loop::new();
-    for input in 0..64 {
-        event_loop.queue(job(input, None, &reports, &drops));
-    }
-    event_loop.run();
-    drop(event_loop);
+    crate::child::alone(|| {
+        let reports = Arc::new(Mutex::new(Vec::new()));
+        let drops = Arc::new(AtomicUsize::new(0));
+        let before = callgate::stats();
+        let event_loop = Loop::new();
+        for input in 0..64 {
+            event_loop.queue(job(input, None, &reports, &drops));
+        }
+        event_loop.run();
+        drop(event_loop);
 
-    assert_eq!(drops.load(Ordering::Relaxed), 64);
-    let mut reports = reports.lock().unwrap().clone();
-    reports.sort_by_key(|report| report.input);
-    assert_eq!(reports.len(), 64);
-    // SAFETY: always safe to call.
-    let loop_thread = unsafe { libc::pthread_self() };
-    for report in &reports {
-        assert_eq!(report.status, 0);
-        let worker = report.worker.expect("the work ran");
-        // SAFETY: comparing thread ids.
-        assert_eq!(unsafe { libc::pthread_equal(worker, loop_thread) }, 0);
-        let expected = (report.input != 13).then(|| report.input * report.input);
-        assert_eq!(report.output, expected, "{report:?}");
-    }
-    let after = callgate::stats();
-    assert!(after.panics_caught > before.panics_caught);
+        assert_eq!(drops.load(Ordering::Relaxed), 64);
+        let mut reports = reports.lock().unwrap().clone();
+        reports.sort_by_key(|report| report.input);
+        assert_eq!(reports.len(), 64);
+        // SAFETY: always safe to call.
+        let loop_thread = unsafe { libc::pthread_self() };
+        for report in &reports {
+            assert_eq!(report.status, 0);
+            let worker = report.worker.expect("the work ran");
+            // SAFETY: comparing thread ids.
+            assert_eq!(unsafe { libc::pthread_equal(worker, loop_thread) }, 0);
+            let expected = (report.input != 13).then(|| report.input * report.input);
+            assert_eq!(report.output, expected, "{report:?}");
+        }
+        let after = callgate::stats();
+        assert!(after.panics_caught > before.panics_caught);
+    });
 }
 
 /// Requests cancelled before a worker took them complete with
