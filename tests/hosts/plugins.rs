@@ -1,11 +1,13 @@
 //! Plugin hosts: many distinct callgate libraries in one process, and
 //! `dlclose` of one at any time, from C programs (`tests/c/hosts/plugin*.c`).
 //!
-//! The libraries are copies of `tests/plugin/template.rs`, each its own
-//! crate (`callgate-plugin-NNN`, soname `libcallgate_plugin_NNN.so`),
-//! generated into a throwaway workspace under the target directory and
-//! built once per test process (one workspace, so the runtime is built once
-//! for all of them).
+//! The libraries are copies of one `cdylib` built from
+//! `tests/plugin/template.rs` in a throwaway workspace under the target
+//! directory, once per test process: copy NNN is the build with its soname
+//! rewritten in place to `libcallgate_plugin_NNN.so`. That is all a build
+//! per copy would change that the loader reads; each copy is a file of its
+//! own, so the loader maps it apart from the others, with its own TLS
+//! block, statics and init.
 
 use crate::host;
 
@@ -29,47 +31,33 @@ fn build_plugins() -> PathBuf {
     let workspace = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("plugins");
     let template = root.join("tests/plugin/template.rs");
     let runtime = root.join("runtime");
-    let members: Vec<String> = (0..COPIES).map(|i| format!("plugin_{i:03}")).collect();
-    let quoted: Vec<String> = members.iter().map(|m| format!("\"{m}\"")).collect();
     write(
         &workspace.join("Cargo.toml"),
         &format!(
-            "[workspace]\nmembers = [{}]\nresolver = \"3\"\n\n\
+            "[workspace]\n\n[package]\nname = \"callgate-plugin\"\nversion = \"0.1.0\"\n\
+             edition = \"2024\"\npublish = false\n\n\
+             [lib]\ncrate-type = [\"cdylib\"]\npath = {:?}\n\n\
+             [dependencies]\ncallgate = {{ path = {:?} }}\n\n\
              [profile.dev]\ndebug = 0\n",
-            quoted.join(", ")
+            template.display().to_string(),
+            runtime.display().to_string()
+        ),
+    );
+    write(
+        &workspace.join("build.rs"),
+        &format!(
+            "fn main() {{\n    println!(\"cargo:rustc-cdylib-link-arg=-Wl,-soname,{}\");\n}}\n",
+            soname(0)
         ),
     );
     // The versions the main workspace is tested with.
     std::fs::copy(root.join("Cargo.lock"), workspace.join("Cargo.lock")).expect("copy Cargo.lock");
-    for (i, member) in members.iter().enumerate() {
-        let dir = workspace.join(member);
-        write(
-            &dir.join("Cargo.toml"),
-            &format!(
-                "[package]\nname = \"callgate-plugin-{i:03}\"\nversion = \"0.1.0\"\n\
-                 edition = \"2024\"\npublish = false\n\n\
-                 [lib]\ncrate-type = [\"cdylib\"]\n\n\
-                 [dependencies]\ncallgate = {{ path = {:?} }}\n",
-                runtime.display().to_string()
-            ),
-        );
-        write(
-            &dir.join("build.rs"),
-            &format!(
-                "fn main() {{\n    println!(\"cargo:rustc-cdylib-link-arg=-Wl,-soname,libcallgate_plugin_{i:03}.so\");\n}}\n"
-            ),
-        );
-        write(
-            &dir.join("src/lib.rs"),
-            &format!("include!({:?});\n", template.display().to_string()),
-        );
-    }
     let target = workspace.join("target");
     // The profile of the fixture (`CALLGATE_FIXTURE_PROFILE`): the release
     // build is what plugins ship as, where code the debug build keeps in
     // frames of its own is inlined and shrink-wrapped.
     let release = host::fixture_is_release();
-    let mut args = vec!["build", "--offline", "--quiet", "--workspace"];
+    let mut args = vec!["build", "--offline", "--quiet"];
     if release {
         args.push("--release");
     }
@@ -92,9 +80,31 @@ fn build_plugins() -> PathBuf {
         "building the plugins failed:\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    target
-        .join(cross.unwrap_or_default())
-        .join(if release { "release" } else { "debug" })
+    let dir =
+        target
+            .join(cross.unwrap_or_default())
+            .join(if release { "release" } else { "debug" });
+    let built = std::fs::read(dir.join("libcallgate_plugin.so")).expect("read the plugin");
+    let first = format!("{}\0", soname(0));
+    let at: Vec<usize> = built
+        .windows(first.len())
+        .enumerate()
+        .filter_map(|(at, bytes)| (bytes == first.as_bytes()).then_some(at))
+        .collect();
+    assert!(!at.is_empty(), "the plugin has no soname {}", soname(0));
+    for index in 0..COPIES {
+        let mut copy = built.clone();
+        for &at in &at {
+            copy[at..at + first.len() - 1].copy_from_slice(soname(index).as_bytes());
+        }
+        std::fs::write(dir.join(soname(index)), copy).expect("write a plugin copy");
+    }
+    dir
+}
+
+/// Copy `index`'s soname and file name: as long for every copy.
+fn soname(index: usize) -> String {
+    format!("libcallgate_plugin_{index:03}.so")
 }
 
 fn write(path: &Path, text: &str) {
@@ -106,7 +116,7 @@ fn write(path: &Path, text: &str) {
 }
 
 fn plugin(index: usize) -> PathBuf {
-    plugins().join(format!("libcallgate_plugin_{index:03}.so"))
+    plugins().join(soname(index))
 }
 
 fn host(name: &str) -> Command {

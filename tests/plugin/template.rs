@@ -1,8 +1,7 @@
-// The plugin the `tests/hosts/plugins.rs` hosts load: one small callgate `cdylib`
-// of which the test generates many copies, each its own crate (and soname),
-// into a throwaway workspace under the target directory; each copy's
-// `src/lib.rs` includes this file. The C declarations are in
-// `tests/c/hosts/plugin_host.h`.
+// The plugin the `tests/hosts/plugins.rs` hosts load: one small callgate `cdylib`,
+// built in a throwaway workspace under the target directory, of which the
+// test makes many copies, each with a soname of its own. The C declarations
+// are in `tests/c/hosts/plugin_host.h`.
 //
 // The background init sleeps `PLUGIN_INIT_MS` milliseconds (0 if unset):
 // long enough for a host to `dlclose` the library while it runs.

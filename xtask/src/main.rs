@@ -224,7 +224,7 @@ const ROWS: &[Row] = &[
     },
     Row {
         name: "aarch64",
-        build: "the fixture and the C hosts for aarch64-unknown-linux-gnu, run under qemu-user",
+        build: "the runtime (debug), the release fixture and the C hosts for aarch64-unknown-linux-gnu, run under qemu-user",
         guards: "the slot at its static TLS offset and in dynamic TLS, the fast paths' machine code (tests/codegen) and the hosts on another architecture",
         needs: &[
             Need::Target("aarch64-unknown-linux-gnu"),
