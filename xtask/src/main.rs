@@ -193,14 +193,14 @@ const ROWS: &[Row] = &[
     },
     Row {
         name: "portable-tls",
-        build: "the workspace with the portable `thread_local!` slot, release",
+        build: "the workspace with the portable `thread_local!` slot; the fixture in release",
         guards: "the slot of targets other than x86-64 glibc Linux and mingw-w64 Windows",
         needs: &[CC],
         commands: &[
-            "RUSTFLAGS='--cfg callgate_portable_tls' cargo test -p callgate --lib --release --target-dir target/portable-tls",
-            "RUSTFLAGS='--cfg callgate_portable_tls' CALLGATE_FIXTURE_PROFILE=release cargo test -p callgate-dev --release --target-dir target/portable-tls --test hosts -- {hosts:portable}",
-            "RUSTFLAGS='--cfg callgate_portable_tls' CALLGATE_FIXTURE_PROFILE=release cargo test -p callgate-dev --release --target-dir target/portable-tls --test runtime -- fork_",
-            "RUSTFLAGS='--cfg callgate_portable_tls' CALLGATE_FIXTURE_PROFILE=release cargo test -p callgate-dev --release --target-dir target/portable-tls --test gate_fork_contended",
+            "RUSTFLAGS='--cfg callgate_portable_tls' cargo test -p callgate --lib --target-dir target/portable-tls",
+            "RUSTFLAGS='--cfg callgate_portable_tls' CALLGATE_FIXTURE_PROFILE=release cargo test -p callgate-dev --target-dir target/portable-tls --test hosts -- {hosts:portable}",
+            "RUSTFLAGS='--cfg callgate_portable_tls' CALLGATE_FIXTURE_PROFILE=release cargo test -p callgate-dev --target-dir target/portable-tls --test runtime -- fork_",
+            "RUSTFLAGS='--cfg callgate_portable_tls' CALLGATE_FIXTURE_PROFILE=release cargo test -p callgate-dev --target-dir target/portable-tls --test gate_fork_contended",
         ],
     },
     Row {
