@@ -22,6 +22,8 @@ fi
 TARGET=x86_64-pc-windows-gnu
 CC_WIN=x86_64-w64-mingw32-gcc
 OUT=target/windows-tests
+# A target directory of its own: the row runs beside the others.
+export CARGO_TARGET_DIR=target/windows
 started=$SECONDS
 
 step() { printf '\n==> %s\n' "$*"; }
@@ -55,7 +57,7 @@ RUSTFLAGS="-D warnings" cargo build -p callgate-fixture --target "$TARGET" --rel
 
 step "the C hosts and the ProcessPrng shim (mingw-w64)"
 mkdir -p "$OUT"
-cp "target/$TARGET/release/callgate_fixture.dll" "$OUT/"
+cp "$CARGO_TARGET_DIR/$TARGET/release/callgate_fixture.dll" "$OUT/"
 CFLAGS=(-O2 -std=c11 -Wall -Wextra -Werror -Itests/windows/hosts)
 "$CC_WIN" "${CFLAGS[@]}" -shared -o "$OUT/bcryptprimitives.dll" \
     tests/windows/shim/bcryptprimitives.c -ladvapi32
@@ -81,8 +83,8 @@ wineboot --init >/dev/null 2>&1 || die "wineboot failed (WINEPREFIX=$WINEPREFIX)
 echo "prefix ready in $((SECONDS - prefix_started)) s"
 
 step "the runtime's unit tests, on Windows"
-mkdir -p "target/$TARGET/debug/deps"
-cp "$OUT/bcryptprimitives.dll" "target/$TARGET/debug/deps/"
+mkdir -p "$CARGO_TARGET_DIR/$TARGET/debug/deps"
+cp "$OUT/bcryptprimitives.dll" "$CARGO_TARGET_DIR/$TARGET/debug/deps/"
 CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER=wine RUSTFLAGS="-D warnings" \
     cargo test -p callgate --lib --target "$TARGET" --quiet || die "the unit tests failed under wine"
 

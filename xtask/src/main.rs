@@ -92,7 +92,7 @@ const HOST_SETS: &[(&str, &str)] = &[
 /// on a machine with two cores or more they run one after another beside
 /// the other rows, which leave a core idle while they link, run a test
 /// program or wait for one.
-const BESIDE: &[&str] = &["loom", "miri", "msrv", "portable-tls"];
+const BESIDE: &[&str] = &["loom", "miri", "msrv", "package", "portable-tls", "windows"];
 
 /// The matrix. The first row is what `cargo test --workspace` runs.
 const ROWS: &[Row] = &[
