@@ -1,7 +1,8 @@
 //! A test's body in a process of its own: this test binary started again
 //! with `--exact <test>`. For tests that read or change what the whole
 //! process shares (the statistics' exact counts, the environment and the
-//! settings, `fork`), which other tests of the binary would disturb.
+//! settings, the init gate, `fork`), which other tests of the binary would
+//! disturb.
 
 use std::process::{Command, Output};
 

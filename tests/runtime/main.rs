@@ -3,9 +3,10 @@
 //! (`tests/c/*.c`). One module per topic. Tests that depend on state the
 //! whole process shares run in a child process of their own (`child`).
 //!
-//! The gate's tests are binaries of their own (`tests/gate*.rs`,
-//! `tests/macros_*.rs`): each declares its own `#[callgate::init]`
-//! functions, which every test of a binary would see.
+//! The init gate's tests are a binary of their own (`tests/gate`), and
+//! the `#[callgate::init]` tests one binary each (`tests/macros_*.rs`):
+//! each of those declares its own `#[callgate::init]` functions, which
+//! every test of a binary would see.
 
 mod child;
 

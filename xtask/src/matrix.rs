@@ -184,7 +184,7 @@ pub const ROWS: &[Row] = &[
             "RUSTFLAGS='--cfg callgate_portable_tls' cargo test -p callgate --lib --target-dir target/portable-tls",
             "RUSTFLAGS='--cfg callgate_portable_tls' CALLGATE_FIXTURE_PROFILE=release cargo test -p callgate-dev --target-dir target/portable-tls --test hosts -- {hosts:portable}",
             "RUSTFLAGS='--cfg callgate_portable_tls' CALLGATE_FIXTURE_PROFILE=release cargo test -p callgate-dev --target-dir target/portable-tls --test runtime -- fork_",
-            "RUSTFLAGS='--cfg callgate_portable_tls' CALLGATE_FIXTURE_PROFILE=release cargo test -p callgate-dev --target-dir target/portable-tls --test gate_fork_contended",
+            "RUSTFLAGS='--cfg callgate_portable_tls' CALLGATE_FIXTURE_PROFILE=release cargo test -p callgate-dev --target-dir target/portable-tls --test gate -- fork_contended::",
         ],
     },
     Row {

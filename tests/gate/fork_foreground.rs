@@ -59,18 +59,20 @@ fn forking_foreground() -> Result<(), Failure> {
 
 #[test]
 fn a_child_forked_by_a_foreground_init_loses_the_background_one() {
-    cg::run_init("slow_background", true, slow_background);
-    cg::run_init("forking_foreground", false, forking_foreground);
-    let status = callgate_dev::wait_for_child(
-        CHILD.load(Ordering::SeqCst),
-        Duration::from_secs(10),
-        "the child waited at the gate for an init it cannot finish",
-    );
-    assert_eq!(status, 0, "child check failed (see `child_status`)");
+    crate::child::alone(|| {
+        cg::run_init("slow_background", true, slow_background);
+        cg::run_init("forking_foreground", false, forking_foreground);
+        let status = callgate_dev::wait_for_child(
+            CHILD.load(Ordering::SeqCst),
+            Duration::from_secs(10),
+            "the child waited at the gate for an init it cannot finish",
+        );
+        assert_eq!(status, 0, "child check failed (see `child_status`)");
 
-    // The parent's inits go on and finish normally.
-    assert_eq!(callgate::init_state(), InitState::Pending);
-    FINISH_BACKGROUND.store(true, Ordering::SeqCst);
-    assert_eq!(gated(7), 7);
-    assert_eq!(callgate::init_state(), InitState::Ready);
+        // The parent's inits go on and finish normally.
+        assert_eq!(callgate::init_state(), InitState::Pending);
+        FINISH_BACKGROUND.store(true, Ordering::SeqCst);
+        assert_eq!(gated(7), 7);
+        assert_eq!(callgate::init_state(), InitState::Ready);
+    });
 }

@@ -32,24 +32,26 @@ fn forking_background() -> Result<(), Failure> {
 
 #[test]
 fn a_child_forked_by_its_one_background_init_finishes_it() {
-    cg::run_init("forking_background", true, forking_background);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let pid = loop {
-        match CHILD.load(Ordering::SeqCst) {
-            -1 if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(1)),
-            -1 => panic!("the background init did not fork"),
-            pid => break pid,
-        }
-    };
-    let status = callgate_dev::wait_for_child(
-        pid,
-        Duration::from_secs(10),
-        "the child's gate never opened",
-    );
-    assert_eq!(
-        status, 0,
-        "child check failed (see `exit_after_gate_check`)"
-    );
-    assert_eq!(gated(7), 7);
-    assert_eq!(callgate::init_state(), InitState::Ready);
+    crate::child::alone(|| {
+        cg::run_init("forking_background", true, forking_background);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let pid = loop {
+            match CHILD.load(Ordering::SeqCst) {
+                -1 if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(1)),
+                -1 => panic!("the background init did not fork"),
+                pid => break pid,
+            }
+        };
+        let status = callgate_dev::wait_for_child(
+            pid,
+            Duration::from_secs(10),
+            "the child's gate never opened",
+        );
+        assert_eq!(
+            status, 0,
+            "child check failed (see `exit_after_gate_check`)"
+        );
+        assert_eq!(gated(7), 7);
+        assert_eq!(callgate::init_state(), InitState::Ready);
+    });
 }

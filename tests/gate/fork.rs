@@ -36,25 +36,27 @@ fn child() -> ! {
 
 #[test]
 fn a_child_forked_during_a_background_init_fails_fast() {
-    cg::run_init("slow_init", true, slow_init);
-    assert_eq!(callgate::init_state(), InitState::Pending);
+    crate::child::alone(|| {
+        cg::run_init("slow_init", true, slow_init);
+        assert_eq!(callgate::init_state(), InitState::Pending);
 
-    // SAFETY: the child only calls a callback and `_exit`s.
-    let pid = unsafe { libc::fork() };
-    assert!(pid >= 0, "fork failed");
-    if pid == 0 {
-        child();
-    }
-    let status = callgate_dev::wait_for_child(
-        pid,
-        Duration::from_secs(10),
-        "the child waited at the gate instead of failing fast",
-    );
-    assert_eq!(status, 0, "child check failed (see `child`)");
+        // SAFETY: the child only calls a callback and `_exit`s.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            child();
+        }
+        let status = callgate_dev::wait_for_child(
+            pid,
+            Duration::from_secs(10),
+            "the child waited at the gate instead of failing fast",
+        );
+        assert_eq!(status, 0, "child check failed (see `child`)");
 
-    // The parent's init goes on and finishes normally.
-    assert_eq!(callgate::init_state(), InitState::Pending);
-    FINISH_INIT.store(true, Ordering::SeqCst);
-    assert_eq!(gated(7), 7);
-    assert_eq!(callgate::init_state(), InitState::Ready);
+        // The parent's init goes on and finishes normally.
+        assert_eq!(callgate::init_state(), InitState::Pending);
+        FINISH_INIT.store(true, Ordering::SeqCst);
+        assert_eq!(gated(7), 7);
+        assert_eq!(callgate::init_state(), InitState::Ready);
+    });
 }

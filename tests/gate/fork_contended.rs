@@ -64,30 +64,32 @@ fn forking_background() -> Result<(), Failure> {
 
 #[test]
 fn a_child_forked_while_threads_ask_the_gate_finishes_its_init() {
-    let askers: Vec<_> = (0..2)
-        .map(|_| {
-            std::thread::spawn(|| {
-                while !DONE.load(Ordering::SeqCst) {
-                    if fail_fast(3) == -1 {
-                        TURNED_AWAY.fetch_add(1, Ordering::Relaxed);
+    crate::child::alone(|| {
+        let askers: Vec<_> = (0..2)
+            .map(|_| {
+                std::thread::spawn(|| {
+                    while !DONE.load(Ordering::SeqCst) {
+                        if fail_fast(3) == -1 {
+                            TURNED_AWAY.fetch_add(1, Ordering::Relaxed);
+                        }
+                        assert_ne!(
+                            callgate::init_state(),
+                            InitState::Failed(String::new()),
+                            "an init failed without a message"
+                        );
                     }
-                    assert_ne!(
-                        callgate::init_state(),
-                        InitState::Failed(String::new()),
-                        "an init failed without a message"
-                    );
-                }
+                })
             })
-        })
-        .collect();
-    cg::run_init("forking_background", true, forking_background);
-    for asker in askers {
-        asker.join().unwrap();
-    }
-    assert_eq!(callgate::init_state(), InitState::Ready);
-    assert!(
-        TURNED_AWAY.load(Ordering::Relaxed) > 0,
-        "the askers never found the gate closed"
-    );
-    assert_eq!(gated(7), 7);
+            .collect();
+        cg::run_init("forking_background", true, forking_background);
+        for asker in askers {
+            asker.join().unwrap();
+        }
+        assert_eq!(callgate::init_state(), InitState::Ready);
+        assert!(
+            TURNED_AWAY.load(Ordering::Relaxed) > 0,
+            "the askers never found the gate closed"
+        );
+        assert_eq!(gated(7), 7);
+    });
 }

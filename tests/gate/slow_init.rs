@@ -56,54 +56,56 @@ fn wait_for(what: &str, condition: impl Fn() -> bool) {
 
 #[test]
 fn callers_wait_for_a_slow_init_then_all_run() {
-    assert_eq!(
-        callgate::init_state(),
-        InitState::Ready,
-        "no init: the gate starts open"
-    );
-    cg::run_init("slow_init", true, slow_init);
-    assert_eq!(callgate::init_state(), InitState::Pending);
+    crate::child::alone(|| {
+        assert_eq!(
+            callgate::init_state(),
+            InitState::Ready,
+            "no init: the gate starts open"
+        );
+        cg::run_init("slow_init", true, slow_init);
+        assert_eq!(callgate::init_state(), InitState::Pending);
 
-    wait_for("the init's own callback", || {
-        CALL_FROM_INIT.load(Ordering::SeqCst) != i32::MIN
+        wait_for("the init's own callback", || {
+            CALL_FROM_INIT.load(Ordering::SeqCst) != i32::MIN
+        });
+        assert_eq!(
+            CALL_FROM_INIT.load(Ordering::SeqCst),
+            7,
+            "a call from init code must not wait"
+        );
+        let from_init = BODIES_RUN.load(Ordering::SeqCst);
+
+        let waiters = std::thread::spawn(|| {
+            run_threads(
+                counted,
+                16,
+                1,
+                Spawn {
+                    start_together: true,
+                    hold_until_all_called: false,
+                },
+            )
+        });
+        wait_for("16 waiting callers", || callgate::stats().gate_waits >= 16);
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(
+            BODIES_RUN.load(Ordering::SeqCst),
+            from_init,
+            "a caller ran before init finished"
+        );
+        assert_eq!(fail_fast(3), -1, "gate = fail returns on_error at once");
+        let message = callgate::last_error().unwrap();
+        assert!(
+            message.contains("before initialisation finished"),
+            "{message}"
+        );
+        assert_eq!(ungated(4), 4, "gate = skip never waits");
+
+        FINISH_INIT.store(true, Ordering::SeqCst);
+        let results = waiters.join().unwrap();
+        assert!(results.iter().all(|r| r.first == 0), "{results:?}");
+        assert_eq!(BODIES_RUN.load(Ordering::SeqCst), from_init + 16);
+        assert_eq!(callgate::init_state(), InitState::Ready);
+        assert_eq!(fail_fast(5), 5);
     });
-    assert_eq!(
-        CALL_FROM_INIT.load(Ordering::SeqCst),
-        7,
-        "a call from init code must not wait"
-    );
-    let from_init = BODIES_RUN.load(Ordering::SeqCst);
-
-    let waiters = std::thread::spawn(|| {
-        run_threads(
-            counted,
-            16,
-            1,
-            Spawn {
-                start_together: true,
-                hold_until_all_called: false,
-            },
-        )
-    });
-    wait_for("16 waiting callers", || callgate::stats().gate_waits >= 16);
-    std::thread::sleep(Duration::from_millis(50));
-    assert_eq!(
-        BODIES_RUN.load(Ordering::SeqCst),
-        from_init,
-        "a caller ran before init finished"
-    );
-    assert_eq!(fail_fast(3), -1, "gate = fail returns on_error at once");
-    let message = callgate::last_error().unwrap();
-    assert!(
-        message.contains("before initialisation finished"),
-        "{message}"
-    );
-    assert_eq!(ungated(4), 4, "gate = skip never waits");
-
-    FINISH_INIT.store(true, Ordering::SeqCst);
-    let results = waiters.join().unwrap();
-    assert!(results.iter().all(|r| r.first == 0), "{results:?}");
-    assert_eq!(BODIES_RUN.load(Ordering::SeqCst), from_init + 16);
-    assert_eq!(callgate::init_state(), InitState::Ready);
-    assert_eq!(fail_fast(5), 5);
 }
