@@ -232,13 +232,17 @@ fn call_slow_local<R, T: Local>(
 #[hot_path]
 pub(crate) fn bound_context(site: &Site) -> Option<&'static ContextNode> {
     let mut value = thread::slot();
-    if value.is_null() && site.attach == AttachMode::Bound {
+    // A bound thread first: the closure's straight line tests nothing else.
+    if !thread::serves(value) {
+        if !value.is_null() || site.attach != AttachMode::Bound {
+            return None;
+        }
         crate::hint::rarely_taken();
         // SAFETY: the slot held null when read just now.
         value = unsafe { bind_first(site) };
-    }
-    if !thread::serves(value) {
-        return None;
+        if !thread::serves(value) {
+            return None;
+        }
     }
     // SAFETY: a value `thread::serves` accepts.
     let node: &'static ContextNode = unsafe { &*value };
