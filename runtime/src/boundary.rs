@@ -28,4 +28,5 @@ pub use outcome::{from_result, ok};
 pub(crate) use site::marked_call_is_gone;
 pub use site::{Frame, OnFailure, Site};
 pub(crate) use slow::bound_context;
+pub(crate) use straight::{align_to_fetch_line, call_from, fast_slot};
 pub use straight::{call, call_local};

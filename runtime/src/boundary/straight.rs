@@ -42,8 +42,28 @@ pub fn call<R>(
     body: impl FnOnce(&Frame) -> Result<R, Failure>,
 ) -> R {
     align_to_fetch_line();
+    // SAFETY: just read.
+    unsafe { call_from(site, fast_slot(site), on_error, on_panic, body) }
+}
+
+/// [`call`] from the slot as its caller read it with [`fast_slot`] (a
+/// closure's, which announces the closure on the context it found there).
+///
+/// # Safety
+///
+/// `read` is what `fast_slot(site)` returned on this thread, with no call
+/// of the thread started or ended since but calls that left the slot as
+/// they found it (a signal handler's).
+#[hot_path]
+pub(crate) unsafe fn call_from<R>(
+    site: &Site,
+    read: (*const ContextNode, Option<Slot>),
+    on_error: impl FnOnce() -> R,
+    on_panic: impl FnOnce() -> R,
+    body: impl FnOnce(&Frame) -> Result<R, Failure>,
+) -> R {
     // The fast path: a bound thread with no call running.
-    let (bound, slot) = fast_slot(site);
+    let (bound, slot) = read;
     // In this frame whichever path the call takes, so a call that follows
     // one abandoned from the same place overwrites its token (see `stack`).
     let anchor = Anchor::new();
@@ -83,7 +103,7 @@ pub fn call<R>(
 /// The slot's value as the fast path sees it, and the slot: null and
 /// `None` while the fast path is closed.
 #[hot_path]
-fn fast_slot(site: &Site) -> (*const ContextNode, Option<Slot>) {
+pub(crate) fn fast_slot(site: &Site) -> (*const ContextNode, Option<Slot>) {
     let slot = Slot::fast(|| site.passes_gate());
     (slot.as_ref().map_or(core::ptr::null(), Slot::get), slot)
 }
@@ -280,7 +300,7 @@ unsafe fn outermost_holding<R, T: Local>(
 /// aligning *subsection 1* aligns the function's section, and the padding
 /// lands after the code. ELF x86-64 and aarch64 Linux only.
 #[inline(always)]
-fn align_to_fetch_line() {
+pub(crate) fn align_to_fetch_line() {
     align_function::<6>();
 }
 

@@ -9,11 +9,13 @@ use core::ptr::NonNull;
 use super::allocation::{Header, Shared, release, retain};
 use super::exclusive::Exclusive;
 use super::fork::RecordedReference;
-use super::hold::{Hold, hold, unhold};
+use super::hold::{Hold, announce, hold, unhold};
 use super::{Accessor, CReturn, CValue, FnBody, FnMutBody, FnOnceBody, Outcome, Signature, sealed};
-use crate::boundary::{Frame, call};
+use crate::boundary::{Frame, align_to_fetch_line, call, call_from, fast_slot};
+use crate::context::ContextNode;
 use crate::diag::abort_with;
 use crate::failure::Failure;
+use crate::thread;
 
 /// How a closure's body is stored and called.
 trait Invoke<Args> {
@@ -46,6 +48,86 @@ unsafe fn run<B: Invoke<Args>, Args>(data: *mut c_void, args: Args) -> ReturnOf<
     let header = NonNull::new(data.cast::<Header>()).unwrap_or_else(|| null_data());
     // SAFETY: a live `Shared<B, ReturnOf<B, Args>>` (caller obligation),
     // kept alive by what this call holds until `unhold`.
+    let shared = unsafe { &*header.cast::<Shared<B, ReturnOf<B, Args>>>().as_ptr() };
+    if B::HOLD == Hold::Announced {
+        // SAFETY: forwarded caller obligations.
+        return unsafe { run_announced::<B, Args>(header, shared, args) };
+    }
+    // SAFETY: forwarded caller obligations.
+    unsafe { run_held::<B, Args>(header, args) }
+}
+
+/// [`run`] for a `Closure::concurrent` call: its straight line, on the
+/// context the one read of the thread's slot found bound, with the
+/// closure announced in its hazard word; everything else in [`run_held`].
+///
+/// # Safety
+///
+/// As for `run`; `shared` is the closure's of `header`.
+#[hot_path]
+unsafe fn run_announced<B: Invoke<Args>, Args>(
+    header: NonNull<Header>,
+    shared: &Shared<B, ReturnOf<B, Args>>,
+    args: Args,
+) -> ReturnOf<B, Args> {
+    align_to_fetch_line();
+    let read = fast_slot(&shared.site);
+    if thread::serves(read.0) {
+        // SAFETY: a value `thread::serves` accepts.
+        let node: &'static ContextNode = unsafe { &*read.0 };
+        // SAFETY: `node` serves this thread.
+        let bound = !unsafe { node.value.per_call() };
+        let held = if bound {
+            // SAFETY: a bound context (not a per-call one), which `hold` would
+            // announce on; the closure is live (caller obligation).
+            unsafe { announce(node, header) }
+        } else {
+            None
+        };
+        if let Some(held) = held {
+            let on_failure = shared.on_failure;
+            // SAFETY: this closure's header, held by this call.
+            let body = |frame: &Frame| unsafe { shared.body.invoke(frame, header, args) };
+            // SAFETY: `read` as `fast_slot` read it; the announcement starts no
+            // call and ends none.
+            let result =
+                unsafe { call_from(&shared.site, read, || on_failure, || on_failure, body) };
+            // SAFETY: what this call took, after its last use of the closure.
+            unsafe { unhold(header, held) };
+            return result;
+        }
+    }
+    // SAFETY: forwarded caller obligations.
+    unsafe { run_off_line::<B, Args>(header, args) }
+}
+
+/// [`run_held`] out of line, off a straight line.
+///
+/// # Safety
+///
+/// As for `run`.
+#[cold]
+#[inline(never)]
+unsafe fn run_off_line<B: Invoke<Args>, Args>(
+    header: NonNull<Header>,
+    args: Args,
+) -> ReturnOf<B, Args> {
+    // SAFETY: forwarded caller obligations.
+    unsafe { run_held::<B, Args>(header, args) }
+}
+
+/// [`run`] by [`hold`]: every call of a `Closure::new` or once closure,
+/// and a `Closure::concurrent` call off its straight line.
+///
+/// # Safety
+///
+/// As for `run`.
+#[hot_path]
+unsafe fn run_held<B: Invoke<Args>, Args>(
+    header: NonNull<Header>,
+    args: Args,
+) -> ReturnOf<B, Args> {
+    // SAFETY: as in `run`.
     let shared = unsafe { &*header.cast::<Shared<B, ReturnOf<B, Args>>>().as_ptr() };
     // SAFETY: live (caller obligation), held by `B::HOLD`, as allocated.
     let Some(held) = (unsafe { hold(header, &shared.site, B::HOLD) }) else {

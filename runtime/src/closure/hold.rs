@@ -18,7 +18,7 @@ use core::ptr::NonNull;
 use super::allocation::{Header, release, retain};
 use super::owner::{CALLED, give_up_owner};
 use crate::boundary::{Site, bound_context};
-use crate::context::CONTEXTS;
+use crate::context::{CONTEXTS, ContextNode};
 use crate::sync::{Hazard, MARKED};
 use crate::valgrind;
 
@@ -64,18 +64,10 @@ pub(super) unsafe fn hold(header: NonNull<Header>, site: &Site, hold: Hold) -> O
         Hold::Counted => {}
         Hold::Announced => {
             if let Some(node) = bound_context(site) {
-                let hazard = &node.value.hazard;
-                // SAFETY: live (caller obligation).
-                let marked = unsafe { (*header.as_ptr()).marked };
-                // Exposed: `end_hold` may turn it back into a pointer.
-                let object = header.as_ptr().expose_provenance();
-                // SAFETY:
-                // - `node` serves this thread, the only one announcing through its
-                //   word, and stays bound; the word stays taken until `unhold`;
-                // - a header is a non-zero multiple of 8, of a live closure not retired
-                //   (the caller may call it).
-                if unsafe { hazard.announce(object, marked) } {
-                    return Some(Held::Announcement(hazard));
+                // SAFETY: forwarded caller obligation; `node` is bound to this
+                // thread.
+                if let Some(held) = unsafe { announce(node, header) } {
+                    return Some(held);
                 }
             }
             // Nested in an announced call, a word an abandoned call left, a
@@ -87,6 +79,28 @@ pub(super) unsafe fn hold(header: NonNull<Header>, site: &Site, hold: Hold) -> O
     // SAFETY: live (caller obligation).
     unsafe { retain(header) };
     Some(Held::Reference)
+}
+
+/// Announces the closure of `header` in the hazard word of `node`, unless
+/// the word is taken.
+///
+/// # Safety
+///
+/// `header` belongs to a live closure whose calls announce it; `node` is
+/// the context bound to this thread (not a per-call one).
+#[hot_path]
+pub(super) unsafe fn announce(node: &'static ContextNode, header: NonNull<Header>) -> Option<Held> {
+    let hazard = &node.value.hazard;
+    // SAFETY: live (caller obligation).
+    let marked = unsafe { (*header.as_ptr()).marked };
+    // Exposed: `end_hold` may turn it back into a pointer.
+    let object = header.as_ptr().expose_provenance();
+    // SAFETY:
+    // - `node` serves this thread, the only one announcing through its word,
+    //   and stays bound; the word stays taken until `unhold`;
+    // - a header is a non-zero multiple of 8, of a live closure not retired
+    //   (the caller may call it).
+    unsafe { hazard.announce(object, marked) }.then_some(Held::Announcement(hazard))
 }
 
 /// Gives up what a call held.
