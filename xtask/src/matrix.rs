@@ -72,11 +72,21 @@ pub const HOST_SETS: &[(&str, &str)] = &[
     ("linked", "callbacks data values"),
 ];
 
-/// Rows whose builds and files are their own (a target directory each):
+/// Rows whose builds and files are their own (a target directory each;
+/// the aarch64 row takes cargo's lock on the debug build only to make the
+/// test programs it runs):
 /// on a machine with two cores or more they run one after another beside
 /// the other rows, which leave a core idle while they link, run a test
 /// program or wait for one.
-pub const BESIDE: &[&str] = &["loom", "miri", "msrv", "package", "portable-tls", "windows"];
+pub const BESIDE: &[&str] = &[
+    "aarch64",
+    "loom",
+    "miri",
+    "msrv",
+    "package",
+    "portable-tls",
+    "windows",
+];
 
 /// The matrix. The first row is what `cargo test --workspace` runs.
 pub const ROWS: &[Row] = &[
