@@ -232,17 +232,21 @@ fn call_slow_local<R, T: Local>(
 #[hot_path]
 pub(crate) fn bound_context(site: &Site) -> Option<&'static ContextNode> {
     let mut value = thread::slot();
-    // A bound thread first: the closure's straight line tests nothing else.
-    if !thread::serves(value) {
-        if !value.is_null() || site.attach != AttachMode::Bound {
-            return None;
-        }
+    if value.is_null() && site.attach == AttachMode::Bound {
         crate::hint::rarely_taken();
         // SAFETY: the slot held null when read just now.
         value = unsafe { bind_first(site) };
-        if !thread::serves(value) {
-            return None;
-        }
+    }
+    bound_node(value)
+}
+
+/// The context the slot's `value` names when it is bound to the thread:
+/// `None` for null, a per-call context (running or cached) and the exit
+/// hook's mark.
+#[hot_path]
+pub(crate) fn bound_node(value: *const ContextNode) -> Option<&'static ContextNode> {
+    if !thread::serves(value) {
+        return None;
     }
     // SAFETY: a value `thread::serves` accepts.
     let node: &'static ContextNode = unsafe { &*value };

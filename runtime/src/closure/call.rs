@@ -11,11 +11,9 @@ use super::exclusive::Exclusive;
 use super::fork::RecordedReference;
 use super::hold::{Hold, announce, hold, unhold};
 use super::{Accessor, CReturn, CValue, FnBody, FnMutBody, FnOnceBody, Outcome, Signature, sealed};
-use crate::boundary::{Frame, align_to_fetch_line, call, call_from, fast_slot};
-use crate::context::ContextNode;
+use crate::boundary::{Frame, align_to_fetch_line, bound_node, call, call_from, fast_slot};
 use crate::diag::abort_with;
 use crate::failure::Failure;
-use crate::thread;
 
 /// How a closure's body is stored and called.
 trait Invoke<Args> {
@@ -72,19 +70,10 @@ unsafe fn run_announced<B: Invoke<Args>, Args>(
 ) -> ReturnOf<B, Args> {
     align_to_fetch_line();
     let read = fast_slot(&shared.site);
-    if thread::serves(read.0) {
-        // SAFETY: a value `thread::serves` accepts.
-        let node: &'static ContextNode = unsafe { &*read.0 };
-        // SAFETY: `node` serves this thread.
-        let bound = !unsafe { node.value.per_call() };
-        let held = if bound {
-            // SAFETY: a bound context (not a per-call one), which `hold` would
-            // announce on; the closure is live (caller obligation).
-            unsafe { announce(node, header) }
-        } else {
-            None
-        };
-        if let Some(held) = held {
+    if let Some(node) = bound_node(read.0) {
+        // SAFETY: the context bound to this thread, which `hold` would
+        // announce on; the closure is live (caller obligation).
+        if let Some(held) = unsafe { announce(node, header) } {
             let on_failure = shared.on_failure;
             // SAFETY: this closure's header, held by this call.
             let body = |frame: &Frame| unsafe { shared.body.invoke(frame, header, args) };
