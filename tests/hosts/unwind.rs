@@ -6,8 +6,8 @@ use crate::host;
 
 use std::time::Duration;
 
-/// The fixture in dynamic TLS, `plain` called in a loop under an
-/// `ITIMER_PROF` storm whose handler takes a backtrace (glibc's, through the
+/// The fixture in dynamic TLS, `plain` called in a loop under a
+/// timer's `SIGPROF` storm whose handler takes a backtrace (glibc's, through the
 /// unwind tables): every sample taken inside the dynamic linker's resolver
 /// ends in the frames below the loop. On x86-64 the trampolines call the
 /// resolver from instructions of their own that move the stack pointer;

@@ -54,6 +54,7 @@
  * exited. At the end the host prints its counters and `result=ok`. */
 #include "fixture_host.h"
 
+#include <sched.h>
 #include <setjmp.h>
 #include <stdatomic.h>
 
@@ -102,7 +103,11 @@ static int64_t spin_for_cancel(int32_t depth) {
     int old;
     pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &old);
     atomic_store(&inside[slot], 1);
+    /* Spins, yielding now and then so that the main thread, which
+     * cancels, and the next threads of the wave get a core: the
+     * cancellation lands in the loop or in the yield. */
     for (volatile unsigned long spin = 0;; spin++) {
+        if (spin % 4096 == 0) sched_yield();
     }
     return 0;
 }

@@ -9,7 +9,7 @@
  * The fixture must be in dynamic TLS (run with
  * GLIBC_TUNABLES=glibc.rtld.optional_static_tls=0 and
  * CALLGATE_EXPECT_DYNAMIC_TLS=1). The main thread calls `plain` in a loop
- * under an ITIMER_PROF storm; the SIGPROF handler records a backtrace
+ * under a timer's SIGPROF storm; the SIGPROF handler records a backtrace
  * (glibc's, through the unwind tables) of wherever it stopped. Afterwards,
  * the samples taken inside the dynamic linker (the resolver) must all end
  * in the frames a backtrace taken in the loop itself ends in: the loop's
@@ -21,10 +21,18 @@
 #include <execinfo.h>
 #include <link.h>
 #include <signal.h>
-#include <sys/time.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* glibc before 2.37 names the thread of a SIGEV_THREAD_ID event only by
+ * its union member; musl names it as later glibc does. */
+#ifndef sigev_notify_thread_id
+#define sigev_notify_thread_id _sigev_un._tid
+#endif
 
 /* Samples are taken until this many of them stopped in the resolver, or
- * this many in all (about 250 a second of CPU time). */
+ * this many in all (one every 200 microseconds: a CLOCK_MONOTONIC timer,
+ * not ITIMER_PROF, which the kernel fires at most once a tick). */
 #define RESOLVER_SAMPLES 60
 #define MAX_SAMPLES 6000
 #define DEPTH 32
@@ -96,11 +104,17 @@ int main(int argc, char **argv) {
     sigemptyset(&action.sa_mask);
     action.sa_flags = SA_RESTART;
     CHECK(sigaction(SIGPROF, &action, NULL) == 0, "sigaction");
-    struct itimerval every = {{0, 200}, {0, 200}};
-    CHECK(setitimer(ITIMER_PROF, &every, NULL) == 0, "setitimer");
+    struct sigevent event;
+    memset(&event, 0, sizeof event);
+    event.sigev_notify = SIGEV_THREAD_ID;
+    event.sigev_signo = SIGPROF;
+    event.sigev_notify_thread_id = (pid_t)syscall(SYS_gettid);
+    timer_t timer;
+    CHECK(timer_create(CLOCK_MONOTONIC, &event, &timer) == 0, "timer_create");
+    struct itimerspec every = {{0, 200 * 1000}, {0, 200 * 1000}};
+    CHECK(timer_settime(timer, 0, &every, NULL) == 0, "timer_settime");
     calls(4000L * 1000 * 1000);
-    struct itimerval off = {{0, 0}, {0, 0}};
-    setitimer(ITIMER_PROF, &off, NULL);
+    timer_delete(timer);
 
     /* The frames below `calls`: all of `outer` but its first, `calls`
      * itself (whose return addresses differ between call sites). */
