@@ -338,7 +338,7 @@ impl<S: Signature> Closure<S> {
                 core::any::type_name::<F>(),
                 on_failure,
                 Exclusive::new(body),
-                Hold::Counted,
+                Hold::Turn,
             ),
             data_first,
             data_last,

@@ -5,7 +5,7 @@
 //! `RUSTFLAGS="--cfg callgate_loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p callgate --lib --release`
 
 use loom::sync::Arc;
-use loom::sync::atomic::{AtomicBool, Ordering};
+use loom::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use loom::thread;
 
 use crate::freelist::{FreeList, Item};
@@ -192,7 +192,7 @@ fn take_turns(annotated: bool) {
     loom::model(move || {
         let turn = Arc::new(Turn::announced(annotated));
         let count = Arc::new(loom::cell::UnsafeCell::new(0_u32));
-        let others: Vec<_> = [4_usize, 8]
+        let others: Vec<_> = [16_usize, 32]
             .into_iter()
             .map(|me| {
                 let (turn, count) = (turn.clone(), count.clone());
@@ -202,15 +202,15 @@ fn take_turns(annotated: bool) {
                     // access that races with it).
                     count.with_mut(|count| unsafe { *count += 1 });
                     // SAFETY: this thread's `begin` returned `Ok`.
-                    unsafe { turn.end() };
+                    assert!(!unsafe { turn.end() });
                 })
             })
             .collect();
-        turn.begin(12, || false, || (), || ()).unwrap();
+        turn.begin(48, || false, || (), || ()).unwrap();
         // SAFETY: as above.
         count.with_mut(|count| unsafe { *count += 1 });
         // SAFETY: as above.
-        unsafe { turn.end() };
+        assert!(!unsafe { turn.end() });
         // A lost wake-up would leave a thread waiting: loom reports the
         // deadlock.
         for other in others {
@@ -229,6 +229,43 @@ fn turns_exclude_each_other_and_wake_every_waiter() {
 #[test]
 fn annotated_turns_exclude_each_other_and_wake_every_waiter() {
     take_turns(true);
+}
+
+/// A thread takes a turn and uses the object while another retires it:
+/// exactly one of them lets it go (the retirement if the turn was free or
+/// ended, else the turn's end), after the use (loom reports a use that
+/// races with the letting go).
+#[test]
+fn a_retired_turn_outlives_the_call_holding_it() {
+    loom::model(|| {
+        let turn = Arc::new(Turn::announced(false));
+        let object = Arc::new(loom::cell::UnsafeCell::new(0_u32));
+        let gone = Arc::new(AtomicU32::new(0));
+        let holder = {
+            let (turn, object, gone) = (turn.clone(), object.clone(), gone.clone());
+            thread::spawn(move || {
+                if turn.begin(16, || false, || (), || ()).is_err() {
+                    return; // retired first: a call after the drop
+                }
+                // SAFETY: during this thread's turn.
+                object.with_mut(|value| unsafe { *value += 1 });
+                // SAFETY: this thread's `begin` returned `Ok`.
+                if unsafe { turn.end() } {
+                    // SAFETY: the object is this thread's to let go.
+                    object.with_mut(|value| unsafe { *value = u32::MAX });
+                    gone.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        };
+        // SAFETY: once, with no call waiting.
+        if unsafe { turn.retire() } {
+            // SAFETY: the object is this thread's to let go.
+            object.with_mut(|value| unsafe { *value = u32::MAX });
+            gone.fetch_add(1, Ordering::Relaxed);
+        }
+        holder.join().unwrap();
+        assert_eq!(gone.load(Ordering::Relaxed), 1);
+    });
 }
 
 /// Two threads announce an object and use it while a third retires it:

@@ -136,11 +136,11 @@ fn a_closure_freed_twice_aborts_with_a_message() {
     }
 }
 
-/// An `FnMut` closure called after C freed it: its body runs on what the
-/// drop left (undetected), and the call's release, which would drop it
-/// again, aborts.
+/// An `FnMut` closure called after C freed it: its turn, retired by the
+/// drop (the allocation kept as a tombstone), makes the call abort before
+/// the body runs.
 #[test]
-fn a_closure_called_after_its_free_aborts_as_the_call_returns() {
+fn a_closure_called_after_its_free_aborts_before_its_body_runs() {
     misuse("call-after-free").assert_aborted_with(
         "callgate: closure \
          `callgate_fixture::callbacks::fixture_adder_new::{{closure}}` was \

@@ -1,8 +1,9 @@
 //! The allocation a closure's data pointer points to: a [`Shared`], read
 //! through its [`Header`] by code that does not know the body's type, and
 //! the reference count that decides when the body is dropped ([`destroy`],
-//! or [`retire`] if calls may announce it). A small allocation outlives
-//! its body in [`tombstones`], for the misuse checks.
+//! or [`retire`] if calls may announce it, [`retire_turn`] if they take
+//! turns). A small allocation outlives its body in [`tombstones`], for the
+//! misuse checks.
 //!
 //! # Atomic orderings
 //!
@@ -11,13 +12,14 @@
 //! C's hand-over of the pointer orders the construction before the call);
 //! releases are Release decrements, and the last one issues an Acquire
 //! fence before retiring the closure. Announced calls are ordered by the
-//! hazard words (`sync::Hazard`).
+//! hazard words (`sync::Hazard`), turn-taking ones by the turn.
 
 use core::mem::{MaybeUninit, needs_drop, size_of};
 use core::ptr::NonNull;
 use core::sync::atomic::fence;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+use super::exclusive::retire_turn;
 use super::hold::{Hold, retire};
 use super::owner::OWNED;
 use super::tombstones;
@@ -26,7 +28,7 @@ use crate::diag::{abort_with, report};
 use crate::failure::{callback_name, payload_message};
 use crate::gate::GatePolicy;
 use crate::settings::AttachMode;
-use crate::sync::{AtomicU32, AtomicUsize, MARKED, Ordering, Retirement};
+use crate::sync::{AtomicU32, AtomicUsize, MARKED, Ordering, Retirement, Turn};
 use crate::valgrind;
 
 /// The start of every closure allocation, where the data pointer points.
@@ -35,7 +37,8 @@ pub(super) struct Header {
     /// The owner's reference and one per counting call (see [`Hold`]).
     refs: AtomicUsize,
     /// Run by the last release: [`destroy`], [`retire`] if calls announce
-    /// it, and [`released_after_drop`] once dropped.
+    /// it, [`retire_turn`] if they take turns, and [`released_after_drop`]
+    /// once dropped.
     last_release: unsafe fn(NonNull<Header>),
     pub(super) destroy: unsafe fn(NonNull<Header>),
     /// Frees the allocation once dropped (for [`tombstones`]).
@@ -48,6 +51,8 @@ pub(super) struct Header {
     /// How C gave up the owner's reference
     /// ([`give_up_owner`](super::owner::give_up_owner)).
     pub(super) owner: AtomicU32,
+    /// The turns of a `Closure::new`'s calls (unused by the others).
+    pub(super) turn: Turn,
 }
 
 /// A closure's allocation: the header, what the boundary needs, the body.
@@ -69,10 +74,11 @@ pub(super) fn allocate<B, R>(
     let shared = Box::new(Shared {
         header: Header {
             refs: AtomicUsize::new(1),
-            last_release: if hold == Hold::Announced {
-                retire
-            } else {
-                destroy::<B, R>
+            turn: Turn::new(),
+            last_release: match hold {
+                Hold::Announced => retire,
+                Hold::Turn => retire_turn,
+                Hold::Owner => destroy::<B, R>,
             },
             destroy: destroy::<B, R>,
             free: free_allocation::<B, R>,
@@ -159,6 +165,18 @@ unsafe fn free_allocation<B, R>(header: NonNull<Header>) {
 ///
 /// `header` is the header of a closure kept by [`tombstones`].
 unsafe fn released_after_drop(header: NonNull<Header>) {
+    // SAFETY: forwarded caller obligation.
+    unsafe { called_after_drop(header) }
+}
+
+/// Aborts for a call of a dropped closure, naming it.
+///
+/// # Safety
+///
+/// `header` is the header of a closure kept by [`tombstones`].
+#[cold]
+#[inline(never)]
+pub(super) unsafe fn called_after_drop(header: NonNull<Header>) -> ! {
     // SAFETY: kept, so its site is readable (caller obligation).
     let name = callback_name(unsafe { site_of(header) }.name);
     abort_with(&format!(

@@ -2,14 +2,14 @@
 //! `unsafe extern "C"` functions (three per parameter list, `arity!`),
 //! [`run`] at the boundary, and the three bodies ([`Invoke`]).
 
-use core::cell::UnsafeCell;
+use core::cell::{Cell, UnsafeCell};
 use core::ffi::c_void;
 use core::ptr::NonNull;
 
 use super::allocation::{Header, Shared, release, retain};
 use super::exclusive::Exclusive;
 use super::fork::RecordedReference;
-use super::hold::{Hold, announce, hold, unhold};
+use super::hold::{Hold, announce, destroy_now, hold, unhold};
 use super::{Accessor, CReturn, CValue, FnBody, FnMutBody, FnOnceBody, Outcome, Signature, sealed};
 use crate::boundary::{Frame, align_to_fetch_line, bound_node, call, call_from, fast_slot};
 use crate::diag::abort_with;
@@ -19,16 +19,18 @@ use crate::failure::Failure;
 trait Invoke<Args> {
     type Out: Outcome;
     const HOLD: Hold;
-    /// Runs the body in the call `frame` serves.
+    /// Runs the body in the call `frame` serves; sets `destroy` when the
+    /// call is to drop the closure once it no longer uses it.
     ///
     /// # Safety
     ///
-    /// `header` is the closure's whose body `self` is, and the call holds a
-    /// reference to it (the owner's, for a once closure).
+    /// `header` is the closure's whose body `self` is, and the call holds it
+    /// by [`HOLD`](Invoke::HOLD).
     unsafe fn invoke(
         &self,
         frame: &Frame,
         header: NonNull<Header>,
+        destroy: &Cell<bool>,
         args: Args,
     ) -> Result<<Self::Out as Outcome>::C, Failure>;
 }
@@ -75,8 +77,9 @@ unsafe fn run_announced<B: Invoke<Args>, Args>(
         // announce on; the closure is live (caller obligation).
         if let Some(held) = unsafe { announce(node, header) } {
             let on_failure = shared.on_failure;
+            let never = Cell::new(false);
             // SAFETY: this closure's header, held by this call.
-            let body = |frame: &Frame| unsafe { shared.body.invoke(frame, header, args) };
+            let body = |frame: &Frame| unsafe { shared.body.invoke(frame, header, &never, args) };
             // SAFETY: `read` as `fast_slot` read it; the announcement starts no
             // call and ends none.
             let result =
@@ -106,7 +109,8 @@ unsafe fn run_off_line<B: Invoke<Args>, Args>(
 }
 
 /// [`run`] by [`hold`]: every call of a `Closure::new` or once closure,
-/// and a `Closure::concurrent` call off its straight line.
+/// and a `Closure::concurrent` call off its straight line. A `Closure::new`
+/// retired during the call's turn is dropped here, after the call.
 ///
 /// # Safety
 ///
@@ -124,15 +128,21 @@ unsafe fn run_held<B: Invoke<Args>, Args>(
         return unsafe { run_recorded::<B, Args>(header, args) };
     };
     let on_failure = shared.on_failure;
+    let destroy = Cell::new(false);
     let result = call(
         &shared.site,
         || on_failure,
         || on_failure,
         // SAFETY: this closure's header, held by this call.
-        |frame| unsafe { shared.body.invoke(frame, header, args) },
+        |frame| unsafe { shared.body.invoke(frame, header, &destroy, args) },
     );
     // SAFETY: what this call took, after its last use of the closure.
     unsafe { unhold(header, held) };
+    if destroy.get() {
+        // SAFETY: retired during this call's turn, which it ended: nothing
+        // holds the closure any more, and this call no longer uses it.
+        unsafe { destroy_now(header) };
+    }
     result
 }
 
@@ -165,7 +175,7 @@ unsafe fn run_recorded<B: Invoke<Args>, Args>(
             let _recorded = RecordedReference::new(header);
             // SAFETY: `header` is this closure's, and this call holds a
             // reference to it.
-            unsafe { shared.body.invoke(frame, header, args) }
+            unsafe { shared.body.invoke(frame, header, &Cell::new(false), args) }
         },
     );
     // SAFETY: the reference taken above, given up after the call's last
@@ -301,16 +311,18 @@ macro_rules! arity {
             F: FnMut($($ty),*) -> O,
         {
             type Out = O;
-            const HOLD: Hold = Hold::Counted;
+            const HOLD: Hold = Hold::Turn;
             #[hot_path]
             unsafe fn invoke(
                 &self,
                 frame: &Frame,
                 header: NonNull<Header>,
+                destroy: &Cell<bool>,
                 ($($arg,)*): ($($ty,)*),
             ) -> Result<O::C, Failure> {
-                // SAFETY: forwarded caller obligation.
-                unsafe { self.with(frame, header, |body| body($($arg),*)) }?.into_c()
+                // SAFETY: forwarded caller obligation: live until the call's
+                // turn ends.
+                unsafe { self.with(frame, header, destroy, |body| body($($arg),*)) }?.into_c()
             }
         }
 
@@ -325,6 +337,7 @@ macro_rules! arity {
                 &self,
                 _: &Frame,
                 _: NonNull<Header>,
+                _: &Cell<bool>,
                 ($($arg,)*): ($($ty,)*),
             ) -> Result<O::C, Failure> {
                 (self.body)($($arg),*).into_c()
@@ -342,6 +355,7 @@ macro_rules! arity {
                 &self,
                 _: &Frame,
                 _: NonNull<Header>,
+                _: &Cell<bool>,
                 ($($arg,)*): ($($ty,)*),
             ) -> Result<O::C, Failure> {
                 (self.take()?)($($arg),*).into_c()

@@ -1,24 +1,28 @@
 //! The body of a `Closure::new` closure: an `FnMut` whose calls take
-//! turns ([`Exclusive`]). A call from another thread waits; one from the
-//! thread that holds the turn fails with the fallback. A turn an abandoned
-//! call left is taken back once that call is certainly gone
-//! ([`turn_holder_is_gone`]).
+//! turns (the header's `turn`, [`Exclusive`]). A call from another thread
+//! waits; one from the thread that holds the turn fails with the fallback.
+//! A turn an abandoned call left is taken back once that call is certainly
+//! gone ([`turn_holder_is_gone`]).
+//!
+//! The turn is also what keeps the closure alive during a call: the last
+//! release retires the turn ([`retire_turn`]), and a call that holds it
+//! drops the closure after it (`run_held`). A call that waits holds a
+//! reference until it has the turn ([`Waiting`]).
 
-use core::cell::UnsafeCell;
+use core::cell::{Cell, UnsafeCell};
 use core::ptr::NonNull;
 
-use super::allocation::{Header, release};
+use super::allocation::{Header, called_after_drop, release, retain};
 use super::fork::WaitNote;
+use super::hold::destroy_now;
 use crate::boundary::{Frame, marked_call_is_gone};
 use crate::failure::Failure;
 use crate::stack::Mark;
 use crate::sync::Turn;
 use crate::thread;
 
-/// An `FnMut` body and its turn.
+/// An `FnMut` body.
 pub(super) struct Exclusive<F> {
-    /// Whose turn it is (threads named by [`Frame::thread_mark`]).
-    turn: Turn,
     /// The turn-holding call's mark ([`Frame::mark`]), written once it took
     /// the turn, read by a call of the same thread to tell if it is gone.
     holder: UnsafeCell<Mark>,
@@ -33,7 +37,6 @@ unsafe impl<F: Send> Sync for Exclusive<F> {}
 impl<F> Exclusive<F> {
     pub(super) fn new(body: F) -> Exclusive<F> {
         Exclusive {
-            turn: Turn::new(),
             holder: UnsafeCell::new(Mark::new(0, 0)),
             body: UnsafeCell::new(body),
         }
@@ -41,49 +44,72 @@ impl<F> Exclusive<F> {
 
     /// Runs `run` on the body once no other thread is in it; an error if this
     /// thread already is (a re-entrant call through C). A turn an abandoned
-    /// call left, or (in a `fork` child) a missing thread's, is taken over,
-    /// and that call's reference given up; a waiting call notes its wait in
-    /// its context ([`WaitNote`]) for such a child.
+    /// call left, or (in a `fork` child) a missing thread's, is taken over.
+    /// Sets `destroy` when the closure was retired during the turn: the
+    /// caller drops it once the call no longer uses it.
     ///
     /// # Safety
     ///
-    /// The call holds a reference to the closure of `header`, whose body this
-    /// is.
+    /// The closure of `header`, whose body this is, is live (its owner's
+    /// reference or a call in flight keeps it).
     #[hot_path]
     pub(super) unsafe fn with<O>(
         &self,
         frame: &Frame,
         header: NonNull<Header>,
+        destroy: &Cell<bool>,
         run: impl FnOnce(&mut F) -> O,
     ) -> Result<O, Failure> {
-        // Thread marks are non-zero multiples of 4, as `Turn` needs (contexts
+        // SAFETY: live (caller obligation).
+        let turn = unsafe { &(*header.as_ptr()).turn };
+        // Thread marks are non-zero multiples of 16, as `Turn` needs (contexts
         // are 128-byte aligned).
-        self.turn.begin_noting_wait(
-            frame.thread_mark(),
+        if let Err(held) = turn.try_begin(frame.thread_mark()) {
+            // SAFETY: forwarded caller obligation.
+            unsafe { self.begin_slow(frame.thread_mark(), header, held) }?;
+        }
+        // SAFETY: this thread holds the turn; only the holder writes the mark.
+        unsafe { *self.holder.get() = frame.mark() };
+        // Ends the turn when `run` returns or unwinds.
+        let _end = EndTurn(turn, destroy);
+        // SAFETY: this thread holds the turn until `_end` drops; only the
+        // holder reaches the body.
+        Ok(run(unsafe { &mut *self.body.get() }))
+    }
+
+    /// The rest of `with`'s taking of the turn, which its thread, marked
+    /// `me`, found `held`: out of line, so the straight line passes none of
+    /// the slow path's arguments.
+    ///
+    /// # Safety
+    ///
+    /// As for `with`.
+    #[cold]
+    #[inline(never)]
+    unsafe fn begin_slow(
+        &self,
+        me: usize,
+        header: NonNull<Header>,
+        held: usize,
+    ) -> Result<(), Failure> {
+        // SAFETY: live (caller obligation).
+        let turn = unsafe { &(*header.as_ptr()).turn };
+        turn.begin_slow(
+            me,
+            held,
             // SAFETY: the turn is held under this thread's mark, so `holder` was
             // written on this thread's context, by it or an earlier owner (ordered
             // by the free list); other threads' writes by the turn's
             // Release/Acquire. (A holder that has not written its mark yet: see
             // `turn_holder_is_gone`.)
             || unsafe { turn_holder_is_gone(*self.holder.get()) },
-            || {
-                // SAFETY: the holder will never end the turn; it took a reference
-                // (every `FnMut` call does) it will never give up, and this call holds
-                // one more, so the count stays above 0.
-                unsafe { release(header) };
-            },
-            // SAFETY: this call holds a reference (caller obligation),
-            // which the note names until the call has the turn.
-            |turn| unsafe { WaitNote::new(header, turn) },
+            // SAFETY: live (caller obligation).
+            |_| unsafe { Waiting::new(header) },
             reentered,
-        )?;
-        // SAFETY: this thread holds the turn; only the holder writes the mark.
-        unsafe { *self.holder.get() = frame.mark() };
-        // Ends the turn when `run` returns or unwinds.
-        let _end = EndTurn(self);
-        // SAFETY: this thread holds the turn until `_end` drops; only the
-        // holder reaches the body.
-        Ok(run(unsafe { &mut *self.body.get() }))
+            // SAFETY: a retired turn is a dropped closure's, kept by the
+            // tombstones (else C's call is a use after free).
+            || unsafe { called_after_drop(header) },
+        )
     }
 }
 
@@ -112,14 +138,66 @@ unsafe fn turn_holder_is_gone(holder: Mark) -> bool {
     claimed || unsafe { marked_call_is_gone(holder) }
 }
 
-struct EndTurn<'a, F>(&'a Exclusive<F>);
+struct EndTurn<'a>(&'a Turn, &'a Cell<bool>);
 
-impl<F> Drop for EndTurn<'_, F> {
+impl Drop for EndTurn<'_> {
     #[hot_path]
     fn drop(&mut self) {
         // SAFETY: made only by `with` once its `begin` returned `Ok`, on that
         // thread, and dropped once (or never, if the call is abandoned).
-        unsafe { self.0.turn.end() };
+        if unsafe { self.0.end() } {
+            self.1.set(true);
+        }
+    }
+}
+
+/// A reference a call holds while it waits for the turn (a retirement
+/// waits for none), noted in its context for a `fork` child
+/// ([`WaitNote`]); given up once the call has the turn, which keeps the
+/// closure alive from then on.
+struct Waiting {
+    header: NonNull<Header>,
+    note: Option<WaitNote>,
+}
+
+impl Waiting {
+    /// # Safety
+    ///
+    /// The closure of `header` is live.
+    #[cold]
+    #[inline(never)]
+    unsafe fn new(header: NonNull<Header>) -> Waiting {
+        // SAFETY: live (caller obligation).
+        unsafe { retain(header) };
+        // SAFETY: just taken, given up after the note is erased.
+        let note = Some(unsafe { WaitNote::new(header) });
+        Waiting { header, note }
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        // Erased before the reference is given up, so a `fork` child never
+        // gives it up twice.
+        drop(self.note.take());
+        // SAFETY: taken in `new`; the call has the turn now (its end or a
+        // retirement's flag keeps the closure), or aborts.
+        unsafe { release(self.header) };
+    }
+}
+
+/// The last release of a `Closure::new`: retires its turn, and drops it
+/// now if no call holds the turn (else the holder does, in `run_held`).
+///
+/// # Safety
+///
+/// The caller just released the closure's last reference.
+pub(super) unsafe fn retire_turn(header: NonNull<Header>) {
+    // SAFETY: alive until dropped (caller obligation); retired once, with no
+    // reference left, so no call waits.
+    if unsafe { (*header.as_ptr()).turn.retire() } {
+        // SAFETY: no reference left, no call holds the turn.
+        unsafe { destroy_now(header) };
     }
 }
 

@@ -8,7 +8,7 @@ use super::allocation::Header;
 #[cfg(unix)]
 use super::allocation::release;
 use crate::context::ContextNode;
-use crate::sync::{OuterWait, Turn};
+use crate::sync::OuterWait;
 use crate::thread;
 
 /// A running call's counted reference, recorded in its context
@@ -40,19 +40,16 @@ impl Drop for RecordedReference {
 pub(super) struct WaitNote(Option<(&'static ContextNode, OuterWait)>);
 
 impl WaitNote {
-    /// Notes that this thread's call waits for `turn`.
+    /// Notes that this thread's call waits for the turn.
     ///
     /// # Safety
     ///
-    /// The call holds a reference to the closure of `header` until the note
-    /// is dropped (or, if it takes the turn, until it ends it).
-    #[cold]
-    #[inline(never)]
-    pub(super) unsafe fn new(header: NonNull<Header>, turn: &Turn) -> WaitNote {
-        // Exposed: a `fork` child turns them back into pointers.
+    /// The call holds a reference to the closure of `header` until after the
+    /// note is dropped.
+    pub(super) unsafe fn new(header: NonNull<Header>) -> WaitNote {
+        // Exposed: a `fork` child turns it back into a pointer.
         let object = header.as_ptr().expose_provenance();
-        let turn = core::ptr::from_ref(turn).expose_provenance();
-        WaitNote(thread::current().map(|node| (node, node.value.held.note_wait(object, turn))))
+        WaitNote(thread::current().map(|node| (node, node.value.held.note_wait(object))))
     }
 }
 
@@ -64,10 +61,8 @@ impl Drop for WaitNote {
     }
 }
 
-/// In a `fork` child: gives up a missing thread's call's reference.
-/// `object` is the closure's exposed address, `turn` the turn it waited
-/// for (or 0), `mark` its thread's. A call that had taken the turn is left
-/// to the child's first call, which takes the turn over.
+/// In a `fork` child: gives up a missing thread's call's reference to the
+/// closure whose exposed address is `object`.
 ///
 /// # Safety
 ///
@@ -75,18 +70,11 @@ impl Drop for WaitNote {
 /// it lacks (`HeldRefs::take_left`).
 #[cfg(unix)]
 #[cold]
-pub(crate) unsafe fn give_up_left_behind(object: usize, turn: usize, mark: usize) {
+pub(crate) unsafe fn give_up_left_behind(object: usize) {
     let Some(header) = NonNull::new(core::ptr::with_exposed_provenance_mut::<Header>(object))
     else {
         return;
     };
-    if turn != 0 {
-        // SAFETY: the turn of a closure the call held a reference to.
-        let turn = unsafe { &*core::ptr::with_exposed_provenance::<Turn>(turn) };
-        if turn.is_held_under(mark) {
-            return;
-        }
-    }
     // SAFETY: the call held this reference (recorded after taking it,
     // erased before giving it up) and will never give it up.
     unsafe { release(header) };

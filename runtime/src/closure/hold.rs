@@ -1,7 +1,9 @@
 //! How a call keeps its closure alive until it returns ([`Hold`]), besides
 //! the owner's reference:
 //!
-//! * a `Closure::new` call takes a reference (its calls take turns anyway);
+//! * a `Closure::new` call holds its turn, which a retirement waits for
+//!   (`exclusive::retire_turn`); a call waiting for the turn takes a
+//!   reference meanwhile;
 //! * a `Closure::concurrent` call announces the closure in its thread's
 //!   hazard word (`sync::Hazard`), so calls from many threads share no
 //!   counter; the retirement ([`retire`]) leaves the drop to the last one.
@@ -10,12 +12,12 @@
 //! * a once closure's call uses the owner's reference.
 //!
 //! An abandoned call keeps its hold: an announcement until its thread
-//! exits ([`end_hold`]), a `Closure::new` reference until a later call
-//! takes the turn back, any other reference for good (the closure leaks).
+//! exits ([`end_hold`]), a `Closure::new` turn until a later call takes it
+//! back, a reference for good (the closure leaks).
 
 use core::ptr::NonNull;
 
-use super::allocation::{Header, release, retain};
+use super::allocation::{Header, release};
 use super::owner::{CALLED, give_up_owner};
 use crate::boundary::{Site, bound_context};
 use crate::context::{CONTEXTS, ContextNode};
@@ -25,8 +27,8 @@ use crate::valgrind;
 /// How the calls of a closure keep it alive.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Hold {
-    /// Each call takes a reference of its own: `Closure::new`.
-    Counted,
+    /// Each call holds its turn: `Closure::new`.
+    Turn,
     /// The one call uses the owner's reference: a once closure.
     Owner,
     /// An announcement where it can, else a recorded reference:
@@ -36,6 +38,8 @@ pub(super) enum Hold {
 
 /// What a call holds the closure by, to give up when it returns.
 pub(super) enum Held {
+    /// Its turn, taken and ended in the body (`Exclusive::with`).
+    Turn,
     /// A reference (its own, or the owner's for a once closure).
     Reference,
     /// The announcement in `hazard`, this thread's word.
@@ -59,9 +63,9 @@ pub(super) unsafe fn hold(header: NonNull<Header>, site: &Site, hold: Hold) -> O
             // SAFETY: a closure's header (caller obligation), or a dropped one's,
             // still kept, whose second call this catches.
             unsafe { give_up_owner(header, CALLED) };
-            return Some(Held::Reference);
+            Some(Held::Reference)
         }
-        Hold::Counted => {}
+        Hold::Turn => Some(Held::Turn),
         Hold::Announced => {
             if let Some(node) = bound_context(site) {
                 // SAFETY: forwarded caller obligation; `node` is bound to this
@@ -73,12 +77,9 @@ pub(super) unsafe fn hold(header: NonNull<Header>, site: &Site, hold: Hold) -> O
             // Nested in an announced call, a word an abandoned call left, a
             // per-call thread, a shut gate.
             crate::hint::rarely_taken();
-            return None;
+            None
         }
     }
-    // SAFETY: live (caller obligation).
-    unsafe { retain(header) };
-    Some(Held::Reference)
 }
 
 /// Announces the closure of `header` in the hazard word of `node`, unless
@@ -112,6 +113,7 @@ pub(super) unsafe fn announce(node: &'static ContextNode, header: NonNull<Header
 #[hot_path]
 pub(super) unsafe fn unhold(header: NonNull<Header>, held: Held) {
     match held {
+        Held::Turn => {}
         // SAFETY: the call's reference (caller obligation).
         Held::Reference => unsafe { release(header) },
         Held::Announcement(hazard) => {
@@ -181,11 +183,12 @@ pub(super) unsafe fn retire(header: NonNull<Header>) {
     }
 }
 
+/// Drops the closure.
 ///
 /// # Safety
 ///
-/// Nothing holds the closure: no reference, no announcing call.
-unsafe fn destroy_now(header: NonNull<Header>) {
+/// Nothing holds the closure: no reference, no announcing call, no turn.
+pub(super) unsafe fn destroy_now(header: NonNull<Header>) {
     // SAFETY: alive until the call below (caller obligation).
     let shared = unsafe { header.as_ref() };
     if shared.marked != 0 {

@@ -193,10 +193,10 @@ extern "C" fn in_fork_child() {
         // SAFETY: withdrawn from a context of a thread the child lacks.
         unsafe { crate::closure::end_hold(withdrawn) };
     }
-    for (object, turn, mark) in left.held {
+    for object in left.held {
         // SAFETY: taken once from a context of a thread the child lacks, on its
         // only thread.
-        unsafe { crate::closure::give_up_left_behind(object, turn, mark) };
+        unsafe { crate::closure::give_up_left_behind(object) };
     }
     crate::init::after_fork_in_child();
 }

@@ -19,30 +19,24 @@ const SLOTS: usize = 2;
 /// Only the owning thread (and its signal handlers' calls) writes the
 /// words; a `fork` child reads them as the fork left them. A record is a
 /// Release store (or compare-and-swap), so the reference's taking stays
-/// before it; its erasure is followed by the count's Release decrement (or
-/// the Acquire compare-and-swap that took the turn), keeping it before.
+/// before it; its erasure is followed by the count's Release decrement,
+/// keeping it before.
 pub(crate) struct HeldRefs {
     /// Closure addresses, or 0.
     counted: [AtomicUsize; SLOTS],
     /// The closure a `Closure::new` call waits for the turn of, or 0.
     waiting: AtomicUsize,
-    /// That turn's address, while `waiting` is not 0.
-    turn: AtomicUsize,
 }
 
 /// A wait that a signal handler's call (noting its own) interrupted, put
 /// back by [`HeldRefs::end_wait`].
-pub(crate) struct OuterWait {
-    object: usize,
-    turn: usize,
-}
+pub(crate) struct OuterWait(usize);
 
 impl HeldRefs {
     pub(crate) fn new() -> HeldRefs {
         HeldRefs {
             counted: Default::default(),
             waiting: AtomicUsize::new(0),
-            turn: AtomicUsize::new(0),
         }
     }
 
@@ -65,31 +59,20 @@ impl HeldRefs {
     }
 
     /// Records that the owner's `Closure::new` call, holding a reference to
-    /// the closure at `object` (exposed, not 0), is about to wait for `turn`;
-    /// returns what it replaces, for [`end_wait`](HeldRefs::end_wait).
-    pub(crate) fn note_wait(&self, object: usize, turn: usize) -> OuterWait {
+    /// the closure at `object` (exposed, not 0), is about to wait for its
+    /// turn; returns what it replaces, for [`end_wait`](HeldRefs::end_wait).
+    pub(crate) fn note_wait(&self, object: usize) -> OuterWait {
         debug_assert_ne!(object, 0);
-        // Relaxed loads: the owner's own stores.
-        let outer = OuterWait {
-            object: self.waiting.swap(0, Ordering::Relaxed),
-            turn: self.turn.load(Ordering::Relaxed),
-        };
-        // Relaxed: `waiting`, stored after it, publishes it.
-        self.turn.store(turn, Ordering::Relaxed);
-        // Release: see "Atomic orderings"; the turn's address before it.
-        self.waiting.store(object, Ordering::Release);
-        outer
+        // Release: see "Atomic orderings". The swap's load reads the owner's
+        // own store.
+        OuterWait(self.waiting.swap(object, Ordering::Release))
     }
 
-    /// The noting call took the turn (its state shows it) or gave up: puts
-    /// back `outer`.
+    /// The noting call took the turn or gave up, and is about to give up its
+    /// reference: puts back `outer`.
     pub(crate) fn end_wait(&self, outer: OuterWait) {
-        // Relaxed: see "Atomic orderings"; `waiting` is cleared before the turn
-        // changes.
-        self.waiting.store(0, Ordering::Relaxed);
-        self.turn.store(outer.turn, Ordering::Relaxed);
-        // Release: as in `note_wait`.
-        self.waiting.store(outer.object, Ordering::Release);
+        // Release: as in `note_wait` (the outer call still holds its reference).
+        self.waiting.store(outer.0, Ordering::Release);
     }
 
     /// Forgets what abandoned calls recorded, as the context changes hands
@@ -102,26 +85,20 @@ impl HeldRefs {
         self.waiting.store(0, Ordering::Relaxed);
     }
 
-    /// Takes every record out for a `fork` child to give up:
-    /// `each(object, turn)`, with the turn waited for (maybe taken just before
-    /// the fork), or 0.
+    /// Takes every record out for a `fork` child to give up: `each(object)`.
     ///
     /// # Safety
     ///
     /// The caller is the only thread of a `fork` child, which lacks the
     /// records' thread.
     #[cfg(unix)]
-    pub(crate) unsafe fn take_left(&self, mut each: impl FnMut(usize, usize)) {
+    pub(crate) unsafe fn take_left(&self, mut each: impl FnMut(usize)) {
         // Relaxed: the child's one thread reads what the fork left.
-        for slot in &self.counted {
+        for slot in self.counted.iter().chain([&self.waiting]) {
             let object = slot.swap(0, Ordering::Relaxed);
             if object != 0 {
-                each(object, 0);
+                each(object);
             }
-        }
-        let object = self.waiting.swap(0, Ordering::Relaxed);
-        if object != 0 {
-            each(object, self.turn.load(Ordering::Relaxed));
         }
     }
 }

@@ -10,9 +10,9 @@ use crate::tls;
 pub(crate) struct LeftBehind {
     /// Their hazard words' announcements (`closure::end_hold`).
     pub(crate) announced: Vec<usize>,
-    /// Their recorded references (`sync::HeldRefs`): `(closure, turn, mark)`
-    /// (`closure::give_up_left_behind`).
-    pub(crate) held: Vec<(usize, usize, usize)>,
+    /// Their recorded references' closures (`sync::HeldRefs`,
+    /// `closure::give_up_left_behind`).
+    pub(crate) held: Vec<usize>,
 }
 
 /// In a `fork` child: returns every context that is neither free nor
@@ -69,9 +69,7 @@ pub(crate) unsafe fn reclaim_orphans() -> LeftBehind {
         }
         // SAFETY: as above: the recording thread is gone.
         unsafe {
-            node.value
-                .held
-                .take_left(|object, turn| left.held.push((object, turn, mark)));
+            node.value.held.take_left(|object| left.held.push(object));
         }
         if in_a_call {
             left_in_calls.push(mark);
