@@ -88,7 +88,11 @@ pub const BESIDE: &[&str] = &[
     "windows",
 ];
 
-/// The matrix. The first row is what `cargo test --workspace` runs.
+/// The matrix. The first row is what `cargo test --workspace` runs. The
+/// release fixture's variants build in one target directory,
+/// `target/variants`, which shares what does not change between them (the
+/// proc macros, the build scripts); each row tests the library its build
+/// just wrote there.
 pub const ROWS: &[Row] = &[
     Row {
         name: "debug",
@@ -131,8 +135,8 @@ pub const ROWS: &[Row] = &[
         guards: "the runtime optimised together with the callbacks, across crates",
         needs: &[CC, CXX],
         commands: &[
-            "CARGO_PROFILE_RELEASE_LTO=fat CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 cargo build --quiet -p callgate-fixture --release --target-dir target/fixture-lto",
-            "CALLGATE_TEST_FIXTURE=$PWD/target/fixture-lto/release/libcallgate_fixture.so CALLGATE_FIXTURE_PROFILE=release cargo test -p callgate-dev --test hosts -- {hosts:builds}",
+            "CARGO_PROFILE_RELEASE_LTO=fat CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 cargo build --quiet -p callgate-fixture --release --target-dir target/variants",
+            "CALLGATE_TEST_FIXTURE=$PWD/target/variants/release/libcallgate_fixture.so CALLGATE_FIXTURE_PROFILE=release cargo test -p callgate-dev --test hosts -- {hosts:builds}",
         ],
     },
     Row {
@@ -141,8 +145,8 @@ pub const ROWS: &[Row] = &[
         guards: "callbacks in the executable: its TLS, its init",
         needs: &[CC],
         commands: &[
-            "cargo rustc --quiet -p callgate-fixture --release --target-dir target/fixture-staticlib --crate-type staticlib",
-            "CALLGATE_TEST_STATICLIB=$PWD/target/fixture-staticlib/release/libcallgate_fixture.a CALLGATE_FIXTURE_PROFILE=release cargo test -p callgate-dev --test hosts -- {hosts:linked}",
+            "cargo rustc --quiet -p callgate-fixture --release --target-dir target/variants --crate-type staticlib",
+            "CALLGATE_TEST_STATICLIB=$PWD/target/variants/release/libcallgate_fixture.a CALLGATE_FIXTURE_PROFILE=release cargo test -p callgate-dev --test hosts -- {hosts:linked}",
         ],
     },
     Row {
@@ -151,8 +155,8 @@ pub const ROWS: &[Row] = &[
         guards: "a size-optimised profile, which inlines less (unwinds out of `extern \"C\"` functions may abort there)",
         needs: &[CC, CXX],
         commands: &[
-            "CARGO_PROFILE_RELEASE_OPT_LEVEL=s cargo build --quiet -p callgate-fixture --release --target-dir target/fixture-opt-s",
-            "CALLGATE_TEST_FIXTURE=$PWD/target/fixture-opt-s/release/libcallgate_fixture.so CALLGATE_FIXTURE_OPT_LEVEL=s CALLGATE_FIXTURE_PROFILE=release cargo test -p callgate-dev --test hosts -- {hosts:builds}",
+            "CARGO_PROFILE_RELEASE_OPT_LEVEL=s cargo build --quiet -p callgate-fixture --release --target-dir target/variants",
+            "CALLGATE_TEST_FIXTURE=$PWD/target/variants/release/libcallgate_fixture.so CALLGATE_FIXTURE_OPT_LEVEL=s CALLGATE_FIXTURE_PROFILE=release cargo test -p callgate-dev --test hosts -- {hosts:builds}",
         ],
     },
     Row {
@@ -161,8 +165,8 @@ pub const ROWS: &[Row] = &[
         guards: "the smallest profile, as opt-s",
         needs: &[CC, CXX],
         commands: &[
-            "CARGO_PROFILE_RELEASE_OPT_LEVEL=z cargo build --quiet -p callgate-fixture --release --target-dir target/fixture-opt-z",
-            "CALLGATE_TEST_FIXTURE=$PWD/target/fixture-opt-z/release/libcallgate_fixture.so CALLGATE_FIXTURE_OPT_LEVEL=z CALLGATE_FIXTURE_PROFILE=release cargo test -p callgate-dev --test hosts -- {hosts:builds}",
+            "CARGO_PROFILE_RELEASE_OPT_LEVEL=z cargo build --quiet -p callgate-fixture --release --target-dir target/variants",
+            "CALLGATE_TEST_FIXTURE=$PWD/target/variants/release/libcallgate_fixture.so CALLGATE_FIXTURE_OPT_LEVEL=z CALLGATE_FIXTURE_PROFILE=release cargo test -p callgate-dev --test hosts -- {hosts:builds}",
         ],
     },
     Row {
@@ -181,8 +185,8 @@ pub const ROWS: &[Row] = &[
         guards: "the runtime's `asm!` assembles without unwind tables; a panic aborts",
         needs: &[CC],
         commands: &[
-            "RUSTFLAGS='-C force-unwind-tables=no -C panic=abort' cargo build --quiet -p callgate-fixture --release --target x86_64-unknown-linux-gnu --target-dir target/no-unwind-tables",
-            "CALLGATE_TEST_FIXTURE=$PWD/target/no-unwind-tables/x86_64-unknown-linux-gnu/release/libcallgate_fixture.so CALLGATE_FIXTURE_PROFILE=release cargo test -p callgate-dev --test hosts -- a_panic_returns_the_fallback_or_with_the_abort_strategy_aborts",
+            "RUSTFLAGS='-C force-unwind-tables=no -C panic=abort' cargo build --quiet -p callgate-fixture --release --target x86_64-unknown-linux-gnu --target-dir target/variants",
+            "CALLGATE_TEST_FIXTURE=$PWD/target/variants/x86_64-unknown-linux-gnu/release/libcallgate_fixture.so CALLGATE_FIXTURE_PROFILE=release cargo test -p callgate-dev --test hosts -- a_panic_returns_the_fallback_or_with_the_abort_strategy_aborts",
         ],
     },
     Row {
