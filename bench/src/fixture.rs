@@ -210,6 +210,16 @@ pub fn load_placed(path: &Path) -> Result<(Callbacks, TlsPlace), String> {
         // the rest of the process.
         Ok(unsafe { WithData::new(function, data) })
     };
+    let cycle = |name: &CStr| -> Result<WithData, String> {
+        let address = library.symbol(name)?;
+        // SAFETY: the fixture defines `name` as `extern "C" fn(*mut c_void,
+        // i32) -> i32`, and the library is never unloaded.
+        let function = unsafe { core::mem::transmute::<*mut c_void, DataFn>(address) };
+        // SAFETY: `name` makes, calls and frees a closure of its own on
+        // every call and ignores its data, so any thread may call it with
+        // NULL any number of times.
+        Ok(unsafe { WithData::new(function, core::ptr::null_mut()) })
+    };
     let user_data = {
         let address = library.symbol(c"bench_user_data")?;
         // SAFETY: the fixture defines `bench_user_data` as `unsafe extern
@@ -236,6 +246,8 @@ pub fn load_placed(path: &Path) -> Result<(Callbacks, TlsPlace), String> {
         sum: slice_fn(c"bench_sum")?,
         closure: closure(c"bench_closure")?,
         closure_concurrent: closure(c"bench_closure_concurrent")?,
+        once_cycle: cycle(c"bench_once_cycle")?,
+        closure_cycle: cycle(c"bench_closure_cycle")?,
         user_data,
     };
     Ok((callbacks, place))

@@ -2,8 +2,8 @@
 //! `cdylib` fixture's (`fixture/`), with callgate's runtime in the
 //! executable, where thread-locals are static TLS.
 
-use callgate::{Closure, c_callback};
-use std::ffi::{CStr, c_char};
+use callgate::{Closure, OnceClosure, c_callback};
+use std::ffi::{CStr, c_char, c_void};
 
 use crate::Callbacks;
 use crate::harness::WithData;
@@ -30,6 +30,11 @@ pub fn callbacks() -> Callbacks {
         closure: unsafe { WithData::new(closure.data_first, closure.data) },
         // SAFETY: as for `closure`.
         closure_concurrent: unsafe { WithData::new(concurrent.data_first, concurrent.data) },
+        // SAFETY: `once_cycle` makes, calls and frees a closure of its own
+        // on every call and ignores its data.
+        once_cycle: unsafe { WithData::new(once_cycle, core::ptr::null_mut()) },
+        // SAFETY: as for `once_cycle`.
+        closure_cycle: unsafe { WithData::new(closure_cycle, core::ptr::null_mut()) },
         // SAFETY: `STEP` is a never-written static, the `Step` that
         // `user_data` expects.
         user_data: unsafe { WithData::new(user_data, (&raw const STEP).cast_mut().cast()) },
@@ -83,6 +88,35 @@ fn local(#[local] scratch: &mut Scratch, x: i32) -> i32 {
 #[c_callback(local, on_panic = -1)]
 fn cstr(text: &CStr, x: i32) -> i32 {
     cstr_work(text, x)
+}
+
+/// Makes an [`OnceClosure`] returning `x + 1` and calls it once through
+/// its C function, which frees it; `data` is unused.
+extern "C" fn once_cycle(_data: *mut c_void, x: i32) -> i32 {
+    let step = 1;
+    let parts =
+        OnceClosure::<fn(i32) -> i32>::new(-1, move |x: i32| x.wrapping_add(step)).into_raw_parts();
+    // An opaque pointer, as C's is: the call is not inlined.
+    let function = core::hint::black_box(parts.data_first);
+    // SAFETY: the function and data of one once closure, called once.
+    unsafe { function(parts.data, x) }
+}
+
+/// Makes a [`Closure::new`] closure returning `x + 1`, hands it to C,
+/// calls it once through its C function and frees it; `data` is unused.
+extern "C" fn closure_cycle(_data: *mut c_void, x: i32) -> i32 {
+    let step = 1;
+    let parts =
+        Closure::<fn(i32) -> i32>::new(-1, move |x: i32| x.wrapping_add(step)).into_raw_parts();
+    // Opaque pointers, as C's are: the calls are not inlined.
+    let (function, free) = core::hint::black_box((parts.data_first, parts.free));
+    // SAFETY: the function, data and `free` of one closure handed to C;
+    // `free` once, after the last call.
+    unsafe {
+        let result = function(parts.data, x);
+        free(parts.data);
+        result
+    }
 }
 
 /// What [`user_data`] adds: the state C passes back to it.

@@ -14,7 +14,9 @@
 //! (`cthread.closure_ns`; `cthread.closure_concurrent_ns` made with
 //! `Closure::concurrent`) and a `#[user_data]` parameter
 //! (`cthread.user_data_ns`), each handed to C as a function and its data
-//! pointer. Each callback is measured in three places: the
+//! pointer; `cthread.once_cycle_ns` and `cthread.closure_cycle_ns` make,
+//! call and free a closure in every call.
+//! Each callback is measured in three places: the
 //! `callgate-bench-fixture` `cdylib` (`fixture/`) loaded with `dlopen` (the
 //! hard case, and the figures `--json` reports under the original keys),
 //! linked into this binary (`linked.*`), and the `cdylib` built with
@@ -128,6 +130,12 @@ pub struct Callbacks {
     /// The same closure made with `callgate::Closure::concurrent` (calls
     /// may run in parallel), and its data.
     pub closure_concurrent: WithData,
+    /// Makes a `callgate::OnceClosure` returning `x + 1` and calls it once
+    /// through its C function, which frees it (its data is unused).
+    pub once_cycle: WithData,
+    /// Makes a `callgate::Closure::new` closure returning `x + 1`, hands
+    /// it to C, calls it once and frees it (its data is unused).
+    pub closure_cycle: WithData,
     /// `#[c_callback]` with a `#[user_data]` parameter, and the state to
     /// pass it.
     pub user_data: WithData,
@@ -210,7 +218,7 @@ writes the JSON object of the run to <file>, whatever it prints.
 (--linked: of this binary) from one C thread and prints the time per call:
 a workload for profilers (perf, valgrind --tool=callgrind). <callback> is
 raw, raw_cstr, bound, per_call, local, cstr, closure, closure_concurrent,
-user_data, raw_sum or sum.
+once_cycle, closure_cycle, user_data, raw_sum or sum.
 
 CALLGATE_BENCH_FIXTURE=<path> loads that build of the cdylib fixture instead
 of building it with cargo (the padded and portable_tls builds are then
@@ -317,6 +325,8 @@ fn run_loop(callbacks: &Callbacks, callback: &str, calls: i64) -> Result<(), Str
         "cstr" => Callback::Cstr(callbacks.cstr),
         "closure" => Callback::Data(callbacks.closure),
         "closure_concurrent" => Callback::Data(callbacks.closure_concurrent),
+        "once_cycle" => Callback::Data(callbacks.once_cycle),
+        "closure_cycle" => Callback::Data(callbacks.closure_cycle),
         "user_data" => Callback::Data(callbacks.user_data),
         "raw_sum" => Callback::Slice(callbacks.raw_sum),
         "sum" => Callback::Slice(callbacks.sum),

@@ -62,7 +62,7 @@ const fn line(label: &'static str, unit: Unit, cells: Cells, go: Go) -> Line {
 }
 
 /// The main table's lines, in order.
-const LINES: [Line; 43] = [
+const LINES: [Line; 45] = [
     line(
         "calibration: a fixed chain of 100 dependent additions in C, ns",
         Unit::Plain,
@@ -181,6 +181,18 @@ const LINES: [Line; 43] = [
         "… a `Closure::concurrent` (`Fn + Sync`), ns",
         Unit::Plain,
         Cells::Summary("cthread.closure_concurrent_ns"),
+        Go::None,
+    ),
+    line(
+        "… make an `OnceClosure` and call it once (the call frees it), ns",
+        Unit::Plain,
+        Cells::Summary("cthread.once_cycle_ns"),
+        Go::None,
+    ),
+    line(
+        "… make a `Closure::new`, hand it to C, call it once, free it, ns",
+        Unit::Plain,
+        Cells::Summary("cthread.closure_cycle_ns"),
         Go::None,
     ),
     line(

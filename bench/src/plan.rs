@@ -27,7 +27,7 @@ const FIRST_CALL_THREADS: usize = 200;
 const CHURN_THREADS: usize = 400;
 
 /// The rows measured for every [`Place`], in report order: key and unit.
-const PLACE_ROWS: [(&str, &str); 50] = [
+const PLACE_ROWS: [(&str, &str); 52] = [
     ("cthread.raw_ns", "ns"),
     ("cthread.raw_cstr_ns", "ns"),
     ("cthread.bound_ns", "ns"),
@@ -44,6 +44,8 @@ const PLACE_ROWS: [(&str, &str); 50] = [
     ("cthread.cstr_ns", "ns"),
     ("cthread.closure_ns", "ns"),
     ("cthread.closure_concurrent_ns", "ns"),
+    ("cthread.once_cycle_ns", "ns"),
+    ("cthread.closure_cycle_ns", "ns"),
     ("cthread.user_data_ns", "ns"),
     ("cthread.raw_sum_ns", "ns"),
     ("cthread.sum_ns", "ns"),
@@ -489,6 +491,8 @@ pub fn plan(
                 "cthread.closure_concurrent_ns",
                 Callback::Data(c.closure_concurrent),
             ),
+            ("cthread.once_cycle_ns", Callback::Data(c.once_cycle)),
+            ("cthread.closure_cycle_ns", Callback::Data(c.closure_cycle)),
             ("cthread.user_data_ns", Callback::Data(c.user_data)),
             ("cthread.raw_sum_ns", Callback::Slice(c.raw_sum)),
             ("cthread.sum_ns", Callback::Slice(c.sum)),
