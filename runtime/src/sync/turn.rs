@@ -135,7 +135,7 @@ impl Turn {
     }
 
     /// True when the turn is held under `mark`.
-    #[cfg(all(test, not(callgate_loom)))]
+    #[cfg(all(test, unix, not(callgate_loom)))]
     pub(crate) fn is_held_under(&self, mark: usize) -> bool {
         // Relaxed: the child has one thread, which reads its own view.
         self.state.load(Ordering::Relaxed) & !FLAGS == mark
