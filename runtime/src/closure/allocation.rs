@@ -71,10 +71,11 @@ pub(super) fn allocate<B, R>(
     body: B,
     hold: Hold,
 ) -> NonNull<Header> {
+    let annotated = valgrind::running();
     let shared = Box::new(Shared {
         header: Header {
             refs: AtomicUsize::new(1),
-            turn: Turn::new(),
+            turn: Turn::announced(annotated),
             last_release: match hold {
                 Hold::Announced => retire,
                 Hold::Turn => retire_turn,
@@ -82,7 +83,7 @@ pub(super) fn allocate<B, R>(
             },
             destroy: destroy::<B, R>,
             free: free_allocation::<B, R>,
-            marked: if valgrind::running() { MARKED } else { 0 },
+            marked: if annotated { MARKED } else { 0 },
             retirement: Retirement::new(),
             owner: AtomicU32::new(OWNED),
         },

@@ -78,11 +78,8 @@ const RETIRED: usize = 8;
 const FLAGS: usize = WAITING | ANNOTATED | DEFERRED | RETIRED;
 
 impl Turn {
-    pub(crate) fn new() -> Turn {
-        Turn::announced(valgrind::running())
-    }
-
-    /// Turns announced to helgrind if `annotated` (the tests take both).
+    /// Turns announced to helgrind if `annotated` (`valgrind::running()`,
+    /// which the caller has asked already; the tests take both).
     pub(crate) fn announced(annotated: bool) -> Turn {
         Turn {
             state: AtomicUsize::new(if annotated { ANNOTATED } else { 0 }),
