@@ -90,7 +90,7 @@ fn cstr(text: &CStr, x: i32) -> i32 {
     cstr_work(text, x)
 }
 
-/// Makes an [`OnceClosure`] returning `x + 1` and calls it once through
+/// Makes a [`OnceClosure`] returning `x + 1` and calls it once through
 /// its C function, which frees it; `data` is unused.
 extern "C" fn once_cycle(_data: *mut c_void, x: i32) -> i32 {
     let step = 1;

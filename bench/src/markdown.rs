@@ -184,7 +184,7 @@ const LINES: [Line; 45] = [
         Go::None,
     ),
     line(
-        "… make an `OnceClosure` and call it once (the call frees it), ns",
+        "… make a `OnceClosure` and call it once (the call frees it), ns",
         Unit::Plain,
         Cells::Summary("cthread.once_cycle_ns"),
         Go::None,

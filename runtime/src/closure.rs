@@ -472,7 +472,7 @@ impl<S: Signature> fmt::Debug for Closure<S> {
 /// [`into_raw_parts`](OnceClosure::into_raw_parts) hands it to C; its one
 /// call runs the body and frees everything. If C will never call it (the
 /// thread could not be created, the request was cancelled), call
-/// `free(data)` instead, once. Dropping an `OnceClosure` that was not handed
+/// `free(data)` instead, once. Dropping a `OnceClosure` that was not handed
 /// over drops the body uncalled. A second call, a `free` after the call or
 /// a call after the `free` aborts the process with a message naming the
 /// closure, while its memory is still there (the guide's Known limits).
