@@ -220,6 +220,15 @@ pub fn load_placed(path: &Path) -> Result<(Callbacks, TlsPlace), String> {
         // NULL any number of times.
         Ok(unsafe { WithData::new(function, core::ptr::null_mut()) })
     };
+    let mutex = {
+        let address = library.symbol(c"bench_mutex")?;
+        // SAFETY: the fixture defines `bench_mutex` as `extern "C" fn(*mut
+        // c_void, i32) -> i32`, and the library is never unloaded.
+        let function = unsafe { core::mem::transmute::<*mut c_void, DataFn>(address) };
+        // SAFETY: `bench_mutex` ignores its data and locks a static of its
+        // own, so any thread may call it with NULL any number of times.
+        unsafe { WithData::new(function, core::ptr::null_mut()) }
+    };
     let user_data = {
         let address = library.symbol(c"bench_user_data")?;
         // SAFETY: the fixture defines `bench_user_data` as `unsafe extern
@@ -248,6 +257,7 @@ pub fn load_placed(path: &Path) -> Result<(Callbacks, TlsPlace), String> {
         closure_concurrent: closure(c"bench_closure_concurrent")?,
         once_cycle: cycle(c"bench_once_cycle")?,
         closure_cycle: cycle(c"bench_closure_cycle")?,
+        mutex,
         user_data,
     };
     Ok((callbacks, place))

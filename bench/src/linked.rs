@@ -4,6 +4,7 @@
 
 use callgate::{Closure, OnceClosure, c_callback};
 use std::ffi::{CStr, c_char, c_void};
+use std::sync::{Mutex, PoisonError};
 
 use crate::Callbacks;
 use crate::harness::WithData;
@@ -35,6 +36,8 @@ pub fn callbacks() -> Callbacks {
         once_cycle: unsafe { WithData::new(once_cycle, core::ptr::null_mut()) },
         // SAFETY: as for `once_cycle`.
         closure_cycle: unsafe { WithData::new(closure_cycle, core::ptr::null_mut()) },
+        // SAFETY: `mutex` ignores its data and locks a static of its own.
+        mutex: unsafe { WithData::new(mutex, core::ptr::null_mut()) },
         // SAFETY: `STEP` is a never-written static, the `Step` that
         // `user_data` expects.
         user_data: unsafe { WithData::new(user_data, (&raw const STEP).cast_mut().cast()) },
@@ -117,6 +120,16 @@ extern "C" fn closure_cycle(_data: *mut c_void, x: i32) -> i32 {
         free(parts.data);
         result
     }
+}
+
+/// The floor for calls that take turns: locks one process-wide [`Mutex`],
+/// adds `x` to the total it guards and returns `x + 1`; `data` is unused.
+extern "C" fn mutex(_data: *mut c_void, x: i32) -> i32 {
+    static TOTAL: Mutex<i32> = Mutex::new(0);
+    // Nothing panics while holding the lock, so it is never poisoned.
+    let mut total = TOTAL.lock().unwrap_or_else(PoisonError::into_inner);
+    *total = total.wrapping_add(x);
+    x.wrapping_add(1)
 }
 
 /// What [`user_data`] adds: the state C passes back to it.

@@ -136,6 +136,10 @@ pub struct Callbacks {
     /// Makes a `callgate::Closure::new` closure returning `x + 1`, hands
     /// it to C, calls it once and frees it (its data is unused).
     pub closure_cycle: WithData,
+    /// A plain `extern "C" fn` that locks a `std::sync::Mutex` of its own,
+    /// adds `x` to the total it guards and returns `x + 1`: the floor for
+    /// calls that take turns (its data is unused).
+    pub mutex: WithData,
     /// `#[c_callback]` with a `#[user_data]` parameter, and the state to
     /// pass it.
     pub user_data: WithData,
@@ -218,7 +222,7 @@ writes the JSON object of the run to <file>, whatever it prints.
 (--linked: of this binary) from one C thread and prints the time per call:
 a workload for profilers (perf, valgrind --tool=callgrind). <callback> is
 raw, raw_cstr, bound, per_call, local, cstr, closure, closure_concurrent,
-once_cycle, closure_cycle, user_data, raw_sum or sum.
+once_cycle, closure_cycle, mutex, user_data, raw_sum or sum.
 
 CALLGATE_BENCH_FIXTURE=<path> loads that build of the cdylib fixture instead
 of building it with cargo (the padded and portable_tls builds are then
@@ -327,6 +331,7 @@ fn run_loop(callbacks: &Callbacks, callback: &str, calls: i64) -> Result<(), Str
         "closure_concurrent" => Callback::Data(callbacks.closure_concurrent),
         "once_cycle" => Callback::Data(callbacks.once_cycle),
         "closure_cycle" => Callback::Data(callbacks.closure_cycle),
+        "mutex" => Callback::Data(callbacks.mutex),
         "user_data" => Callback::Data(callbacks.user_data),
         "raw_sum" => Callback::Slice(callbacks.raw_sum),
         "sum" => Callback::Slice(callbacks.sum),

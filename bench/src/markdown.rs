@@ -62,7 +62,7 @@ const fn line(label: &'static str, unit: Unit, cells: Cells, go: Go) -> Line {
 }
 
 /// The main table's lines, in order.
-const LINES: [Line; 45] = [
+const LINES: [Line; 46] = [
     line(
         "calibration: a fixed chain of 100 dependent additions in C, ns",
         Unit::Plain,
@@ -217,6 +217,12 @@ const LINES: [Line; 45] = [
         "… a `Closure::new` both threads call (their calls take turns)",
         Unit::Ratio,
         Cells::Summary("scaling.closure_2t_1t"),
+        Go::None,
+    ),
+    line(
+        "… a `std::sync::Mutex` both threads lock (the floor for calls that take turns)",
+        Unit::Ratio,
+        Cells::Summary("scaling.mutex_2t_1t"),
         Go::None,
     ),
     line(

@@ -27,7 +27,7 @@ const FIRST_CALL_THREADS: usize = 200;
 const CHURN_THREADS: usize = 400;
 
 /// The rows measured for every [`Place`], in report order: key and unit.
-const PLACE_ROWS: [(&str, &str); 52] = [
+const PLACE_ROWS: [(&str, &str); 55] = [
     ("cthread.raw_ns", "ns"),
     ("cthread.raw_cstr_ns", "ns"),
     ("cthread.bound_ns", "ns"),
@@ -58,6 +58,9 @@ const PLACE_ROWS: [(&str, &str); 52] = [
     ("scaling.closure_concurrent_1t_ops", "calls/s"),
     ("scaling.closure_concurrent_2t_ops", "calls/s"),
     ("scaling.closure_concurrent_2t_1t", "×"),
+    ("scaling.mutex_1t_ops", "calls/s"),
+    ("scaling.mutex_2t_ops", "calls/s"),
+    ("scaling.mutex_2t_1t", "×"),
     ("scaling.closure_1t_ops", "calls/s"),
     ("scaling.closure_2t_ops", "calls/s"),
     ("scaling.closure_2t_1t", "×"),
@@ -557,8 +560,10 @@ pub fn plan(
             ("raw", Callback::Int(c.raw)),
             ("bound", Callback::Int(c.bound)),
             ("closure_concurrent", Callback::Data(c.closure_concurrent)),
-            // Calls that take turns: two threads hand the turn back and
-            // forth, one waiting for the other's end.
+            // Calls that take turns: a `std::sync::Mutex` both threads
+            // lock (the floor), and a closure whose two threads hand the
+            // turn back and forth, one waiting for the other's end.
+            ("mutex", Callback::Data(c.mutex)),
             ("closure", Callback::Data(c.closure)),
         ] {
             let one = row(&format!("scaling.{name}_1t_ops"));
