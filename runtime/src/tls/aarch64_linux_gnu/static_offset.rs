@@ -124,59 +124,15 @@ pub(super) fn static_at() -> Option<SlotAt> {
     NonZeroIsize::new(offset).map(SlotAt)
 }
 
-/// What [`static_offset`] found, once it ran: the offset, or
-/// [`NO_STATIC_OFFSET`]. 0 before. (A library's TLS stays where the
-/// dynamic linker put it while the library is loaded.)
-static PROBED: AtomicIsize = AtomicIsize::new(0);
-
-/// `PROBED` when the slot has no static offset: negative, so never one.
+/// What the probe records when the slot has no static offset: negative,
+/// so never one (an aarch64 TLS offset is positive).
 const NO_STATIC_OFFSET: isize = -1;
 
-/// Records the slot's static offset, if it has one: [`static_at`] finds
-/// it from now on. Else opens the descriptor's way ([`descriptor_open`]).
-#[cold]
-pub(crate) fn open_fast_gate() {
-    // Relaxed: the probe's result is the same whichever thread computes
-    // it, and publishes nothing else.
-    let mut offset = PROBED.load(Ordering::Relaxed);
-    if offset == 0 {
-        offset = static_offset().unwrap_or(NO_STATIC_OFFSET);
-        PROBED.store(offset, Ordering::Relaxed);
-    }
-    // SeqCst: see "Atomic orderings" in the module docs.
-    if offset == NO_STATIC_OFFSET {
-        descriptor_word().store(1, Ordering::SeqCst);
-    } else {
-        static_word().store(offset, Ordering::SeqCst);
-    }
-}
-
-/// True when [`open_fast_gate`] has something to do: both words are 0.
-#[hot_path]
-pub(crate) fn fast_gate_shut() -> bool {
-    // Relaxed: a hint; `open_fast_gate` decides under `SeqCst`.
-    static_word().load(Ordering::Relaxed) == 0 && descriptor_word().load(Ordering::Relaxed) == 0
-}
-
-/// True once the probe found that the slot has no static offset (it is in
-/// dynamic TLS, or the resolver is another one): every access goes
-/// through the descriptor for as long as the library is loaded.
-#[hot_path]
-pub(super) fn static_missing() -> bool {
-    // Relaxed: a hint, as in `fast_gate_shut`; the probe's result does not
-    // change while the library is loaded, and a caller that reads 0 here
-    // takes the slow path, which probes.
-    PROBED.load(Ordering::Relaxed) == NO_STATIC_OFFSET
-}
-
-/// Forgets the static offset and closes the descriptor's way: every call
-/// looks at the gate.
-#[cold]
-pub(crate) fn close_fast_gate() {
-    // SeqCst: see "Atomic orderings" in the module docs.
-    static_word().store(0, Ordering::SeqCst);
-    descriptor_word().store(0, Ordering::SeqCst);
-}
+// The opening and closing of the two words, shared with the other
+// architecture.
+#[path = "../static_gate.rs"]
+mod gate;
+pub(crate) use gate::{close_fast_gate, fast_gate_shut, open_fast_gate, static_missing};
 
 /// The slot's offset from the thread pointer if it is the same in every
 /// thread (module docs), else `None`.

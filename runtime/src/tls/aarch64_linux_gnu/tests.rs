@@ -31,7 +31,7 @@ fn the_words_have_their_line_pairs_to_themselves() {
     let word = core::ptr::from_ref(static_word()).addr();
     assert_eq!(word % 128, 0);
     assert_eq!(core::ptr::from_ref(descriptor_word()).addr(), word + 128);
-    let probed = core::ptr::from_ref(&PROBED).addr();
+    let probed = core::ptr::from_ref(&gate::PROBED).addr();
     assert!(probed + 8 <= word || probed >= word + 256);
 }
 

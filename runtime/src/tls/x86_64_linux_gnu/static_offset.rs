@@ -22,7 +22,7 @@
 
 use core::arch::{asm, global_asm};
 use core::num::NonZeroIsize;
-use core::sync::atomic::{AtomicIsize, Ordering};
+use core::sync::atomic::AtomicIsize;
 
 use super::{SlotAt, get_at, set_at};
 use crate::context::{ContextNode, QUIET_OFFSET};
@@ -136,53 +136,15 @@ fn descriptor_word() -> &'static AtomicIsize {
     hidden_word!("__callgate_descriptor_open")
 }
 
-/// What [`static_offset`] found: the offset, or [`NO_STATIC_OFFSET`]; 0
-/// before it ran.
-static PROBED: AtomicIsize = AtomicIsize::new(0);
-
-/// `PROBED` without a static offset: positive, so never one.
+/// What the probe records when the slot has no static offset: positive,
+/// so never one (an x86-64 TLS offset is negative).
 const NO_STATIC_OFFSET: isize = 1;
 
-/// Records the static offset, or else opens the descriptor's way.
-#[cold]
-pub(crate) fn open_fast_gate() {
-    // Relaxed: every thread computes the same result, which publishes
-    // nothing.
-    let mut offset = PROBED.load(Ordering::Relaxed);
-    if offset == 0 {
-        offset = static_offset().unwrap_or(NO_STATIC_OFFSET);
-        PROBED.store(offset, Ordering::Relaxed);
-    }
-    // SeqCst: see "Atomic orderings" in the module docs.
-    if offset == NO_STATIC_OFFSET {
-        descriptor_word().store(1, Ordering::SeqCst);
-    } else {
-        static_word().store(offset, Ordering::SeqCst);
-    }
-}
-
-/// True when [`open_fast_gate`] has something to do: both words are 0.
-#[hot_path]
-pub(crate) fn fast_gate_shut() -> bool {
-    // Relaxed: a hint; `open_fast_gate` decides under `SeqCst`.
-    static_word().load(Ordering::Relaxed) == 0 && descriptor_word().load(Ordering::Relaxed) == 0
-}
-
-/// True once the probe found no static offset.
-#[hot_path]
-pub(super) fn static_missing() -> bool {
-    // Relaxed: a hint, as in `fast_gate_shut`; reading 0 takes the slow
-    // path, which probes.
-    PROBED.load(Ordering::Relaxed) == NO_STATIC_OFFSET
-}
-
-/// Forgets the static offset and closes the descriptor's way.
-#[cold]
-pub(crate) fn close_fast_gate() {
-    // SeqCst: see "Atomic orderings" in the module docs.
-    static_word().store(0, Ordering::SeqCst);
-    descriptor_word().store(0, Ordering::SeqCst);
-}
+// The opening and closing of the two words, shared with the other
+// architecture.
+#[path = "../static_gate.rs"]
+mod gate;
+pub(crate) use gate::{close_fast_gate, fast_gate_shut, open_fast_gate, static_missing};
 
 /// The slot's offset if it is the same in every thread (module docs).
 #[cold]

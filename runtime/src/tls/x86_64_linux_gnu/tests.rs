@@ -32,7 +32,7 @@ fn the_static_offset_word_has_its_line_pair_to_itself() {
     assert_eq!(word % 128, QUIET_OFFSET);
     let pair = word - QUIET_OFFSET;
     let apart = |other: usize, size: usize| other + size <= pair || other >= pair + 128;
-    assert!(apart(core::ptr::from_ref(&PROBED).addr(), 8));
+    assert!(apart(core::ptr::from_ref(&gate::PROBED).addr(), 8));
     let contexts = core::ptr::from_ref(&crate::context::CONTEXTS);
     assert!(apart(
         contexts.addr(),
