@@ -141,10 +141,15 @@ fn a_closure_freed_twice_aborts_with_a_message() {
 /// the body runs.
 #[test]
 fn a_closure_called_after_its_free_aborts_before_its_body_runs() {
-    misuse("call-after-free").assert_aborted_with(
+    let outcome = misuse("call-after-free");
+    outcome.assert_aborted_with(
         "callgate: closure \
          `callgate_fixture::callbacks::fixture_adder_new::{{closure}}` was \
          called after it was dropped; aborting",
+    );
+    assert!(
+        !outcome.stderr.contains("out of range"),
+        "the body ran\n{outcome}"
     );
 }
 
