@@ -331,6 +331,7 @@ pub use callgate_macros::CEnum;
 pub use callgate_macros::CValue;
 #[cfg(not(callgate_loom))]
 #[doc = include_str!("../doc/c_callback.md")]
+#[doc = include_str!("../doc/c_callback/parameters.md")]
 pub use callgate_macros::c_callback;
 #[cfg(not(callgate_loom))]
 #[doc = include_str!("../doc/init.md")]
