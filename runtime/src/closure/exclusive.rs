@@ -104,7 +104,7 @@ impl<F> Exclusive<F> {
             // `turn_holder_is_gone`.)
             || unsafe { turn_holder_is_gone(*self.holder.get()) },
             // SAFETY: live (caller obligation).
-            |_| unsafe { Waiting::new(header) },
+            || unsafe { Waiting::new(header) },
             reentered,
             // SAFETY: a retired turn is a dropped closure's, kept by the
             // tombstones (else C's call is a use after free).

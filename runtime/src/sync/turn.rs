@@ -109,7 +109,7 @@ impl Turn {
         &self,
         me: usize,
         take_back: impl FnOnce() -> bool,
-        waiting: impl FnOnce(&Turn) -> W,
+        waiting: impl FnOnce() -> W,
         held_by_caller: impl FnOnce() -> E,
         retired: impl FnOnce() -> E,
     ) -> Result<(), E> {
@@ -128,13 +128,13 @@ impl Turn {
         held_by_caller: impl FnOnce() -> E,
         retired: impl FnOnce() -> E,
     ) -> Result<(), E> {
-        self.begin_noting_wait(me, take_back, |_| (), held_by_caller, retired)
+        self.begin_noting_wait(me, take_back, || (), held_by_caller, retired)
     }
 
     /// True when the turn is held under `mark`.
     #[cfg(all(test, unix, not(callgate_loom)))]
     pub(crate) fn is_held_under(&self, mark: usize) -> bool {
-        // Relaxed: the child has one thread, which reads its own view.
+        // Relaxed: a look for the tests, which order it by other means.
         self.state.load(Ordering::Relaxed) & !FLAGS == mark
     }
 
@@ -156,7 +156,7 @@ impl Turn {
         me: usize,
         mut held: usize,
         take_back: impl FnOnce() -> bool,
-        waiting: impl FnOnce(&Turn) -> W,
+        waiting: impl FnOnce() -> W,
         held_by_caller: impl FnOnce() -> E,
         retired: impl FnOnce() -> E,
     ) -> Result<(), E> {
@@ -200,7 +200,7 @@ impl Turn {
                 Err(now) => held = now,
             }
         }
-        let _waiting = waiting(self);
+        let _waiting = waiting();
         loop {
             // The bell's count before `state`, so an `end` this read misses wakes
             // the wait below (see `Bell`).
