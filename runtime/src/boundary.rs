@@ -25,8 +25,8 @@ mod straight;
 
 pub(crate) use outcome::quiet_panics_if_asked;
 pub use outcome::{from_result, ok};
-pub(crate) use site::marked_call_is_gone;
 pub use site::{Frame, OnFailure, Site};
+pub(crate) use site::{marked_call_is_gone, thread_mark};
 pub(crate) use slow::{bound_context, bound_node};
-pub(crate) use straight::{align_to_fetch_line, call_from, fast_slot};
+pub(crate) use straight::{align_to_fetch_line, call_from, call_from_at, fast_slot};
 pub use straight::{call, call_local};

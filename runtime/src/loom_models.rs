@@ -186,6 +186,36 @@ fn free_list_survives_the_aba_interleaving() {
     });
 }
 
+/// Takes the turn as a `Closure::new` call does: on the straight line if
+/// free (`try_begin`), else by the slow path. `Some(straight)` once taken,
+/// `None` if retired.
+fn take(turn: &Turn, me: usize) -> Option<bool> {
+    match turn.try_begin(me) {
+        Ok(()) => Some(true),
+        Err(held) => turn
+            .begin_slow(me, held, || false, || (), || (), || ())
+            .ok()
+            .map(|()| false),
+    }
+}
+
+/// Ends a turn [`take`] took (`end_begun` after `try_begin`); true when the
+/// object is the caller's to let go.
+///
+/// # Safety
+///
+/// `take` returned `Some(straight)` on this thread, and the turn has not
+/// ended since.
+unsafe fn end(turn: &Turn, straight: bool) -> bool {
+    if straight {
+        // SAFETY: taken by `try_begin` (caller obligation).
+        unsafe { turn.end_begun() }
+    } else {
+        // SAFETY: taken by `begin_slow` (caller obligation).
+        unsafe { turn.end() }
+    }
+}
+
 /// Three threads take a turn each; `annotated`: the turns as under
 /// valgrind, through the slow paths.
 fn take_turns(annotated: bool) {
@@ -197,20 +227,20 @@ fn take_turns(annotated: bool) {
             .map(|me| {
                 let (turn, count) = (turn.clone(), count.clone());
                 thread::spawn(move || {
-                    turn.begin(me, || false, || (), || ()).unwrap();
+                    let straight = take(&turn, me).unwrap();
                     // SAFETY: during this thread's turn (loom reports any
                     // access that races with it).
                     count.with_mut(|count| unsafe { *count += 1 });
-                    // SAFETY: this thread's `begin` returned `Ok`.
-                    assert!(!unsafe { turn.end() });
+                    // SAFETY: this thread's `take` returned it.
+                    assert!(!unsafe { end(&turn, straight) });
                 })
             })
             .collect();
-        turn.begin(48, || false, || (), || ()).unwrap();
+        let straight = take(&turn, 48).unwrap();
         // SAFETY: as above.
         count.with_mut(|count| unsafe { *count += 1 });
         // SAFETY: as above.
-        assert!(!unsafe { turn.end() });
+        assert!(!unsafe { end(&turn, straight) });
         // A lost wake-up would leave a thread waiting: loom reports the
         // deadlock.
         for other in others {
@@ -244,13 +274,13 @@ fn a_retired_turn_outlives_the_call_holding_it() {
         let holder = {
             let (turn, object, gone) = (turn.clone(), object.clone(), gone.clone());
             thread::spawn(move || {
-                if turn.begin(16, || false, || (), || ()).is_err() {
+                let Some(straight) = take(&turn, 16) else {
                     return; // retired first: a call after the drop
-                }
+                };
                 // SAFETY: during this thread's turn.
                 object.with_mut(|value| unsafe { *value += 1 });
-                // SAFETY: this thread's `begin` returned `Ok`.
-                if unsafe { turn.end() } {
+                // SAFETY: this thread's `take` returned it.
+                if unsafe { end(&turn, straight) } {
                     // SAFETY: the object is this thread's to let go.
                     object.with_mut(|value| unsafe { *value = u32::MAX });
                     gone.fetch_add(1, Ordering::Relaxed);

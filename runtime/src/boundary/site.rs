@@ -47,6 +47,13 @@ impl Site {
     }
 }
 
+/// The mark of the thread `node` serves: the context's address, a
+/// multiple of its alignment (128).
+#[hot_path]
+pub(crate) fn thread_mark(node: &ContextNode) -> usize {
+    core::ptr::from_ref(node).addr()
+}
+
 /// The calling thread's context, handed to the body of a callback.
 pub struct Frame {
     pub(super) node: &'static ContextNode,
@@ -61,10 +68,10 @@ pub struct Frame {
 
 impl Frame {
     /// A non-zero number unique to the calling thread among the threads
-    /// running callbacks: the address of the context serving it.
+    /// running callbacks: [`thread_mark`] of the context serving it.
     #[hot_path]
     pub(crate) fn thread_mark(&self) -> usize {
-        core::ptr::from_ref(self.node).addr()
+        thread_mark(self.node)
     }
 
     /// This call's mark, for something it takes and may keep past its

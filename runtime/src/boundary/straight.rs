@@ -62,11 +62,32 @@ pub(crate) unsafe fn call_from<R>(
     on_panic: impl FnOnce() -> R,
     body: impl FnOnce(&Frame) -> Result<R, Failure>,
 ) -> R {
-    // The fast path: a bound thread with no call running.
-    let (bound, slot) = read;
     // In this frame whichever path the call takes, so a call that follows
     // one abandoned from the same place overwrites its token (see `stack`).
     let anchor = Anchor::new();
+    // SAFETY: forwarded caller obligation; `anchor` is in this frame.
+    unsafe { call_from_at(site, read, &anchor, on_error, on_panic, body) }
+}
+
+/// [`call_from`] with the anchor its caller made in the trampoline's frame
+/// (a `Closure::new` call's, which passes it to its slow path too).
+///
+/// # Safety
+///
+/// As for `call_from`; `anchor` is in the frame of the trampoline whose
+/// call this is, used by no other call, and every call from that
+/// trampoline uses its anchor there.
+#[hot_path]
+pub(crate) unsafe fn call_from_at<R>(
+    site: &Site,
+    read: (*const ContextNode, Option<Slot>),
+    anchor: &Anchor,
+    on_error: impl FnOnce() -> R,
+    on_panic: impl FnOnce() -> R,
+    body: impl FnOnce(&Frame) -> Result<R, Failure>,
+) -> R {
+    // The fast path: a bound thread with no call running.
+    let (bound, slot) = read;
     if thread::serves(bound) {
         // SAFETY: a value `thread::serves` accepts (see there).
         let node: &'static ContextNode = unsafe { &*bound };
@@ -74,9 +95,9 @@ pub(crate) unsafe fn call_from<R>(
         if unsafe { node.value.is_idle() } {
             // SAFETY: `node` serves this thread and is idle; `anchor` is in this
             // call's frame.
-            unsafe { node.value.enter_idle(&anchor) };
+            unsafe { node.value.enter_idle(anchor) };
             // SAFETY: entered just above; a bound context: nothing to release.
-            return unsafe { outermost(site, node, &anchor, on_error, on_panic, body, || {}) };
+            return unsafe { outermost(site, node, anchor, on_error, on_panic, body, || {}) };
         }
     } else if site.attach == AttachMode::PerCall && !bound.is_null() {
         // The per-call fast path: the context this thread's last per-call call
@@ -91,13 +112,13 @@ pub(crate) unsafe fn call_from<R>(
                 // SAFETY: `node` was just taken from this thread's cache; `anchor`
                 // is in this call's frame.
                 return unsafe {
-                    per_call_on(site, node, &anchor, release, on_error, on_panic, body)
+                    per_call_on(site, node, anchor, release, on_error, on_panic, body)
                 };
             }
         }
     }
     // Everything else, from this one place (see `call_cold`).
-    call_cold(site, &anchor, on_error, on_panic, body)
+    call_cold(site, anchor, on_error, on_panic, body)
 }
 
 /// The slot's value as the fast path sees it, and the slot: null and

@@ -11,31 +11,45 @@ use super::exclusive::Exclusive;
 use super::fork::RecordedReference;
 use super::hold::{Hold, announce, destroy_now, hold, unhold};
 use super::{Accessor, CReturn, CValue, FnBody, FnMutBody, FnOnceBody, Outcome, Signature, sealed};
-use crate::boundary::{Frame, align_to_fetch_line, bound_node, call, call_from, fast_slot};
+use crate::boundary::{
+    Frame, align_to_fetch_line, bound_node, call, call_from, call_from_at, fast_slot, thread_mark,
+};
 use crate::diag::abort_with;
 use crate::failure::Failure;
+use crate::stack::Anchor;
 
 /// How a closure's body is stored and called.
 trait Invoke<Args> {
     type Out: Outcome;
     const HOLD: Hold;
-    /// Runs the body in the call `frame` serves; sets `destroy` when the
-    /// call is to drop the closure once it no longer uses it.
+    /// Runs the body in the call `frame` serves; `turn` says how an `FnMut`
+    /// body's call has its turn (the others ignore it).
     ///
     /// # Safety
     ///
     /// `header` is the closure's whose body `self` is, and the call holds it
-    /// by [`HOLD`](Invoke::HOLD).
+    /// by [`HOLD`](Invoke::HOLD) (with [`Entry::Held`], by a turn the caller
+    /// took for this call, on this thread, and ends after it).
     unsafe fn invoke(
         &self,
         frame: &Frame,
         header: NonNull<Header>,
-        destroy: &Cell<bool>,
+        turn: Entry<'_>,
         args: Args,
     ) -> Result<<Self::Out as Outcome>::C, Failure>;
 }
 
 type ReturnOf<B, Args> = <<B as Invoke<Args>>::Out as Outcome>::C;
+
+/// How the call of an `FnMut` body has its turn.
+#[derive(Clone, Copy)]
+enum Entry<'a> {
+    /// The body takes it, and sets the flag when the closure was retired
+    /// during the turn: the caller drops it once the call no longer uses it.
+    Takes(&'a Cell<bool>),
+    /// The caller took it for this call ([`run_turn`]).
+    Held,
+}
 
 /// Runs one call of the closure whose data is `data`, at the boundary.
 ///
@@ -49,6 +63,10 @@ unsafe fn run<B: Invoke<Args>, Args>(data: *mut c_void, args: Args) -> ReturnOf<
     // SAFETY: a live `Shared<B, ReturnOf<B, Args>>` (caller obligation),
     // kept alive by what this call holds until `unhold`.
     let shared = unsafe { &*header.cast::<Shared<B, ReturnOf<B, Args>>>().as_ptr() };
+    if B::HOLD == Hold::Turn {
+        // SAFETY: forwarded caller obligations.
+        return unsafe { run_turn::<B, Args>(header, shared, args) };
+    }
     if B::HOLD == Hold::Announced {
         // SAFETY: forwarded caller obligations.
         return unsafe { run_announced::<B, Args>(header, shared, args) };
@@ -79,7 +97,11 @@ unsafe fn run_announced<B: Invoke<Args>, Args>(
             let on_failure = shared.on_failure;
             let never = Cell::new(false);
             // SAFETY: this closure's header, held by this call.
-            let body = |frame: &Frame| unsafe { shared.body.invoke(frame, header, &never, args) };
+            let body = |frame: &Frame| unsafe {
+                shared
+                    .body
+                    .invoke(frame, header, Entry::Takes(&never), args)
+            };
             // SAFETY: `read` as `fast_slot` read it; the announcement starts no
             // call and ends none.
             let result =
@@ -91,6 +113,118 @@ unsafe fn run_announced<B: Invoke<Args>, Args>(
     }
     // SAFETY: forwarded caller obligations.
     unsafe { run_off_line::<B, Args>(header, args) }
+}
+
+/// [`run`] for a `Closure::new` call. On its straight line (a bound
+/// context the one read of the thread's slot found, the turn free) the turn
+/// is taken before the call starts and ended after it returns, so its
+/// locked instructions find few stores to wait for (a panic in the body
+/// ends in `call_from_at`); the context notes the turn meanwhile, for a
+/// `fork` child ([`note_turn`](crate::context::Context::note_turn)).
+/// Otherwise [`run_turn_slow`], where the body takes the turn. Both use
+/// the anchor made here, so a call abandoned from this trampoline leaves
+/// its token where the next call's goes.
+///
+/// # Safety
+///
+/// As for `run`; `shared` is the closure's of `header`.
+#[hot_path]
+unsafe fn run_turn<B: Invoke<Args>, Args>(
+    header: NonNull<Header>,
+    shared: &Shared<B, ReturnOf<B, Args>>,
+    args: Args,
+) -> ReturnOf<B, Args> {
+    align_to_fetch_line();
+    let anchor = Anchor::new();
+    let read = fast_slot(&shared.site);
+    if let Some(node) = bound_node(read.0) {
+        // SAFETY: live (caller obligation).
+        let turn = unsafe { &(*header.as_ptr()).turn };
+        // SAFETY: `node` serves this thread.
+        unsafe { node.value.note_turn() };
+        if turn.try_begin(thread_mark(node)).is_ok() {
+            let on_failure = shared.on_failure;
+            // SAFETY: this closure's header; this thread took its turn for the
+            // call and ends it below.
+            let body = move |frame: &Frame| unsafe {
+                shared.body.invoke(frame, header, Entry::Held, args)
+            };
+            // SAFETY: `read` as `fast_slot` read it (taking the turn starts no
+            // call and ends none); `anchor` is in this trampoline's frame.
+            let result = unsafe {
+                call_from_at(
+                    &shared.site,
+                    read,
+                    &anchor,
+                    move || on_failure,
+                    move || on_failure,
+                    body,
+                )
+            };
+            // SAFETY: taken above by `try_begin` on this thread, for the call
+            // that returned.
+            let retired = unsafe { turn.end_begun() };
+            // SAFETY: `node` serves this thread, which noted the turn above.
+            unsafe { node.value.end_turn_note() };
+            if retired {
+                // SAFETY: retired during this call's turn, which it ended: nothing
+                // holds the closure any more, and this call no longer uses it.
+                unsafe { destroy_now(header) };
+            }
+            return result;
+        }
+        // SAFETY: as above.
+        unsafe { node.value.end_turn_note() };
+    }
+    // SAFETY: forwarded caller obligations; `anchor` as above.
+    unsafe { run_turn_slow::<B, Args>(header, args, &anchor) }
+}
+
+/// A `Closure::new` call off [`run_turn`]'s straight line: its body takes
+/// the turn ([`Exclusive::with`]), waiting for it or taking back one an
+/// abandoned call left, and the call drops the closure after it if it was
+/// retired during the turn.
+///
+/// # Safety
+///
+/// As for `run`; `anchor` is in the calling trampoline's frame, which
+/// passes it to every call it makes.
+#[cold]
+#[inline(never)]
+unsafe fn run_turn_slow<B: Invoke<Args>, Args>(
+    header: NonNull<Header>,
+    args: Args,
+    anchor: &Anchor,
+) -> ReturnOf<B, Args> {
+    // SAFETY: as in `run`.
+    let shared = unsafe { &*header.cast::<Shared<B, ReturnOf<B, Args>>>().as_ptr() };
+    let on_failure = shared.on_failure;
+    let destroy = Cell::new(false);
+    // SAFETY: this closure's header, live until its turn ends (caller
+    // obligation).
+    let body = |frame: &Frame| unsafe {
+        shared
+            .body
+            .invoke(frame, header, Entry::Takes(&destroy), args)
+    };
+    let read = fast_slot(&shared.site);
+    // SAFETY: `read` just read; `anchor` as the caller obligation says.
+    let result = unsafe {
+        call_from_at(
+            &shared.site,
+            read,
+            anchor,
+            || on_failure,
+            || on_failure,
+            body,
+        )
+    };
+    if destroy.get() {
+        // SAFETY: retired during this call's turn, which it ended: nothing
+        // holds the closure any more, and this call no longer uses it.
+        unsafe { destroy_now(header) };
+    }
+    result
 }
 
 /// [`run_held`] out of line, off a straight line.
@@ -108,9 +242,8 @@ unsafe fn run_off_line<B: Invoke<Args>, Args>(
     unsafe { run_held::<B, Args>(header, args) }
 }
 
-/// [`run`] by [`hold`]: every call of a `Closure::new` or once closure,
-/// and a `Closure::concurrent` call off its straight line. A `Closure::new`
-/// retired during the call's turn is dropped here, after the call.
+/// [`run`] by [`hold`]: every call of a once closure, and a
+/// `Closure::concurrent` call off its straight line.
 ///
 /// # Safety
 ///
@@ -128,21 +261,20 @@ unsafe fn run_held<B: Invoke<Args>, Args>(
         return unsafe { run_recorded::<B, Args>(header, args) };
     };
     let on_failure = shared.on_failure;
-    let destroy = Cell::new(false);
+    let never = Cell::new(false);
     let result = call(
         &shared.site,
         || on_failure,
         || on_failure,
         // SAFETY: this closure's header, held by this call.
-        |frame| unsafe { shared.body.invoke(frame, header, &destroy, args) },
+        |frame| unsafe {
+            shared
+                .body
+                .invoke(frame, header, Entry::Takes(&never), args)
+        },
     );
     // SAFETY: what this call took, after its last use of the closure.
     unsafe { unhold(header, held) };
-    if destroy.get() {
-        // SAFETY: retired during this call's turn, which it ended: nothing
-        // holds the closure any more, and this call no longer uses it.
-        unsafe { destroy_now(header) };
-    }
     result
 }
 
@@ -175,7 +307,11 @@ unsafe fn run_recorded<B: Invoke<Args>, Args>(
             let _recorded = RecordedReference::new(header);
             // SAFETY: `header` is this closure's, and this call holds a
             // reference to it.
-            unsafe { shared.body.invoke(frame, header, &Cell::new(false), args) }
+            unsafe {
+                shared
+                    .body
+                    .invoke(frame, header, Entry::Takes(&Cell::new(false)), args)
+            }
         },
     );
     // SAFETY: the reference taken above, given up after the call's last
@@ -317,12 +453,18 @@ macro_rules! arity {
                 &self,
                 frame: &Frame,
                 header: NonNull<Header>,
-                destroy: &Cell<bool>,
+                turn: Entry<'_>,
                 ($($arg,)*): ($($ty,)*),
             ) -> Result<O::C, Failure> {
-                // SAFETY: forwarded caller obligation: live until the call's
-                // turn ends.
-                unsafe { self.with(frame, header, destroy, |body| body($($arg),*)) }?.into_c()
+                let run = |body: &mut F| body($($arg),*);
+                match turn {
+                    // SAFETY: forwarded caller obligation: live until the call's
+                    // turn ends.
+                    Entry::Takes(destroy) => unsafe { self.with(frame, header, destroy, run) }?,
+                    // SAFETY: forwarded caller obligation.
+                    Entry::Held => unsafe { self.in_turn(frame, run) },
+                }
+                .into_c()
             }
         }
 
@@ -337,7 +479,7 @@ macro_rules! arity {
                 &self,
                 _: &Frame,
                 _: NonNull<Header>,
-                _: &Cell<bool>,
+                _: Entry<'_>,
                 ($($arg,)*): ($($ty,)*),
             ) -> Result<O::C, Failure> {
                 (self.body)($($arg),*).into_c()
@@ -355,7 +497,7 @@ macro_rules! arity {
                 &self,
                 _: &Frame,
                 _: NonNull<Header>,
-                _: &Cell<bool>,
+                _: Entry<'_>,
                 ($($arg,)*): ($($ty,)*),
             ) -> Result<O::C, Failure> {
                 (self.take()?)($($arg),*).into_c()

@@ -6,7 +6,7 @@
 //!
 //! The turn is also what keeps the closure alive during a call: the last
 //! release retires the turn ([`retire_turn`]), and a call that holds it
-//! drops the closure after it (`run_held`). A call that waits holds a
+//! drops the closure after it (`run_turn`). A call that waits holds a
 //! reference until it has the turn ([`Waiting`]).
 
 use core::cell::{Cell, UnsafeCell};
@@ -68,13 +68,27 @@ impl<F> Exclusive<F> {
             // SAFETY: forwarded caller obligation.
             unsafe { self.begin_slow(frame.thread_mark(), header, held) }?;
         }
-        // SAFETY: this thread holds the turn; only the holder writes the mark.
-        unsafe { *self.holder.get() = frame.mark() };
         // Ends the turn when `run` returns or unwinds.
         let _end = EndTurn(turn, destroy);
-        // SAFETY: this thread holds the turn until `_end` drops; only the
-        // holder reaches the body.
-        Ok(run(unsafe { &mut *self.body.get() }))
+        // SAFETY: this thread holds the turn until `_end` drops.
+        Ok(unsafe { self.in_turn(frame, run) })
+    }
+
+    /// Runs `run` on the body in a turn this thread holds for the call
+    /// `frame` serves (taken by [`with`](Exclusive::with), or before the
+    /// call started by `run_turn`, which ends it after the call).
+    ///
+    /// # Safety
+    ///
+    /// The calling thread took the turn for this call, under
+    /// [`Frame::thread_mark`], and holds it until `run` returns or unwinds.
+    #[hot_path]
+    pub(super) unsafe fn in_turn<O>(&self, frame: &Frame, run: impl FnOnce(&mut F) -> O) -> O {
+        // SAFETY: this thread holds the turn (caller obligation); only the
+        // holder writes the mark.
+        unsafe { *self.holder.get() = frame.mark() };
+        // SAFETY: as above; only the holder reaches the body.
+        run(unsafe { &mut *self.body.get() })
     }
 
     /// The rest of `with`'s taking of the turn, which its thread, marked
@@ -118,9 +132,10 @@ impl<F> Exclusive<F> {
 ///
 /// - from any depth, when the thread's calls found it gone while recorded
 ///   and nobody claimed it since (`Context::claim_gone`): a call that took
-///   the turn and has not written its mark yet took it from a call that
-///   ended it or that it claimed (a handler's `siglongjmp` after a turn's
-///   end would break this: callbacks from signal handlers are
+///   the turn and has not written its mark yet (its body writes it, and
+///   `run_turn` takes the turn just before the call starts) took it from a
+///   call that ended it or that it claimed (a handler's `siglongjmp` after
+///   a turn's end would break this: callbacks from signal handlers are
 ///   unsupported);
 /// - else only from the thread's outermost call, by the holder's mark
 ///   ([`marked_call_is_gone`]): no call of the thread encloses it.

@@ -36,10 +36,9 @@ pub(super) enum Hold {
     Announced,
 }
 
-/// What a call holds the closure by, to give up when it returns.
+/// What a call holds the closure by, to give up when it returns (a
+/// `Closure::new` call's turn is `run_turn`'s).
 pub(super) enum Held {
-    /// Its turn, taken and ended in the body (`Exclusive::with`).
-    Turn,
     /// A reference (its own, or the owner's for a once closure).
     Reference,
     /// The announcement in `hazard`, this thread's word.
@@ -54,8 +53,8 @@ pub(super) enum Held {
 ///
 /// # Safety
 ///
-/// `header` belongs to a live closure whose calls hold it by `hold`;
-/// `site` is its site.
+/// `header` belongs to a live closure whose calls hold it by `hold` (not
+/// a turn); `site` is its site.
 #[hot_path]
 pub(super) unsafe fn hold(header: NonNull<Header>, site: &Site, hold: Hold) -> Option<Held> {
     match hold {
@@ -65,7 +64,7 @@ pub(super) unsafe fn hold(header: NonNull<Header>, site: &Site, hold: Hold) -> O
             unsafe { give_up_owner(header, CALLED) };
             Some(Held::Reference)
         }
-        Hold::Turn => Some(Held::Turn),
+        Hold::Turn => unreachable!("a `Closure::new` call runs by `run_turn`"),
         Hold::Announced => {
             if let Some(node) = bound_context(site) {
                 // SAFETY: forwarded caller obligation; `node` is bound to this
@@ -113,7 +112,6 @@ pub(super) unsafe fn announce(node: &'static ContextNode, header: NonNull<Header
 #[hot_path]
 pub(super) unsafe fn unhold(header: NonNull<Header>, held: Held) {
     match held {
-        Held::Turn => {}
         // SAFETY: the call's reference (caller obligation).
         Held::Reference => unsafe { release(header) },
         Held::Announcement(hazard) => {

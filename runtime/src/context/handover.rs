@@ -36,8 +36,9 @@ impl Context {
         self.forgotten_may_resume.get()
     }
 
-    /// True when the owner may be inside a call on the context (and hold a
-    /// `Closure::new` turn under its mark).
+    /// True when the owner may be inside a call on the context, or about to
+    /// enter or just out of one, and hold a `Closure::new` turn under its
+    /// mark.
     ///
     /// # Safety
     ///
@@ -46,7 +47,31 @@ impl Context {
     #[cfg(unix)]
     pub(crate) unsafe fn may_be_in_a_call(&self) -> bool {
         // SAFETY: forwarded caller obligation.
-        !unsafe { self.is_idle() } || self.forgotten_may_resume.get()
+        !unsafe { self.is_idle() } || self.forgotten_may_resume.get() || self.held.turn_noted()
+    }
+
+    /// Notes that the owner takes a `Closure::new` turn outside a call, for a
+    /// `fork` child ([`may_be_in_a_call`](Context::may_be_in_a_call)), until
+    /// [`end_turn_note`](Context::end_turn_note).
+    ///
+    /// # Safety
+    ///
+    /// The caller is the context's owner.
+    #[hot_path]
+    pub(crate) unsafe fn note_turn(&self) {
+        self.held.note_turn();
+    }
+
+    /// The turn [`note_turn`](Context::note_turn) noted ended, or was not
+    /// taken.
+    ///
+    /// # Safety
+    ///
+    /// The caller is the context's owner, and noted a turn whose note it has
+    /// not ended.
+    #[hot_path]
+    pub(crate) unsafe fn end_turn_note(&self) {
+        self.held.end_turn();
     }
 
     /// The owner gives the context up to the free list: records its calls as

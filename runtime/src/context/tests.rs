@@ -142,3 +142,27 @@ fn a_local_looked_up_inside_a_call_advances_the_token_after_it() {
     }
     assert_ne!(call(&context, &anchor), first);
 }
+
+/// A `Closure::new` turn noted outside a call keeps the context from a
+/// `fork` child's free list (`may_be_in_a_call`) until every note ends,
+/// a nested call's too; the context changing hands forgets the note of a
+/// call abandoned before it ended it.
+#[cfg(unix)]
+#[test]
+fn a_turn_noted_outside_a_call_keeps_the_context_from_a_fork_child() {
+    let context = Context::new();
+    // SAFETY: this test's thread owns the context, on which no call runs.
+    unsafe {
+        assert!(!context.may_be_in_a_call());
+        context.note_turn();
+        assert!(context.may_be_in_a_call());
+        context.note_turn();
+        context.end_turn_note();
+        assert!(context.may_be_in_a_call(), "the outer note still holds");
+        context.end_turn_note();
+        assert!(!context.may_be_in_a_call());
+        context.note_turn();
+        context.give_up();
+        assert!(!context.may_be_in_a_call());
+    }
+}

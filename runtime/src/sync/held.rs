@@ -1,5 +1,5 @@
 //! Closure references a thread's running calls hold that nothing else
-//! records: see [`HeldRefs`].
+//! records, and the turn one may hold outside its call: see [`HeldRefs`].
 
 use super::{AtomicUsize, Ordering};
 
@@ -12,7 +12,9 @@ const SLOTS: usize = 2;
 /// call's while it waits for its turn), kept in the thread's context for a
 /// `fork` child, which lacks the thread, to give up. Recorded after taking
 /// and erased before giving up, so a child gives up at most what was held;
-/// beyond [`SLOTS`] at once, a child leaks them.
+/// beyond [`SLOTS`] at once, a child leaks them. Also whether a turn may be
+/// held outside a call ([`note_turn`](HeldRefs::note_turn)): a child then
+/// never gives the context's mark to another thread.
 ///
 /// # Atomic orderings
 ///
@@ -26,6 +28,10 @@ pub(crate) struct HeldRefs {
     counted: [AtomicUsize; SLOTS],
     /// The closure a `Closure::new` call waits for the turn of, or 0.
     waiting: AtomicUsize,
+    /// How many of the owner's `Closure::new` calls may hold a turn outside
+    /// their frames (taken just before the call starts, ended just after it
+    /// returns).
+    turn: AtomicUsize,
 }
 
 /// A wait that a signal handler's call (noting its own) interrupted, put
@@ -37,7 +43,35 @@ impl HeldRefs {
         HeldRefs {
             counted: Default::default(),
             waiting: AtomicUsize::new(0),
+            turn: AtomicUsize::new(0),
         }
+    }
+
+    /// Notes that the owner is about to take a turn outside a call (the
+    /// compare-and-swap that takes it is a Release: a `fork` child that sees
+    /// the turn held sees the note), until [`end_turn`](HeldRefs::end_turn).
+    #[hot_path]
+    pub(crate) fn note_turn(&self) {
+        // Relaxed: the owner's own word. A load and a store, not a locked
+        // add: only the owner writes it, and a call of its signal handler in
+        // between adds and takes away as much.
+        let notes = self.turn.load(Ordering::Relaxed);
+        self.turn.store(notes + 1, Ordering::Relaxed);
+    }
+
+    /// The noted turn ended, or was not taken.
+    #[hot_path]
+    pub(crate) fn end_turn(&self) {
+        // Relaxed: as in `note_turn`; after the turn's end, an AcqRel swap.
+        let notes = self.turn.load(Ordering::Relaxed);
+        self.turn.store(notes - 1, Ordering::Relaxed);
+    }
+
+    /// True while a noted turn may be held: the context's mark must not be
+    /// another thread's (for a `fork` child).
+    pub(crate) fn turn_noted(&self) -> bool {
+        // Relaxed: read by the owner, or by a `fork` child as the fork left it.
+        self.turn.load(Ordering::Relaxed) != 0
     }
 
     /// Records a reference the owner's running call took to the closure at
@@ -83,6 +117,7 @@ impl HeldRefs {
             slot.store(0, Ordering::Relaxed);
         }
         self.waiting.store(0, Ordering::Relaxed);
+        self.turn.store(0, Ordering::Relaxed);
     }
 
     /// Takes every record out for a `fork` child to give up: `each(object)`.

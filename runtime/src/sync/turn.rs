@@ -96,10 +96,12 @@ impl Turn {
             me != 0 && me & FLAGS == 0,
             "a mark is a non-zero multiple of 16"
         );
-        // Acquire on success: pairs with the Release swap in `end`. Relaxed on
-        // failure: the value is only compared with `me`.
+        // Acquire on success: pairs with the Release swap in `end`; Release: a
+        // `fork` child that sees the turn held sees what the caller noted before
+        // (`HeldRefs::note_turn`). Relaxed on failure: the value is only
+        // compared with `me`.
         self.state
-            .compare_exchange(0, me, Ordering::Acquire, Ordering::Relaxed)
+            .compare_exchange(0, me, Ordering::AcqRel, Ordering::Relaxed)
             .map(|_| ())
     }
 
@@ -266,6 +268,23 @@ impl Turn {
         if old & (WAITING | DEFERRED | ANNOTATED) != 0 {
             // SAFETY: forwarded caller obligation; `end` handed the turn on
             // unless annotated.
+            return unsafe { self.end_slow(old) };
+        }
+        false
+    }
+
+    /// [`end`](Turn::end) for a turn [`try_begin`](Turn::try_begin) took,
+    /// which is never annotated (it takes only a state of 0).
+    ///
+    /// # Safety
+    ///
+    /// As for `end`, with the turn taken by `try_begin`.
+    #[hot_path]
+    pub(crate) unsafe fn end_begun(&self) -> bool {
+        // AcqRel: as in `end`.
+        let old = self.state.swap(0, Ordering::AcqRel);
+        if old & (WAITING | DEFERRED) != 0 {
+            // SAFETY: forwarded caller obligation; handed on just now.
             return unsafe { self.end_slow(old) };
         }
         false

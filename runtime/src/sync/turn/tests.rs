@@ -283,3 +283,24 @@ fn a_retired_turn_lets_its_object_go_once_and_gives_no_more_turns() {
 fn an_annotated_retired_turn_lets_its_object_go_once_and_gives_no_more_turns() {
     retire(true);
 }
+
+/// A turn `try_begin` took and `end_begun` ended, as a `Closure::new`
+/// call's straight line takes and ends it: a thread waiting for it gets
+/// it; retired while held, its end lets the object go. An annotated turn
+/// is never taken that way (its slow path tells helgrind).
+#[test]
+fn a_turn_begun_on_the_straight_line_wakes_its_waiter_and_reports_its_retirement() {
+    assert!(Turn::announced(true).try_begin(16).is_err());
+    let turn = Turn::announced(false);
+    assert_eq!(turn.try_begin(16), Ok(()));
+    while_a_thread_waits(&turn, || {
+        // SAFETY: taken by this thread's `try_begin`.
+        assert!(!unsafe { turn.end_begun() });
+    });
+    assert_eq!(turn.try_begin(16), Ok(()));
+    // SAFETY: once; no call waits.
+    assert!(!unsafe { turn.retire() }, "held: gone at its end");
+    // SAFETY: taken by this thread's `try_begin`.
+    assert!(unsafe { turn.end_begun() }, "the holder lets it go");
+    assert_eq!(ask(&turn, 16, false), Asked::Retired);
+}
