@@ -38,6 +38,15 @@
 //! - no read-modify-write of the context and no locked instruction: the
 //!   fast path counts nothing (`Context::outer_token`) and takes no lock.
 //!
+//! A closure's C function is an instance of a generic, found through the
+//! fixture function that hands it to C (`bench_closure`). The table gives
+//! it its locked instructions, the context bytes it touches and the
+//! counts it makes there (a `Closure::new` call's turn and the note of
+//! it); its first locked instruction must come before the line's first
+//! store to the context's first line, where the call's records are
+//! (`closure::call::run_turn`: a locked instruction waits for every store
+//! before it).
+//!
 //! And over each trampoline and the library: the trampoline starts on a
 //! 64-byte boundary (`align_to_fetch_line`) and calls its cold function
 //! from one place (`call_cold`, `call_local_cold`); `bind_first`, one
@@ -63,302 +72,18 @@
 
 mod disassembly;
 mod fixture;
+mod report;
 mod rules;
 mod target;
+mod targets;
 
 use std::path::Path;
 
 use disassembly::Listing;
-use rules::{Report, Rule};
-use target::{Bytes, Regression, Target, Trampoline};
-
-/// The targets the guard reads, with every trampoline's bounds.
-static TARGETS: &[Target] = &[
-    Target {
-        triple: "x86_64-unknown-linux-gnu",
-        objdump: "objdump",
-        objdump_args: &["-M", "intel"],
-        linker: None,
-        target_dir: "",
-        comment: "#",
-        prefixes: &[
-            "data16", "rex.W", "cs", "ds", "lock", "rep", "repz", "repnz", "bnd", "notrack",
-        ],
-        ret: &["ret", "ret *"],
-        jump: &["jmp *"],
-        branch: &["j* *", "loop* *"],
-        call: &["call *"],
-        frame: &[
-            ("push *", Bytes::Fixed(8)),
-            ("sub rsp,{n}", Bytes::Immediate),
-            ("lea rsp,[rsp-{n}]", Bytes::Immediate),
-        ],
-        thread_pointer: ("fs:", "*fs:*"),
-        slot_load: "mov {r},QWORD PTR fs:[*]",
-        memory: &[
-            ("*PTR [{r}]*", 1),
-            ("*PTR [{r}+{n}]*", 1),
-            ("*PTR [{r}-{n}]*", -1),
-        ],
-        operand_sizes: &[
-            ("ZMMWORD PTR", 64),
-            ("YMMWORD PTR", 32),
-            ("XMMWORD PTR", 16),
-            ("QWORD PTR", 8),
-            ("DWORD PTR", 4),
-            ("WORD PTR", 2),
-            ("BYTE PTR", 1),
-        ],
-        operand_size: 8,
-        reads_only: &["cmp", "test", "bt", "push"],
-        read_modify_write: &[
-            "inc", "dec", "add", "sub", "adc", "sbb", "and", "or", "xor", "not", "neg", "shl",
-            "shr", "sar", "rol", "ror", "bts", "btr", "btc", "xadd", "cmpxchg", "xchg",
-        ],
-        locked: &["lock *", "xchg *PTR *"],
-        register: x86_64_register,
-        fetch_line: 64,
-        cache_line: 64,
-        trampoline_alignment: Some(64),
-        bind_first_alignment: Some(1024),
-        page: 4096,
-        trampolines: &[
-            Trampoline {
-                symbol: "bench_bound",
-                cold: "callgate::boundary::slow::call_cold",
-                instructions: 13,
-                frame_bytes: 0,
-                lines: 1,
-                why: "the offset's load, test and branch; the slot's load; `serves` and `is_idle`, \
-                  a compare and a branch each; the 16-byte store that leaves; `x + 1`; ret",
-            },
-            Trampoline {
-                symbol: "bench_local",
-                cold: "callgate::boundary::slow::call_local_cold",
-                instructions: 18,
-                frame_bytes: 0,
-                lines: 1,
-                why: "bound's, and the key's load, its compare with the remembered one and branch, \
-                  the value's load, the body's increment of it",
-            },
-            Trampoline {
-                symbol: "bench_per_call",
-                cold: "callgate::boundary::slow::call_cold",
-                instructions: 17,
-                frame_bytes: 24,
-                lines: 1,
-                why: "bound's, and a frame (push, sub; add, pop): its per-call path needs one (the \
-                  anchor, `release`'s call), and the compiler sets it up at the entry",
-            },
-            Trampoline {
-                symbol: "bench_user_data",
-                cold: "callgate::boundary::slow::call_cold",
-                instructions: 32,
-                frame_bytes: 56,
-                lines: 2,
-                why: "the body reads through C's pointer, so the call's records stay: a frame for \
-                  the anchor, the token and the anchor's address stored; the pointer's checks",
-            },
-        ],
-        regression: Regression {
-            what: "the portable slot (`thread_local!`, read through `__tls_get_addr`)",
-            rustflags: "--cfg callgate_portable_tls",
-            target_dir: "portable-tls",
-            breaks: &[Rule::Call, Rule::ThreadPointer],
-        },
-    },
-    Target {
-        triple: "aarch64-unknown-linux-gnu",
-        objdump: "aarch64-linux-gnu-objdump",
-        objdump_args: &[],
-        linker: Some("aarch64-linux-gnu-gcc"),
-        target_dir: "aarch64",
-        comment: "//",
-        prefixes: &[],
-        ret: &["ret", "ret *", "retaa", "retab"],
-        jump: &["b *", "br *", "braa *", "brab *", "braaz *", "brabz *"],
-        branch: &["b.* *", "cbz *", "cbnz *", "tbz *", "tbnz *"],
-        call: &[
-            "bl *", "blr *", "blraa *", "blrab *", "blraaz *", "blrabz *",
-        ],
-        frame: &[
-            ("sub sp, sp, #{n}", Bytes::Immediate),
-            ("stp *, [sp, #-{n}]!", Bytes::Immediate),
-            ("str *, [sp, #-{n}]!", Bytes::Immediate),
-        ],
-        thread_pointer: ("tpidr_el0", "mrs {r}, tpidr_el0"),
-        slot_load: "ldr {r}, [{r}, {r}]",
-        memory: &[("*[{r}]*", 1), ("*[{r}, #{n}]*", 1)],
-        operand_sizes: &[
-            ("stp q", 32),
-            ("ldp q", 32),
-            ("stp x", 16),
-            ("ldp x", 16),
-            ("stp d", 16),
-            ("ldp d", 16),
-            ("ldr q", 16),
-            ("str q", 16),
-            ("ldur q", 16),
-            ("stur q", 16),
-            ("stp w", 8),
-            ("ldp w", 8),
-            ("ldrsw", 4),
-            ("ldr w", 4),
-            ("str w", 4),
-            ("ldur w", 4),
-            ("stur w", 4),
-            ("ldar w", 4),
-            ("stlr w", 4),
-            ("ldr s", 4),
-            ("str s", 4),
-            ("ldrh", 2),
-            ("strh", 2),
-            ("ldurh", 2),
-            ("sturh", 2),
-            ("ldrsh", 2),
-            ("ldrb", 1),
-            ("strb", 1),
-            ("ldurb", 1),
-            ("sturb", 1),
-            ("ldrsb", 1),
-        ],
-        operand_size: 8,
-        reads_only: &[
-            "cmp", "cmn", "tst", "ccmp", "ccmn", "str", "stp", "strb", "strh", "stur", "sturb",
-            "sturh", "stlr", "stnp", "cbz", "cbnz", "tbz", "tbnz", "prfm",
-        ],
-        // No instruction of the base set reads, modifies and writes
-        // memory: a count is a load, an add and a store, which only the
-        // instruction bound catches.
-        read_modify_write: &[],
-        locked: &[
-            "ldxr* *",
-            "ldaxr* *",
-            "ldxp *",
-            "ldaxp *",
-            "stxr* *",
-            "stlxr* *",
-            "stxp *",
-            "stlxp *",
-            "cas* *",
-            "swp* *",
-            "ldadd* *",
-            "ldclr* *",
-            "ldeor* *",
-            "ldset* *",
-            "ldsmax* *",
-            "ldsmin* *",
-            "ldumax* *",
-            "ldumin* *",
-            "stadd* *",
-            "stclr* *",
-            "steor* *",
-            "stset* *",
-            "stsmax* *",
-            "stsmin* *",
-            "stumax* *",
-            "stumin* *",
-        ],
-        register: aarch64_register,
-        fetch_line: 64,
-        cache_line: 64,
-        trampoline_alignment: Some(64),
-        bind_first_alignment: Some(1024),
-        page: 4096,
-        trampolines: &[
-            Trampoline {
-                symbol: "bench_bound",
-                cold: "callgate::boundary::slow::call_cold",
-                instructions: 14,
-                frame_bytes: 0,
-                lines: 1,
-                why: "the offset's address (adrp, add), its acquire load and branch (ldar, cbz); the thread \
-                      pointer and the slot's load (mrs, ldr); `serves` and `is_idle`, a compare \
-                      and a branch each; the 16-byte store that leaves; `x + 1`, and `x` moved \
-                      out of the cold call's way; ret",
-            },
-            Trampoline {
-                symbol: "bench_local",
-                cold: "callgate::boundary::slow::call_local_cold",
-                instructions: 23,
-                frame_bytes: 0,
-                lines: 2,
-                why: "bound's, and the key's load through the GOT (adrp, ldr), the remembered key's load, \
-                      compare and branch, the value's address and load, the body's increment (ldr, \
-                      add, str): 92 bytes of 4-byte instructions, two lines",
-            },
-            Trampoline {
-                symbol: "bench_per_call",
-                cold: "callgate::boundary::slow::call_cold",
-                instructions: 14,
-                frame_bytes: 0,
-                lines: 1,
-                why: "bound's; its per-call path needs a frame (the anchor, `release`'s call), which \
-                      the compiler sets up on that path only",
-            },
-            Trampoline {
-                symbol: "bench_user_data",
-                cold: "callgate::boundary::slow::call_cold",
-                instructions: 33,
-                frame_bytes: 80,
-                lines: 3,
-                why: "as on x86-64, the body reads through C's pointer, so the call's records stay: a \
-                      frame for the anchor and the registers kept across the cold call (sub, stp, \
-                      str, stp, add, and their undoing), the token and the anchor's address \
-                      stored; the pointer's checks",
-            },
-        ],
-        regression: Regression {
-            what: "the portable slot (`thread_local!`, read through the TLS descriptor)",
-            rustflags: "--cfg callgate_portable_tls",
-            target_dir: "aarch64/portable-tls",
-            breaks: &[Rule::Call, Rule::Instructions],
-        },
-    },
-];
-
-/// The 64-bit register `name` is part of.
-fn x86_64_register(name: &str) -> Option<&'static str> {
-    const REGISTERS: [&[&str]; 16] = [
-        &["rax", "eax", "ax", "al", "ah"],
-        &["rbx", "ebx", "bx", "bl", "bh"],
-        &["rcx", "ecx", "cx", "cl", "ch"],
-        &["rdx", "edx", "dx", "dl", "dh"],
-        &["rsi", "esi", "si", "sil"],
-        &["rdi", "edi", "di", "dil"],
-        &["rbp", "ebp", "bp", "bpl"],
-        &["rsp", "esp", "sp", "spl"],
-        &["r8", "r8d", "r8w", "r8b"],
-        &["r9", "r9d", "r9w", "r9b"],
-        &["r10", "r10d", "r10w", "r10b"],
-        &["r11", "r11d", "r11w", "r11b"],
-        &["r12", "r12d", "r12w", "r12b"],
-        &["r13", "r13d", "r13w", "r13b"],
-        &["r14", "r14d", "r14w", "r14b"],
-        &["r15", "r15d", "r15w", "r15b"],
-    ];
-    REGISTERS
-        .iter()
-        .find(|names| names.contains(&name))
-        .map(|names| names[0])
-}
-
-/// The 64-bit register `name` (`x0`, `w0`) is part of; the stack pointer.
-fn aarch64_register(name: &str) -> Option<&'static str> {
-    const REGISTERS: [&str; 31] = [
-        "x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10", "x11", "x12", "x13",
-        "x14", "x15", "x16", "x17", "x18", "x19", "x20", "x21", "x22", "x23", "x24", "x25", "x26",
-        "x27", "x28", "x29", "x30",
-    ];
-    if name == "sp" || name == "wsp" {
-        return Some("sp");
-    }
-    let number = name.strip_prefix(['x', 'w'])?;
-    if number.starts_with('0') && number.len() > 1 {
-        return None;
-    }
-    REGISTERS.get(number.parse::<usize>().ok()?).copied()
-}
+use report::Report;
+use rules::Rule;
+use target::{Regression, Target};
+use targets::TARGETS;
 
 /// The targets the guard reads: those `CALLGATE_CODEGEN_TARGETS` names
 /// (triples, separated by spaces or commas; the aarch64 row names its
@@ -435,10 +160,10 @@ fn a_regressed_build_breaks_them() {
         for trampoline in target.trampolines {
             for rule in regression.breaks {
                 assert!(
-                    report.broke(trampoline.symbol, *rule),
+                    report.broke(&trampoline.name(), *rule),
                     "with {}, {} should break {rule:?}\n{report}",
                     regression.what,
-                    trampoline.symbol
+                    trampoline.name()
                 );
             }
         }
@@ -512,6 +237,55 @@ fn a_listing_that_breaks_the_other_rules_is_reported() {
         .filter(|violation| violation.rule == Rule::ReadModifyWrite)
         .count();
     assert_eq!(read_modify_writes, 2, "{report}");
+}
+
+/// A `Closure::new` trampoline, found through the function that hands it
+/// to C, as it was before its turn moved out of the call: the turn taken
+/// after the call's records are written breaks the rule that it comes
+/// first; a third locked instruction, and counts in the context beyond
+/// the note's two, break the bound on them.
+#[test]
+fn a_turn_taken_after_the_calls_records_is_reported() {
+    const SYMBOL: &str = "callgate::closure::call::data_first_1";
+    let dump = "SYMBOL TABLE:\n\
+        0000000000001000 g     F .text\t0000000000000010              bench_closure\n\
+        0000000000001040 l     F .text\t0000000000000040              callgate::closure::call::data_first_1\n\
+        0000000000001080 l     F .text\t0000000000000040              callgate::closure::call::data_first_1\n\
+        \n\
+        0000000000001000 <bench_closure>:\n\
+        \x20   1000:\tlea    rax,[rip+0x79]        # 1080 <callgate::closure::call::data_first_1>\n\
+        \x20   1007:\tret\n\
+        0000000000001040 <callgate::closure::call::data_first_1>:\n\
+        \x20   1040:\tret\n\
+        0000000000001080 <callgate::closure::call::data_first_1>:\n\
+        \x20   1080:\tmov    rcx,QWORD PTR [rip+0x100]        # 2000 <x>\n\
+        \x20   1087:\tmov    r12,QWORD PTR fs:[rcx]\n\
+        \x20   108b:\tmov    QWORD PTR [r12],0x1\n\
+        \x20   1093:\tinc    QWORD PTR [r12+0xf8]\n\
+        \x20   109b:\tinc    QWORD PTR [r12+0xf0]\n\
+        \x20   109f:\tdec    QWORD PTR [r12+0xe8]\n\
+        \x20   10a3:\tlock cmpxchg QWORD PTR [r14+0x38],r12\n\
+        \x20   10a9:\txchg   QWORD PTR [r15],rsi\n\
+        \x20   10ac:\tlock add DWORD PTR [rip+0x10],0x1        # 2010 <y>\n\
+        \x20   10b4:\tret\n\
+        \x20   10b5:\tcall   1100 <callgate::boundary::slow::call_cold>\n";
+    let target = &TARGETS[0];
+    let listing = Listing::parse(target, dump);
+    let report = rules::check(target, Path::new("made-up"), &listing);
+    let name = format!("{SYMBOL} (bench_closure's)");
+    assert!(!report.broke(&name, Rule::Present), "{report}");
+    for rule in [Rule::LockedFirst, Rule::ReadModifyWrite] {
+        assert!(report.broke(&name, rule), "{rule:?}\n{report}");
+    }
+    for rule in [Rule::ThreadPointer, Rule::ContextLine, Rule::ColdCallOnce] {
+        assert!(!report.broke(&name, rule), "{rule:?}\n{report}");
+    }
+    let read_modify_writes = report
+        .violations
+        .iter()
+        .filter(|violation| violation.subject == name && violation.rule == Rule::ReadModifyWrite)
+        .count();
+    assert_eq!(read_modify_writes, 3 + 3, "{report}");
 }
 
 /// aarch64's syntax, as `aarch64-linux-gnu-objdump` writes it: a made-up

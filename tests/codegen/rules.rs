@@ -1,12 +1,11 @@
-//! The rules, checked on a library's listing, and the report: a table of
-//! what each trampoline's straight line holds, then every rule broken,
-//! at which instruction, and what to do.
+//! The rules, checked on a library's listing (the report of what broke:
+//! `report.rs`).
 
 use std::collections::BTreeSet;
-use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::disassembly::{Function, Instruction, Kind, Listing};
+use crate::report::{Report, Row, Violation};
 use crate::target::{self, Bytes, Target, Trampoline};
 
 /// The rules (see the module docs of `main.rs`).
@@ -23,13 +22,14 @@ pub enum Rule {
     Lines,
     ContextLine,
     ReadModifyWrite,
+    LockedFirst,
     Aligned,
     ColdCallOnce,
     BindFirst,
 }
 
 impl Rule {
-    fn what(self) -> &'static str {
+    pub fn what(self) -> &'static str {
         match self {
             Rule::Present => "the trampoline is in the library",
             Rule::StraightLine => "the straight line reaches a return",
@@ -41,9 +41,16 @@ impl Rule {
                  slot's load"
             }
             Rule::Lines => "the straight line within the table's 64-byte lines",
-            Rule::ContextLine => "the straight line touches the context's first line only",
+            Rule::ContextLine => {
+                "the straight line touches the context's first line only (a closure's: the \
+                 table's bytes)"
+            }
             Rule::ReadModifyWrite => {
-                "no read-modify-write of the context, no locked instruction, on the straight line"
+                "no read-modify-write of the context, no locked instruction, on the straight line \
+                 (a closure's: the table's)"
+            }
+            Rule::LockedFirst => {
+                "the first locked instruction before the first store to the call's records"
             }
             Rule::Aligned => "the trampoline starts on a fetch-line boundary",
             Rule::ColdCallOnce => "the cold function is called from one place",
@@ -51,7 +58,7 @@ impl Rule {
         }
     }
 
-    fn fix(self) -> &'static str {
+    pub fn fix(self) -> &'static str {
         match self {
             Rule::Present => "was the fixture's callback renamed? The table names its symbol.",
             Rule::StraightLine => {
@@ -61,7 +68,7 @@ impl Rule {
             Rule::Instructions => {
                 "the fast path grew: compare its straight line (below) with the last good build's. \
                  Keep new work off the fast path; if the growth is meant, raise the bound in the \
-                 table (tests/codegen/main.rs) and say why."
+                 table (tests/codegen/targets.rs) and say why."
             }
             Rule::Frame => {
                 "something on the straight line now needs the stack (a value kept across a call, \
@@ -92,6 +99,11 @@ impl Rule {
                  increments makes each call wait for the last one's (`outer_token` in \
                  context.rs). Keep counters and atomics on the slow paths."
             }
+            Rule::LockedFirst => {
+                "a locked instruction waits for every store before it: `run_turn` \
+                 (closure/call.rs) takes the turn before `call_from_at` writes the call's records, \
+                 and ends it after they are cleared."
+            }
             Rule::Aligned => {
                 "`align_to_fetch_line` (boundary/straight.rs) no longer starts the trampoline on a fetch-line \
                  boundary."
@@ -110,44 +122,6 @@ impl Rule {
     }
 }
 
-/// A rule a trampoline (or `bind_first`) broke, and where.
-pub struct Violation {
-    pub subject: String,
-    pub rule: Rule,
-    pub detail: String,
-}
-
-/// What a trampoline's straight line holds.
-struct Row {
-    bounds: &'static Trampoline,
-    line: Vec<String>,
-    instructions: usize,
-    frame_bytes: u64,
-    calls: usize,
-    thread_pointer: usize,
-    lines: usize,
-    context: Option<(i64, i64)>,
-    aligned: bool,
-    cold_calls: usize,
-}
-
-pub struct Report {
-    target: &'static Target,
-    library: PathBuf,
-    rows: Vec<Row>,
-    bind_first: Option<String>,
-    pub violations: Vec<Violation>,
-}
-
-impl Report {
-    /// Whether `subject` broke `rule`.
-    pub fn broke(&self, subject: &str, rule: Rule) -> bool {
-        self.violations
-            .iter()
-            .any(|violation| violation.subject == subject && violation.rule == rule)
-    }
-}
-
 /// Checks every rule on `listing`, read from `library`.
 pub fn check(target: &'static Target, library: &Path, listing: &Listing) -> Report {
     let mut report = Report {
@@ -160,12 +134,16 @@ pub fn check(target: &'static Target, library: &Path, listing: &Listing) -> Repo
     for bounds in target.trampolines {
         let mut broke = |rule, detail: String| {
             report.violations.push(Violation {
-                subject: bounds.symbol.to_owned(),
+                subject: bounds.name(),
                 rule,
                 detail,
             });
         };
-        let Some(function) = listing.function(bounds.symbol) else {
+        let function = match bounds.via {
+            None => listing.function(bounds.symbol),
+            Some(via) => loaded_by(target, listing, via, bounds.symbol),
+        };
+        let Some(function) = function else {
             broke(Rule::Present, "no such symbol".to_owned());
             continue;
         };
@@ -190,6 +168,28 @@ pub fn check(target: &'static Target, library: &Path, listing: &Listing) -> Repo
         }
     }
     report
+}
+
+/// The function named `symbol` whose address the function `via` loads
+/// (objdump's comment on the load names it: `# <hex> <symbol>`).
+fn loaded_by<'a>(
+    target: &Target,
+    listing: &'a Listing,
+    via: &str,
+    symbol: &str,
+) -> Option<&'a Function> {
+    let named = format!(" <{symbol}>");
+    let address = listing
+        .code(listing.function(via)?)
+        .find_map(|instruction| {
+            let (_, comment) = instruction.text.split_once(target.comment)?;
+            let hex = comment.trim().strip_suffix(&named)?;
+            u64::from_str_radix(hex, 16).ok()
+        })?;
+    listing
+        .functions
+        .iter()
+        .find(|function| function.address == address && function.name == symbol)
 }
 
 /// Where `bind_first` is, if there is one copy of it, aligned to
@@ -353,34 +353,73 @@ fn measure(
             ),
         );
     }
-    for instruction in line {
-        if target::any(target.locked, &instruction.text) {
+    let locked: Vec<&Instruction> = line
+        .iter()
+        .copied()
+        .filter(|instruction| target::any(target.locked, &instruction.text))
+        .collect();
+    if locked.len() > bounds.locked {
+        for instruction in &locked {
             broke(
                 Rule::ReadModifyWrite,
-                format!("locked: {}", show(instruction)),
+                format!(
+                    "locked ({} of {} allowed): {}",
+                    locked.len(),
+                    bounds.locked,
+                    show(instruction)
+                ),
             );
         }
     }
     let context = slot_load.and_then(|(load, register)| {
         let touched = context_accesses(target, line, load, register);
+        let writes_memory = |instruction: &Instruction| {
+            let (mnemonic, operands) = split(instruction);
+            !target.reads_only.contains(&mnemonic)
+                && operands
+                    .split(',')
+                    .next()
+                    .is_some_and(|first| first.contains('['))
+        };
+        let mut counts = Vec::new();
         for (instruction, start, end) in &touched {
-            if *start < 0 || *end > target.cache_line as i64 {
+            if *start < 0 || *end > bounds.context_bytes {
                 broke(
                     Rule::ContextLine,
                     format!("bytes {start}..{end} of the context: {}", show(instruction)),
                 );
             }
-            let (mnemonic, operands) = split(instruction);
-            if target.read_modify_write.contains(&mnemonic)
-                && operands
-                    .split(',')
-                    .next()
-                    .is_some_and(|first| first.contains('['))
+            if target.read_modify_write.contains(&split(instruction).0)
+                && writes_memory(instruction)
             {
-                broke(
-                    Rule::ReadModifyWrite,
-                    format!("the context's bytes {start}..{end}: {}", show(instruction)),
-                );
+                counts.push(format!(
+                    "the context's bytes {start}..{end}: {}",
+                    show(instruction)
+                ));
+            }
+        }
+        if counts.len() > bounds.context_writes {
+            for count in counts {
+                broke(Rule::ReadModifyWrite, count);
+            }
+        }
+        if bounds.locked_first {
+            let first_lock = locked.first().map(|instruction| instruction.address);
+            let first_record = touched
+                .iter()
+                .find(|(instruction, start, _)| {
+                    *start < target.cache_line as i64 && writes_memory(instruction)
+                })
+                .map(|(instruction, _, _)| instruction);
+            if let (Some(lock), Some(record)) = (first_lock, first_record) {
+                if record.address < lock {
+                    broke(
+                        Rule::LockedFirst,
+                        format!("{} before the lock at {lock:x}", show(record)),
+                    );
+                }
+            } else if first_lock.is_none() {
+                broke(Rule::LockedFirst, "no locked instruction".to_owned());
             }
         }
         let start = touched.iter().map(|(_, start, _)| *start).min()?;
@@ -412,6 +451,7 @@ fn measure(
         calls: calls.len(),
         thread_pointer: thread_pointer.len(),
         lines: blocks.len(),
+        locked: locked.len(),
         context,
         aligned,
         cold_calls,
@@ -490,81 +530,4 @@ fn split(instruction: &Instruction) -> (&str, &str) {
         .body
         .split_once(' ')
         .unwrap_or((&instruction.body, ""))
-}
-
-impl fmt::Display for Report {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let target = self.target;
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-        let library = self.library.strip_prefix(root).unwrap_or(&self.library);
-        writeln!(f, "codegen guard, {}: {}", target.triple, library.display())?;
-        let mut table = vec![[
-            "trampoline".to_owned(),
-            "instructions".to_owned(),
-            "frame bytes".to_owned(),
-            "calls".to_owned(),
-            format!("{} accesses", target.thread_pointer.0),
-            format!("{}-byte lines", target.fetch_line),
-            "context bytes".to_owned(),
-            "aligned".to_owned(),
-            "cold call sites".to_owned(),
-        ]];
-        for row in &self.rows {
-            table.push([
-                row.bounds.symbol.to_owned(),
-                format!("{} / {}", row.instructions, row.bounds.instructions),
-                format!("{} / {}", row.frame_bytes, row.bounds.frame_bytes),
-                row.calls.to_string(),
-                row.thread_pointer.to_string(),
-                format!("{} / {}", row.lines, row.bounds.lines),
-                row.context
-                    .map_or("-".to_owned(), |(start, end)| format!("{start}..{end}")),
-                if row.aligned { "yes" } else { "NO" }.to_owned(),
-                row.cold_calls.to_string(),
-            ]);
-        }
-        let widths: Vec<usize> = (0..table[0].len())
-            .map(|column| table.iter().map(|row| row[column].len()).max().unwrap_or(0))
-            .collect();
-        for row in &table {
-            let cells: Vec<String> = row
-                .iter()
-                .zip(&widths)
-                .map(|(cell, width)| format!("{cell:width$}"))
-                .collect();
-            writeln!(f, "  {}", cells.join("  ").trim_end())?;
-        }
-        if let Some(found) = &self.bind_first {
-            writeln!(f, "  bind_first: {found}")?;
-        }
-        if self.violations.is_empty() {
-            return writeln!(f, "every rule kept");
-        }
-        let mut rules: Vec<Rule> = Vec::new();
-        for violation in &self.violations {
-            if !rules.contains(&violation.rule) {
-                rules.push(violation.rule);
-            }
-        }
-        for rule in rules {
-            writeln!(f, "BROKEN: {}", rule.what())?;
-            for violation in self.violations.iter().filter(|v| v.rule == rule) {
-                writeln!(f, "  {}: {}", violation.subject, violation.detail)?;
-            }
-            writeln!(f, "  what to do: {}", rule.fix())?;
-        }
-        for row in &self.rows {
-            if self
-                .violations
-                .iter()
-                .any(|v| v.subject == row.bounds.symbol)
-            {
-                writeln!(f, "the straight line of {}:", row.bounds.symbol)?;
-                for instruction in &row.line {
-                    writeln!(f, "    {instruction}")?;
-                }
-            }
-        }
-        Ok(())
-    }
 }

@@ -6,7 +6,7 @@
 //! text, `{n}` for a number (`0x10`, `16`, `-16`) and `{r}` for a name
 //! (a register), which the match captures.
 
-/// One target's entry of the guard's table (`TARGETS` in `main.rs`).
+/// One target's entry of the guard's table (`TARGETS` in `targets.rs`).
 pub struct Target {
     /// The Rust target the fixture is built for.
     pub triple: &'static str,
@@ -79,16 +79,57 @@ pub enum Bytes {
 /// A trampoline of the fixture and its bounds (today's figures).
 pub struct Trampoline {
     pub symbol: &'static str,
+    /// Where the trampoline is no symbol of its own (a closure's C
+    /// function, one instance of a generic among others of its name): the
+    /// fixture's function that loads its address to hand it to C.
+    pub via: Option<&'static str>,
     /// The out-of-line function it sends every other call to, from one
     /// place.
     pub cold: &'static str,
     pub instructions: usize,
     pub frame_bytes: u64,
     pub lines: usize,
+    /// The locked instructions its straight line may hold (a closure
+    /// call's announcement or turn), and whether the first must come
+    /// before the line's first store to the context's first cache line,
+    /// where the call's records are (a `Closure::new` turn is taken before
+    /// the call starts).
+    pub locked: usize,
+    pub locked_first: bool,
+    /// The context bytes it may touch, and how many read-modify-writes of
+    /// them it may make (a `Closure::new` call's note of its turn).
+    pub context_bytes: i64,
+    pub context_writes: usize,
     /// Why its straight line holds that many instructions (and a frame, or
-    /// more than one line).
+    /// more than one line, or the above).
     pub why: &'static str,
 }
+
+impl Trampoline {
+    /// How reports name it: its symbol, and where it is found.
+    pub fn name(&self) -> String {
+        match self.via {
+            None => self.symbol.to_owned(),
+            Some(via) => format!("{} ({via}'s)", self.symbol),
+        }
+    }
+}
+
+/// A callback's bounds besides its own figures: its symbol, no lock, the
+/// context's first line, `call_cold`.
+pub const CALLBACK: Trampoline = Trampoline {
+    symbol: "",
+    via: None,
+    cold: "callgate::boundary::slow::call_cold",
+    instructions: 0,
+    frame_bytes: 0,
+    lines: 1,
+    locked: 0,
+    locked_first: false,
+    context_bytes: 64,
+    context_writes: 0,
+    why: "",
+};
 
 /// A build the guard must reject: the rules each trampoline then breaks.
 pub struct Regression {
