@@ -69,6 +69,7 @@ impl HeldRefs {
 
     /// True while a noted turn may be held: the context's mark must not be
     /// another thread's (for a `fork` child).
+    #[cfg(unix)]
     pub(crate) fn turn_noted(&self) -> bool {
         // Relaxed: read by the owner, or by a `fork` child as the fork left it.
         self.turn.load(Ordering::Relaxed) != 0
