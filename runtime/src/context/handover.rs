@@ -51,7 +51,7 @@ impl Context {
     }
 
     /// Notes that the owner takes a `Closure::new` turn outside a call, for a
-    /// `fork` child ([`may_be_in_a_call`](Context::may_be_in_a_call)), until
+    /// `fork` child (`may_be_in_a_call`, on Unix), until
     /// [`end_turn_note`](Context::end_turn_note).
     ///
     /// # Safety
