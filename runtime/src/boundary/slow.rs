@@ -251,10 +251,5 @@ pub(crate) fn bound_node(value: *const ContextNode) -> Option<&'static ContextNo
     // SAFETY: a value `thread::serves` accepts.
     let node: &'static ContextNode = unsafe { &*value };
     // SAFETY: `node` serves this thread.
-    if unsafe { node.value.per_call() } {
-        // Off a closure call's straight line.
-        crate::hint::rarely_taken_here!();
-        return None;
-    }
-    Some(node)
+    (!unsafe { node.value.per_call() }).then_some(node)
 }
