@@ -257,31 +257,25 @@ impl Turn {
     #[hot_path]
     pub(crate) unsafe fn end(&self) -> bool {
         // Relaxed: only ANNOTATED is looked at, which never changes.
-        let old = if self.state.load(Ordering::Relaxed) & ANNOTATED != 0 {
-            ANNOTATED
-        } else {
-            // Release: pairs with the Acquire of the next `begin`; Acquire: with
-            // the Release of `retire`, whose thread's accesses then happen before
-            // the caller lets the object go.
-            self.state.swap(0, Ordering::AcqRel)
-        };
-        if old & (WAITING | DEFERRED | ANNOTATED) != 0 {
-            // SAFETY: forwarded caller obligation; `end` handed the turn on
-            // unless annotated.
-            return unsafe { self.end_slow(old) };
+        if self.state.load(Ordering::Relaxed) & ANNOTATED != 0 {
+            // SAFETY: forwarded caller obligation; the turn is still held.
+            return unsafe { self.end_slow(ANNOTATED) };
         }
-        false
+        // SAFETY: forwarded caller obligation; not annotated.
+        unsafe { self.end_begun() }
     }
 
-    /// [`end`](Turn::end) for a turn [`try_begin`](Turn::try_begin) took,
-    /// which is never annotated (it takes only a state of 0).
+    /// [`end`](Turn::end) for a turn that is not annotated, such as any
+    /// [`try_begin`](Turn::try_begin) took (it takes only a state of 0).
     ///
     /// # Safety
     ///
-    /// As for `end`, with the turn taken by `try_begin`.
+    /// As for `end`, and the turn is not annotated.
     #[hot_path]
     pub(crate) unsafe fn end_begun(&self) -> bool {
-        // AcqRel: as in `end`.
+        // Release: pairs with the Acquire of the next `begin`; Acquire: with
+        // the Release of `retire`, whose thread's accesses then happen before
+        // the caller lets the object go.
         let old = self.state.swap(0, Ordering::AcqRel);
         if old & (WAITING | DEFERRED) != 0 {
             // SAFETY: forwarded caller obligation; handed on just now.
@@ -291,12 +285,12 @@ impl Turn {
     }
 
     /// The end of an annotated turn (still held: `old` is [`ANNOTATED`]), or
-    /// of one a waiter or a retirement flagged (`old`, handed on by `end`
-    /// already).
+    /// of one a waiter or a retirement flagged (`old`, handed on by
+    /// `end_begun` already).
     ///
     /// # Safety
     ///
-    /// As for [`end`](Turn::end), where annotated; else `end` has just
+    /// As for [`end`](Turn::end), where annotated; else `end_begun` has just
     /// handed the calling thread's turn on.
     #[cold]
     #[inline(never)]
