@@ -120,7 +120,7 @@ unsafe fn run_announced<B: Invoke<Args>, Args>(
 /// is taken before the call starts and ended after it returns, so its
 /// locked instructions find few stores to wait for (a panic in the body
 /// ends in `call_from_at`); the context notes the turn meanwhile, for a
-/// `fork` child ([`note_turn`](crate::context::Context::note_turn)).
+/// `fork` child ([`HeldRefs::note_turn`](crate::sync::HeldRefs::note_turn)).
 /// Otherwise [`run_turn_slow`], where the body takes the turn. Both use
 /// the anchor made here, so a call abandoned from this trampoline leaves
 /// its token where the next call's goes.
@@ -140,8 +140,7 @@ unsafe fn run_turn<B: Invoke<Args>, Args>(
     if let Some(node) = bound_node(read.0) {
         // SAFETY: live (caller obligation).
         let turn = unsafe { &(*header.as_ptr()).turn };
-        // SAFETY: `node` serves this thread.
-        unsafe { node.value.note_turn() };
+        node.value.held.note_turn();
         if turn.try_begin(thread_mark(node)).is_ok() {
             let on_failure = shared.on_failure;
             // SAFETY: this closure's header; this thread took its turn for the
@@ -164,8 +163,7 @@ unsafe fn run_turn<B: Invoke<Args>, Args>(
             // SAFETY: taken above by `try_begin` on this thread, for the call
             // that returned.
             let retired = unsafe { turn.end_begun() };
-            // SAFETY: `node` serves this thread, which noted the turn above.
-            unsafe { node.value.end_turn_note() };
+            node.value.held.end_turn();
             if retired {
                 // SAFETY: retired during this call's turn, which it ended: nothing
                 // holds the closure any more, and this call no longer uses it.
@@ -173,8 +171,7 @@ unsafe fn run_turn<B: Invoke<Args>, Args>(
             }
             return result;
         }
-        // SAFETY: as above.
-        unsafe { node.value.end_turn_note() };
+        node.value.held.end_turn();
     }
     // SAFETY: forwarded caller obligations; `anchor` as above.
     unsafe { run_turn_slow::<B, Args>(header, args, &anchor) }

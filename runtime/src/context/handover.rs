@@ -50,30 +50,6 @@ impl Context {
         !unsafe { self.is_idle() } || self.forgotten_may_resume.get() || self.held.turn_noted()
     }
 
-    /// Notes that the owner takes a `Closure::new` turn outside a call, for a
-    /// `fork` child (`may_be_in_a_call`, on Unix), until
-    /// [`end_turn_note`](Context::end_turn_note).
-    ///
-    /// # Safety
-    ///
-    /// The caller is the context's owner.
-    #[hot_path]
-    pub(crate) unsafe fn note_turn(&self) {
-        self.held.note_turn();
-    }
-
-    /// The turn [`note_turn`](Context::note_turn) noted ended, or was not
-    /// taken.
-    ///
-    /// # Safety
-    ///
-    /// The caller is the context's owner, and noted a turn whose note it has
-    /// not ended.
-    #[hot_path]
-    pub(crate) unsafe fn end_turn_note(&self) {
-        self.held.end_turn();
-    }
-
     /// The owner gives the context up to the free list: records its calls as
     /// over for the next owner (who may then take back their turns), unless a
     /// forgotten call may still resume.

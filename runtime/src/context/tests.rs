@@ -154,14 +154,14 @@ fn a_turn_noted_outside_a_call_keeps_the_context_from_a_fork_child() {
     // SAFETY: this test's thread owns the context, on which no call runs.
     unsafe {
         assert!(!context.may_be_in_a_call());
-        context.note_turn();
+        context.held.note_turn();
         assert!(context.may_be_in_a_call());
-        context.note_turn();
-        context.end_turn_note();
+        context.held.note_turn();
+        context.held.end_turn();
         assert!(context.may_be_in_a_call(), "the outer note still holds");
-        context.end_turn_note();
+        context.held.end_turn();
         assert!(!context.may_be_in_a_call());
-        context.note_turn();
+        context.held.note_turn();
         context.give_up();
         assert!(!context.may_be_in_a_call());
     }
